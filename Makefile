@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# One entry point: make, make test, make demo, make bench, make install, make clean.
+# BPF:  bpf/%.bpf.c -> build/bpf/%.bpf.o -> build/%.skel.h -> the binaries that embed it.
+# V=1 shows the commands.
+
+.DELETE_ON_ERROR:
+.SUFFIXES:
+SHELL := /bin/bash
+
+V ?= 0
+Q := $(if $(filter 1,$(V)),,@)
+msg = $(if $(filter 1,$(V)),,@printf '  %-8s %s\n' '$(1)' '$(2)';)
+
+BUILD   ?= build
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+PREFIX  ?= /usr/local
+DESTDIR ?=
+
+ARCH      := $(shell uname -m)
+BPF_ARCH  := $(subst x86_64,x86,$(subst aarch64,arm64,$(ARCH)))
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+
+# pkg-config runs after scripts/deps.sh has had its chance: recursive variables, memoized.
+PKGS := libbpf libxdp libevent libconfig
+PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
+PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
+CMOCKA_LIBS = $(eval CMOCKA_LIBS := $(shell pkg-config --libs cmocka))$(CMOCKA_LIBS)
+
+# snprintf into fixed buffers truncates on purpose; -Wformat-truncation flags every such copy.
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-unused-parameter \
+	-Wno-format-truncation
+CFLAGS   ?= -O2 -g
+override CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Iuser/lib -I$(BUILD)
+LDLIBS   = $(PKG_LIBS) -lelf -lz -lm -lpthread
+
+SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
+	-Iinclude -Ibpf $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH))
+
+BPF_PROGS := sluice
+BENCH_BPF := bare_pass
+SKELS     := $(patsubst %,$(BUILD)/%.skel.h,$(BPF_PROGS))
+
+LIB_SRCS   := $(wildcard user/lib/*.c)
+LIB_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS))
+LIB_A      := $(BUILD)/libsluice.a
+LIB_SAN_A  := $(BUILD)/san/libsluice.a
+D_SRCS     := $(wildcard user/sluiced/*.c)
+CTL_SRCS   := $(wildcard user/sluicectl/*.c)
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
+UNIT_SAN   := $(patsubst tests/unit/%.c,$(BUILD)/san/tests/unit/%,$(UNIT_SRCS))
+HDRS       := $(wildcard include/sluice/*.h user/lib/*.h)
+BPF_HDRS   := $(wildcard bpf/*.h include/sluice/*.h)
+
+BINS := $(BUILD)/sluiced $(BUILD)/sluicectl
+
+.PHONY: all deps test unit bpf-test net-test demo bench install uninstall clean
+all: $(BINS)
+
+# Installs missing Debian packages (quiet when everything is there). Every build depends on
+# it order-only, so it runs once per make invocation and never forces a rebuild.
+deps:
+	$(Q)scripts/deps.sh
+
+$(BUILD)/.dirs: | deps
+	$(Q)mkdir -p $(BUILD)/bpf $(BUILD)/user/lib $(BUILD)/tests/unit $(BUILD)/tests/bpf \
+		$(BUILD)/san/user/lib $(BUILD)/san/tests/unit $(BUILD)/bench
+	$(Q)touch $@
+
+# ---- BPF ---------------------------------------------------------------------------------
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(BUILD)/.dirs
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/bpf/%.bpf.o: bench/%.bpf.c | $(BUILD)/.dirs
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call msg,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*)_bpf > $@
+
+# ---- userspace ---------------------------------------------------------------------------
+$(BUILD)/%.o: %.c $(HDRS) $(SKELS) | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(LIB_A): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+$(BUILD)/sluiced: $(patsubst %.c,$(BUILD)/%.o,$(D_SRCS)) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BUILD)/sluicectl: $(patsubst %.c,$(BUILD)/%.o,$(CTL_SRCS)) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Sanitizer build of the shared library, for the unit tests.
+$(BUILD)/san/%.o: %.c $(HDRS) $(SKELS) | $(BUILD)/.dirs
+	$(call msg,CC-SAN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -c $< -o $@
+
+$(LIB_SAN_A): $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRCS))
+	$(call msg,AR,$@)
+	$(Q)$(AR) rcs $@ $^
+
+# ---- tests -------------------------------------------------------------------------------
+$(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_A) $(HDRS) | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(CMOCKA_LIBS) $(LDLIBS)
+
+$(BUILD)/san/tests/unit/%: tests/unit/%.c $(LIB_SAN_A) $(HDRS) | $(BUILD)/.dirs
+	$(call msg,CC-SAN,$@)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_SAN_A) \
+		$(CMOCKA_LIBS) $(LDLIBS)
+
+$(BUILD)/tests/bpf/fixtures: tests/bpf/fixtures.c tests/lib/frames.h $(SKELS) $(LIB_A) | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)
+
+TEST_BINS := $(UNIT_BINS) $(UNIT_SAN) $(BUILD)/tests/bpf/fixtures
+
+test: $(BINS) $(TEST_BINS)
+	$(Q)BUILD=$(BUILD) tests/run.sh
+
+unit: $(UNIT_BINS) $(UNIT_SAN)
+	$(Q)BUILD=$(BUILD) tests/run.sh unit
+
+bpf-test: $(BUILD)/tests/bpf/fixtures
+	$(Q)BUILD=$(BUILD) tests/run.sh bpf
+
+net-test: $(BINS)
+	$(Q)BUILD=$(BUILD) tests/run.sh net
+
+# ---- demo, bench -------------------------------------------------------------------------
+demo: $(BINS)
+	$(Q)BUILD=$(BUILD) scripts/demo.sh
+
+$(BUILD)/bench/xdp_cost: bench/xdp_cost.c tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h $(LIB_A) | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)
+
+bench: $(BUILD)/bench/xdp_cost
+	$(Q)$(BUILD)/bench/xdp_cost
+
+# ---- install -----------------------------------------------------------------------------
+install: $(BINS)
+	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)/etc/sluice
+	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/sbin/
+	install -m 0644 examples/sluice.conf $(DESTDIR)/etc/sluice/sluice.conf.example
+	install -m 0644 examples/asn-sample.csv $(DESTDIR)/etc/sluice/asn-sample.csv
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/sbin/sluiced $(DESTDIR)$(PREFIX)/sbin/sluicectl
+
+clean:
+	rm -rf $(BUILD)

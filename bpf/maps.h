@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The edge datapath's maps. All are pinned by name under the controller's pin root
+ * (/sys/fs/bpf/sluice by default) so that state outlives a daemon restart and sluicectl can
+ * read it with no daemon running. Sizes marked "set by sluiced" are placeholders that the
+ * controller overrides from the config before load.
+ */
+#ifndef SLUICE_MAPS_H
+#define SLUICE_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "sluice/abi.h"
+
+/* Per-prefix GCRA state. LRU: the flood evicts the idle, and evictions cost no syscall. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536); /* set by sluiced: edge.state_entries */
+	__type(key, struct sl_bkey);
+	__type(value, struct sl_bucket);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_buckets SEC(".maps");
+
+/*
+ * Ghosts of evicted buckets: a fixed array of TATs indexed by a hash of the key. A key that
+ * was spent when the LRU forgot it finds its old TAT here when it comes back, so eviction
+ * never hands out a fresh burst. Collisions only ever make a new key start more spent.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536); /* set by sluiced: power of two >= state_entries */
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_ghosts SEC(".maps");
+
+/* ASN table: one slot holding the live LPM trie, swapped whole by the controller. */
+struct sl_asn_trie {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SL_ASN_MAX_ENTRIES);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	/* Sizes, not __type(): reached through the outer map's pointer array, these structs get
+	 * only forward declarations in BTF and libbpf cannot size a FWD. */
+	__uint(key_size, sizeof(struct sl_lpm_key));
+	__uint(value_size, sizeof(struct sl_asn_val));
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+	__array(values, struct sl_asn_trie); /* a flexible array: must come last */
+} sl_asn SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_MAX_CLASSES);
+	__type(key, __u32);
+	__type(value, struct sl_class_policy);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_classes SEC(".maps");
+
+/* Indexed by port: an array lookup is cheaper than hashing on the path every packet takes. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, struct sl_port);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_settings);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_settings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SL_STATS_ROWS);
+	__type(key, __u32);
+	__type(value, struct sl_counters);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_stats SEC(".maps");
+
+/* Controller metadata for sluicectl; never read here. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_meta);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_meta SEC(".maps");
+
+#endif /* SLUICE_MAPS_H */

@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The contract between the XDP datapath (bpf/) and its userspace (user/).
+ *
+ * ABI WARNING: every struct here is the layout of a pinned BPF map. sluiced reuses pinned maps
+ * across restarts to keep bucket state, and libbpf refuses to reuse a map whose key or value
+ * size changed. Append fields only into the reserved space, never reorder, and when a size must
+ * change, bump SL_ABI_VERSION so the controller knows to recreate the pins (losing state).
+ * Fixed-width types only; both sides compile this file.
+ */
+#ifndef SLUICE_ABI_H
+#define SLUICE_ABI_H
+
+#include <linux/types.h>
+
+#define SL_ABI_VERSION 1
+
+/* Limits. Overridable at build time where a deployment needs more. */
+#ifndef SL_MAX_CLASSES
+#define SL_MAX_CLASSES 16          /* ASN classes with a policy */
+#endif
+#define SL_CLASS_NONE SL_MAX_CLASSES /* stats row for packets never classified */
+#define SL_STATS_ROWS (SL_MAX_CLASSES + 1)
+#define SL_CLASS_NAME_LEN 16
+#ifndef SL_MAX_PORTS
+#define SL_MAX_PORTS 16            /* protected ports listed in the meta record */
+#endif
+#ifndef SL_MAX_IFACES
+#define SL_MAX_IFACES 8
+#endif
+#ifndef SL_ASN_MAX_ENTRIES
+#define SL_ASN_MAX_ENTRIES (4u << 20) /* LPM trie cap; no preallocation, so only a ceiling */
+#endif
+#define SL_MAX_VLAN 2              /* 802.1Q/802.1ad tags parsed before giving up */
+#define SL_MAX_IP6_EXT 6           /* IPv6 extension headers walked before giving up */
+#define SL_CAS_TRIES 4             /* compare-and-swap attempts on one bucket */
+#define SL_REASON_SLOTS 32         /* counter slots reserved per class; reasons grow into them */
+
+_Static_assert(SL_MAX_CLASSES <= 255, "class id must fit in a byte");
+_Static_assert((SL_REASON_SLOTS & (SL_REASON_SLOTS - 1)) == 0, "slots must be a power of 2");
+
+/*
+ * Why a packet got its verdict. Stable numbers: userspace names them in sl_reason_name()
+ * (user/lib/reasons.c), docs/operations.md explains them, and pinned counters are indexed by
+ * them. New reasons are appended before SL_R__MAX; never renumber.
+ */
+enum sl_reason {
+	SL_R_PASSED = 0,         /* protected SYN, every bucket had room */
+	SL_R_NOT_PROTECTED,      /* not TCP, or TCP to a port sluice does not guard */
+	SL_R_NOT_SYN,            /* a later segment on a protected port: not ours to judge */
+	SL_R_FRAGMENT,           /* IP fragment: no TCP header to judge; fragment policy applies */
+	SL_R_SHED_PREFIX,        /* the source prefix bucket was empty */
+	SL_R_SHED_PARENT,        /* the parent prefix bucket was empty */
+	SL_R_WOULD_SHED_PREFIX,  /* monitor mode: would have been SHED_PREFIX, passed */
+	SL_R_WOULD_SHED_PARENT,  /* monitor mode: would have been SHED_PARENT, passed */
+	SL_R_MAL_ETH,            /* frame shorter than an Ethernet header */
+	SL_R_MAL_VLAN,           /* truncated VLAN tag */
+	SL_R_MAL_VLAN_DEPTH,     /* more than SL_MAX_VLAN tags */
+	SL_R_MAL_IP4,            /* truncated IPv4 header */
+	SL_R_MAL_IP4_IHL,        /* IHL < 5, or options run past the frame */
+	SL_R_MAL_IP6,            /* truncated IPv6 header */
+	SL_R_MAL_IP6_EXT,        /* truncated IPv6 extension header */
+	SL_R_MAL_IP6_EXT_DEPTH,  /* more than SL_MAX_IP6_EXT extension headers */
+	SL_R_MAL_TCP,            /* truncated TCP header */
+	SL_R_MAL_TCP_DOFF,       /* TCP data offset < 5, or options run past the frame */
+	SL_R_STATE_ERROR,        /* bucket could not be created: passed, counted (fails open) */
+	SL_R__MAX
+};
+_Static_assert(SL_R__MAX <= SL_REASON_SLOTS, "reasons outgrew the reserved counter slots");
+
+#define SL_R_IS_MALFORMED(r) ((r) >= SL_R_MAL_ETH && (r) <= SL_R_MAL_TCP_DOFF)
+
+enum sl_mode {
+	SL_MODE_ENFORCE = 0,
+	SL_MODE_MONITOR = 1,
+};
+
+enum sl_front {
+	SL_FRONT_SYN = 0,        /* decide at the SYN */
+};
+
+enum sl_action {
+	SL_ACT_PASS = 0,
+	SL_ACT_DROP = 1,
+};
+
+enum sl_family {
+	SL_FAM_V4 = 4,
+	SL_FAM_V6 = 6,
+};
+
+/* Bucket levels: a source is charged at its own prefix and at the parent prefix. */
+enum sl_level {
+	SL_LEVEL_PREFIX = 0,
+	SL_LEVEL_PARENT = 1,
+};
+
+/*
+ * ASN table: one LPM trie over 128-bit addresses. IPv4 lives at ::ffff:0:0/96 so one trie and
+ * one lookup serve both families; an IPv4 /24 is stored as prefixlen 96 + 24.
+ */
+#define SL_V4_MAPPED_PLEN 96
+struct sl_lpm_key {
+	__u32 prefixlen;
+	__u8 addr[16];
+};
+
+struct sl_asn_val {
+	__u32 asn;
+	__u32 class_id;
+};
+
+/* Bucket key: the masked source prefix, qualified by class and level so that a /24 keyed by
+ * one class and the same /24 as another class's parent never share a bucket. */
+struct sl_bkey {
+	__u8 family;   /* enum sl_family */
+	__u8 plen;     /* prefix length in the family's own terms (/24, /64) */
+	__u8 level;    /* enum sl_level */
+	__u8 class_id;
+	__u8 addr[16]; /* network order, host bits zero; IPv4 in the first 4 bytes */
+};
+
+/* GCRA state: one theoretical arrival time in ns (bpf_ktime_get_ns / CLOCK_MONOTONIC). */
+struct sl_bucket {
+	__u64 tat;
+};
+
+/* Rate in GCRA terms: emission interval per cost unit and tolerance (burst), both in ns. */
+struct sl_rate {
+	__u64 emission_ns;
+	__u64 tolerance_ns;
+};
+
+struct sl_class_policy {
+	__u8 valid;
+	__u8 mode;      /* enum sl_mode */
+	__u8 v4_prefix;
+	__u8 v6_prefix;
+	__u8 v4_parent;
+	__u8 v6_parent;
+	__u8 pad[2];
+	struct sl_rate prefix;
+	struct sl_rate parent;
+	char name[SL_CLASS_NAME_LEN];
+	__u64 reserved[4];
+};
+
+/* Indexed by destination port (host order); an all-zero entry means "not protected". */
+struct sl_port {
+	__u8 protected;
+	__u8 front;     /* enum sl_front */
+	__u8 action;    /* enum sl_action, applied to shed packets */
+	__u8 pad;
+	__u32 cost;     /* cost units a SYN to this port charges */
+};
+
+/* Live settings, one array slot, rewritten on reload. */
+struct sl_settings {
+	__u32 unknown_class;     /* class for sources absent from the ASN table */
+	__u8 malformed_action;   /* enum sl_action */
+	__u8 fragment_action;    /* enum sl_action */
+	__u16 new_key_credit;    /* per mille of burst a never-seen key starts with */
+	__u32 hash_seed;         /* seeds the ghost index; chosen once, kept with the pins */
+	__u32 generation;        /* config generation, for observers */
+	__u64 reserved[6];
+};
+
+/* Per-CPU counters, one row per class plus SL_CLASS_NONE. */
+struct sl_counters {
+	__u64 pkts[SL_REASON_SLOTS];
+	__u64 key_new;       /* buckets created for keys never seen (or forgotten) */
+	__u64 key_returned;  /* buckets created for keys the ghost table remembered as spent */
+	__u64 cas_busy;      /* compare-and-swap retries exhausted (shed: the key is hot) */
+	__u64 reserved[5];
+};
+
+/*
+ * Controller metadata, written by sluiced into a pinned array so that sluicectl can report
+ * status from the pins alone, with or without a running daemon. The datapath never reads it.
+ */
+#define SL_META_PATH_LEN 128
+struct sl_meta_iface {
+	__u32 ifindex;
+	__u8 mode;        /* enum sl_attach_mode */
+	__u8 pad[3];
+	char name[16];
+};
+
+enum sl_attach_mode {
+	SL_ATTACH_NONE = 0,
+	SL_ATTACH_NATIVE,          /* through libxdp's dispatcher, driver mode */
+	SL_ATTACH_GENERIC,         /* through libxdp's dispatcher, skb mode */
+	SL_ATTACH_LEGACY_NATIVE,   /* dispatcher unavailable: plain netlink attach, driver mode */
+	SL_ATTACH_LEGACY_GENERIC,  /* dispatcher unavailable: plain netlink attach, skb mode */
+};
+
+struct sl_meta_port {
+	__u16 port;
+	__u8 front;
+	__u8 action;
+	__u32 cost;
+};
+
+struct sl_meta {
+	__u32 abi_version;
+	__u32 pid;               /* 0 when the daemon stopped without detaching (handover) */
+	__u64 started_unix;
+	__u64 reloaded_unix;
+	__u32 generation;
+	__u32 reload_failures;
+	__u32 state_entries;
+	__u32 ghost_entries;
+	__u32 asn_entries;
+	__u32 n_ifaces;
+	__u32 n_ports;
+	__u32 pad;
+	char config_path[SL_META_PATH_LEN];
+	char asn_source[SL_META_PATH_LEN];
+	char ctl_socket[SL_META_PATH_LEN];
+	char last_error[256];
+	struct sl_meta_iface ifaces[SL_MAX_IFACES];
+	struct sl_meta_port ports[SL_MAX_PORTS];
+	__u64 reserved[16];
+};
+
+#endif /* SLUICE_ABI_H */

@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* ASN CSV parsing: see asn.h. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "asn.h"
+
+#define MAX_REPORTED 10
+
+struct perr {
+	char *buf;
+	size_t len, used;
+	int count;
+};
+
+__attribute__((format(printf, 4, 5)))
+static void perr_add(struct perr *e, const char *name, size_t line, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	e->count++;
+	if (e->count > MAX_REPORTED || !e->buf || e->used + 1 >= e->len)
+		return;
+	n = snprintf(e->buf + e->used, e->len - e->used, "%s:%zu: ", name, line);
+	if (n > 0 && (size_t)n < e->len - e->used)
+		e->used += (size_t)n;
+	va_start(ap, fmt);
+	n = vsnprintf(e->buf + e->used, e->len - e->used, fmt, ap);
+	va_end(ap);
+	if (n > 0 && (size_t)n < e->len - e->used)
+		e->used += (size_t)n;
+	if (e->used + 1 < e->len) {
+		e->buf[e->used++] = '\n';
+		e->buf[e->used] = '\0';
+	}
+}
+
+static char *trim(char *s)
+{
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	end = s + strlen(s);
+	while (end > s && isspace((unsigned char)end[-1]))
+		*--end = '\0';
+	return s;
+}
+
+static int push(struct sl_asn_table *t, const struct sl_asn_entry *e)
+{
+	if (t->n == t->cap) {
+		size_t cap = t->cap ? t->cap * 2 : 1024;
+		struct sl_asn_entry *r = realloc(t->rows, cap * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		t->rows = r;
+		t->cap = cap;
+	}
+	t->rows[t->n++] = *e;
+	return 0;
+}
+
+static int cmp_key(const void *a, const void *b)
+{
+	const struct sl_asn_entry *x = a, *y = b;
+	int r = memcmp(x->key.addr, y->key.addr, sizeof(x->key.addr));
+
+	if (r)
+		return r;
+	if (x->key.prefixlen != y->key.prefixlen)
+		return x->key.prefixlen < y->key.prefixlen ? -1 : 1;
+	return x->line < y->line ? -1 : x->line > y->line;
+}
+
+/* Sort by prefix then line, and keep the last row of each prefix: a later line overrides. */
+static void dedup(struct sl_asn_table *t)
+{
+	size_t i, out = 0;
+
+	qsort(t->rows, t->n, sizeof(*t->rows), cmp_key);
+	for (i = 0; i < t->n; i++) {
+		if (out && t->rows[out - 1].key.prefixlen == t->rows[i].key.prefixlen &&
+		    !memcmp(t->rows[out - 1].key.addr, t->rows[i].key.addr, 16)) {
+			t->rows[out - 1] = t->rows[i];
+			t->replaced++;
+			continue;
+		}
+		t->rows[out++] = t->rows[i];
+	}
+	t->n = out;
+}
+
+int sl_asn_parse(const char *name, const char *buf, size_t len, const struct sl_config *c,
+		 struct sl_asn_table *t, char *err, size_t errlen)
+{
+	struct perr e = { .buf = err, .len = errlen };
+	size_t lineno = 0, pos = 0;
+	int first = 1, ret = 0;
+
+	memset(t, 0, sizeof(*t));
+	if (err && errlen)
+		err[0] = '\0';
+	while (pos < len) {
+		char line[512], *l, *f[4], *save = NULL, *end;
+		const char *nl = memchr(buf + pos, '\n', len - pos);
+		size_t ll = nl ? (size_t)(nl - (buf + pos)) : len - pos;
+		struct sl_asn_entry ent;
+		struct sl_prefix p;
+		char why[160];
+		unsigned long asn;
+		int nf = 0, cls;
+
+		lineno++;
+		if (ll >= sizeof(line)) {
+			perr_add(&e, name, lineno, "line longer than %zu bytes", sizeof(line) - 1);
+			pos += ll + 1;
+			continue;
+		}
+		memcpy(line, buf + pos, ll);
+		line[ll] = '\0';
+		pos += ll + 1;
+		l = trim(line);
+		if (!*l || *l == '#')
+			continue;
+		if (first && !strncmp(l, "prefix,", 7)) { /* a header row */
+			first = 0;
+			continue;
+		}
+		first = 0;
+		for (char *tok = strtok_r(l, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (nf < 4)
+				f[nf] = trim(tok);
+			nf++;
+		}
+		if (nf != 3) {
+			perr_add(&e, name, lineno, "expected 3 fields prefix,asn,class (got %d)", nf);
+			continue;
+		}
+		if (sl_prefix_parse(f[0], &p, 1, why, sizeof(why))) {
+			perr_add(&e, name, lineno, "%s", why);
+			continue;
+		}
+		if (p.plen == 0) {
+			perr_add(&e, name, lineno, "'%s': a /0 row would type the whole Internet; "
+				 "use the \"unknown\" class for that", f[0]);
+			continue;
+		}
+		if (!strncasecmp(f[1], "AS", 2))
+			f[1] += 2;
+		errno = 0;
+		asn = strtoul(f[1], &end, 10);
+		if (errno || end == f[1] || *end || asn > 0xffffffffUL || f[1][0] == '-') {
+			perr_add(&e, name, lineno, "'%s' is not an AS number (0..4294967295)", f[1]);
+			continue;
+		}
+		cls = sl_config_class(c, f[2]);
+		if (cls < 0) {
+			perr_add(&e, name, lineno, "class '%s' is not defined in the config", f[2]);
+			continue;
+		}
+		if (t->n >= SL_ASN_MAX_ENTRIES) {
+			perr_add(&e, name, lineno, "more than %u rows", SL_ASN_MAX_ENTRIES);
+			break;
+		}
+		memset(&ent, 0, sizeof(ent));
+		sl_prefix_to_lpm(&p, &ent.key);
+		ent.val.asn = (uint32_t)asn;
+		ent.val.class_id = (uint32_t)cls;
+		ent.line = lineno;
+		if (push(t, &ent)) {
+			ret = -ENOMEM;
+			break;
+		}
+	}
+	if (e.count > MAX_REPORTED && e.buf && e.used + 1 < e.len)
+		snprintf(e.buf + e.used, e.len - e.used, "%s: ... and %d more problems\n", name,
+			 e.count - MAX_REPORTED);
+	if (e.count && !ret)
+		ret = -EINVAL;
+	if (ret) {
+		sl_asn_free(t);
+		return ret;
+	}
+	dedup(t);
+	return 0;
+}
+
+int sl_asn_load_csv(const char *path, const struct sl_config *c, struct sl_asn_table *t,
+		    char *err, size_t errlen)
+{
+	FILE *f = fopen(path, "r");
+	char *buf = NULL;
+	size_t cap = 0, len = 0, n;
+	int ret;
+
+	memset(t, 0, sizeof(*t));
+	if (!f) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: cannot read: %s\n", path, strerror(-ret));
+		return ret;
+	}
+	do {
+		if (len + 65536 > cap) {
+			char *nb = realloc(buf, cap + 1048576);
+
+			if (!nb) {
+				free(buf);
+				fclose(f);
+				return -ENOMEM;
+			}
+			buf = nb;
+			cap += 1048576;
+		}
+		n = fread(buf + len, 1, cap - len, f);
+		len += n;
+	} while (n > 0);
+	if (ferror(f)) {
+		ret = -EIO;
+		snprintf(err, errlen, "%s: read error\n", path);
+	} else {
+		ret = sl_asn_parse(path, buf, len, c, t, err, errlen);
+	}
+	free(buf);
+	fclose(f);
+	return ret;
+}
+
+void sl_asn_free(struct sl_asn_table *t)
+{
+	free(t->rows);
+	memset(t, 0, sizeof(*t));
+}

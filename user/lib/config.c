@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Config loading and validation (see config.h). Every problem is reported with the file and
+ * line of the setting that caused it; unknown keys are errors, because a misspelt "rat = 5"
+ * that silently falls back to a default is how limits end up wrong in production.
+ */
+#include <errno.h>
+#include <libconfig.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+#include "log.h"
+
+struct vctx {
+	const char *file;
+	char *err;
+	size_t errlen;
+	size_t used;
+	int nerr;
+};
+
+static void append(struct vctx *x, const char *file, int line, const char *fmt, va_list ap)
+{
+	int n;
+
+	x->nerr++;
+	if (!x->err || x->used + 1 >= x->errlen)
+		return;
+	if (line > 0)
+		n = snprintf(x->err + x->used, x->errlen - x->used, "%s:%d: ", file, line);
+	else
+		n = snprintf(x->err + x->used, x->errlen - x->used, "%s: ", file);
+	if (n > 0)
+		x->used = x->used + (size_t)n < x->errlen ? x->used + (size_t)n : x->errlen - 1;
+	n = vsnprintf(x->err + x->used, x->errlen - x->used, fmt, ap);
+	if (n > 0)
+		x->used = x->used + (size_t)n < x->errlen ? x->used + (size_t)n : x->errlen - 1;
+	if (x->used + 1 < x->errlen) {
+		x->err[x->used++] = '\n';
+		x->err[x->used] = '\0';
+	}
+}
+
+__attribute__((format(printf, 3, 4)))
+static void bad(struct vctx *x, const config_setting_t *s, const char *fmt, ...)
+{
+	const char *file = s ? config_setting_source_file(s) : NULL;
+	int line = s ? (int)config_setting_source_line(s) : 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	append(x, file ? file : x->file, line, fmt, ap);
+	va_end(ap);
+}
+
+/* Reject keys this version does not know, naming the ones it does. */
+static void check_keys(struct vctx *x, const config_setting_t *group, const char *where,
+		       const char *const *known)
+{
+	int i, n = config_setting_length(group);
+
+	for (i = 0; i < n; i++) {
+		const config_setting_t *s = config_setting_get_elem(group, (unsigned)i);
+		const char *name = config_setting_name(s);
+		const char *const *k;
+		char list[256] = "";
+		size_t used = 0;
+
+		if (!name)
+			continue;
+		for (k = known; *k; k++)
+			if (!strcmp(*k, name))
+				break;
+		if (*k)
+			continue;
+		for (k = known; *k; k++) {
+			int w = snprintf(list + used, sizeof(list) - used, "%s%s",
+					 k == known ? "" : ", ", *k);
+			if (w < 0 || (size_t)w >= sizeof(list) - used)
+				break;
+			used += (size_t)w;
+		}
+		bad(x, s, "unknown key '%s' in %s (known: %s)", name, where, list);
+	}
+}
+
+static bool is_number(const config_setting_t *s)
+{
+	int t = config_setting_type(s);
+
+	return t == CONFIG_TYPE_INT || t == CONFIG_TYPE_INT64 || t == CONFIG_TYPE_FLOAT;
+}
+
+static double num_of(const config_setting_t *s)
+{
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_INT:
+	case CONFIG_TYPE_INT64:
+		return (double)config_setting_get_int64(s);
+	default:
+		return config_setting_get_float(s);
+	}
+}
+
+/* Read number @name of @g into *@out; @required says whether absence is an error.
+ * Returns 1 when a valid value was read. */
+static int get_num(struct vctx *x, const config_setting_t *g, const char *where,
+		   const char *name, bool required, double lo, double hi, double *out)
+{
+	const config_setting_t *s = config_setting_get_member(g, name);
+	double v;
+
+	if (!s) {
+		if (required)
+			bad(x, g, "%s: '%s' is required", where, name);
+		return 0;
+	}
+	if (!is_number(s)) {
+		bad(x, s, "%s.%s: expected a number", where, name);
+		return 0;
+	}
+	v = num_of(s);
+	if (!(v >= lo && v <= hi)) {
+		bad(x, s, "%s.%s: %g is out of range %g..%g", where, name, v, lo, hi);
+		return 0;
+	}
+	*out = v;
+	return 1;
+}
+
+static int get_int(struct vctx *x, const config_setting_t *g, const char *where,
+		   const char *name, bool required, long lo, long hi, long *out)
+{
+	const config_setting_t *s = config_setting_get_member(g, name);
+	long long v;
+
+	if (!s) {
+		if (required)
+			bad(x, g, "%s: '%s' is required", where, name);
+		return 0;
+	}
+	if (config_setting_type(s) != CONFIG_TYPE_INT &&
+	    config_setting_type(s) != CONFIG_TYPE_INT64) {
+		bad(x, s, "%s.%s: expected an integer", where, name);
+		return 0;
+	}
+	v = config_setting_get_int64(s);
+	if (v < lo || v > hi) {
+		bad(x, s, "%s.%s: %lld is out of range %ld..%ld", where, name, v, lo, hi);
+		return 0;
+	}
+	*out = (long)v;
+	return 1;
+}
+
+/* Read string @name; returns the string or NULL (absent, or not a string: reported). */
+static const char *get_str(struct vctx *x, const config_setting_t *g, const char *where,
+			   const char *name, bool required)
+{
+	const config_setting_t *s = config_setting_get_member(g, name);
+
+	if (!s) {
+		if (required)
+			bad(x, g, "%s: '%s' is required", where, name);
+		return NULL;
+	}
+	if (config_setting_type(s) != CONFIG_TYPE_STRING) {
+		bad(x, s, "%s.%s: expected a string", where, name);
+		return NULL;
+	}
+	return config_setting_get_string(s);
+}
+
+/* Map a string to one of @names (NULL-terminated); -1 after reporting when it is none. */
+static int get_enum(struct vctx *x, const config_setting_t *g, const char *where,
+		    const char *name, const char *const *names, int def)
+{
+	const char *v = get_str(x, g, where, name, false);
+	const char *const *n;
+
+	if (!v)
+		return def;
+	for (n = names; *n; n++)
+		if (!strcmp(*n, v))
+			return (int)(n - names);
+	bad(x, config_setting_get_member(g, name), "%s.%s: '%s' is not one of the allowed values",
+	    where, name, v);
+	return -1;
+}
+
+static const char *const mode_names[] = { "enforce", "monitor", NULL };
+static const char *const action_names[] = { "pass", "drop", NULL };
+static const char *const front_names[] = { "syn", NULL };
+static const char *const xdp_mode_names[] = { "native", "generic", NULL };
+static const char *const level_names[] = { "error", "warn", "info", "debug", NULL };
+
+const char *sl_mode_name(uint8_t mode)
+{
+	return mode < 2 ? mode_names[mode] : "?";
+}
+
+const char *sl_action_name(uint8_t action)
+{
+	return action < 2 ? action_names[action] : "?";
+}
+
+const char *sl_front_name(uint8_t front)
+{
+	return front < 1 ? front_names[front] : "?";
+}
+
+void sl_config_defaults(struct sl_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->state_entries = 1u << 20;
+	c->new_key_credit = 0.5;
+	c->malformed_action = SL_ACT_PASS;
+	c->fragment_action = SL_ACT_PASS;
+	c->xdp_mode = SL_XDP_NATIVE;
+	snprintf(c->pin_path, sizeof(c->pin_path), "%s", SL_DEFAULT_PIN_PATH);
+	snprintf(c->ctl_socket, sizeof(c->ctl_socket), "%s", SL_DEFAULT_CTL_SOCKET);
+	c->log_level = LOG_LVL_INFO;
+	c->unknown_class = -1;
+}
+
+int sl_config_class(const struct sl_config *c, const char *name)
+{
+	int i;
+
+	for (i = 0; i < c->n_classes; i++)
+		if (!strcmp(c->classes[i].name, name))
+			return i;
+	return -1;
+}
+
+uint32_t sl_ghost_entries(uint32_t state_entries)
+{
+	uint32_t n = 1024;
+
+	while (n < state_entries && n < (1u << 26))
+		n <<= 1;
+	return n;
+}
+
+static void resolve_path(char *dst, size_t n, const char *base, const char *p)
+{
+	char cwd[PATH_MAX];
+
+	if (p[0] == '/' || !*p) {
+		snprintf(dst, n, "%s", p);
+		return;
+	}
+	if (!base)
+		base = getcwd(cwd, sizeof(cwd)) ? cwd : ".";
+	snprintf(dst, n, "%s/%s", base, p);
+}
+
+static void load_ports(struct vctx *x, const config_setting_t *edge, struct sl_config *c)
+{
+	static const char *const keys[] = { "port", "front", "action", "cost", NULL };
+	const config_setting_t *ports = config_setting_get_member(edge, "ports");
+	int i, j, n;
+
+	if (!ports) {
+		bad(x, edge, "edge: 'ports' is required (the TCP ports sluice protects)");
+		return;
+	}
+	if (!config_setting_is_list(ports) && !config_setting_is_array(ports)) {
+		bad(x, ports, "edge.ports: expected a list ( { port = 80; ... }, ... )");
+		return;
+	}
+	n = config_setting_length(ports);
+	if (n == 0)
+		bad(x, ports, "edge.ports: at least one port is required");
+	if (n > SL_MAX_PORTS) {
+		bad(x, ports, "edge.ports: at most %d ports (got %d)", SL_MAX_PORTS, n);
+		n = SL_MAX_PORTS;
+	}
+	for (i = 0; i < n; i++) {
+		const config_setting_t *p = config_setting_get_elem(ports, (unsigned)i);
+		struct sl_port_cfg *pc = &c->ports[c->n_ports];
+		char where[32];
+		long v;
+		int e;
+
+		snprintf(where, sizeof(where), "edge.ports[%d]", i);
+		if (!config_setting_is_group(p)) {
+			bad(x, p, "%s: expected a group { port = ...; }", where);
+			continue;
+		}
+		check_keys(x, p, where, keys);
+		memset(pc, 0, sizeof(*pc));
+		if (get_int(x, p, where, "port", true, 1, 65535, &v))
+			pc->port = (uint16_t)v;
+		pc->cost = 1;
+		if (get_int(x, p, where, "cost", false, 1, SL_MAX_PORT_COST, &v))
+			pc->cost = (uint32_t)v;
+		e = get_enum(x, p, where, "front", front_names, SL_FRONT_SYN);
+		if (e >= 0)
+			pc->front = (uint8_t)e;
+		e = get_enum(x, p, where, "action", action_names, SL_ACT_DROP);
+		if (e >= 0)
+			pc->action = (uint8_t)e;
+		if (e == SL_ACT_PASS)
+			bad(x, config_setting_get_member(p, "action"),
+			    "%s.action: a protected port sheds with \"drop\"; to let everything "
+			    "through, set the classes' mode = \"monitor\"", where);
+		for (j = 0; j < c->n_ports; j++)
+			if (pc->port && c->ports[j].port == pc->port)
+				bad(x, p, "%s: port %u is listed twice", where, pc->port);
+		c->n_ports++;
+	}
+}
+
+static void load_edge(struct vctx *x, const config_setting_t *root, struct sl_config *c,
+		      const char *base)
+{
+	static const char *const keys[] = { "interfaces", "xdp_mode", "ports", "state_entries",
+		"asn_table", "new_key_credit", "malformed", "fragments", "pin_path", NULL };
+	const config_setting_t *edge = config_setting_get_member(root, "edge");
+	const config_setting_t *ifs;
+	const char *s;
+	double d;
+	long v;
+	int i, e;
+
+	if (!edge) {
+		bad(x, NULL, "the 'edge' group is required");
+		return;
+	}
+	if (!config_setting_is_group(edge)) {
+		bad(x, edge, "edge: expected a group { ... }");
+		return;
+	}
+	check_keys(x, edge, "edge", keys);
+
+	ifs = config_setting_get_member(edge, "interfaces");
+	if (!ifs) {
+		bad(x, edge, "edge: 'interfaces' is required, e.g. interfaces = [\"eth0\"];");
+	} else if (!config_setting_is_array(ifs) && !config_setting_is_list(ifs)) {
+		bad(x, ifs, "edge.interfaces: expected an array of names [\"eth0\", ...]");
+	} else {
+		int n = config_setting_length(ifs);
+
+		if (n == 0)
+			bad(x, ifs, "edge.interfaces: at least one interface is required");
+		if (n > SL_MAX_IFACES)
+			bad(x, ifs, "edge.interfaces: at most %d interfaces", SL_MAX_IFACES);
+		for (i = 0; i < n && i < SL_MAX_IFACES; i++) {
+			const config_setting_t *it = config_setting_get_elem(ifs, (unsigned)i);
+			const char *name = config_setting_get_string(it);
+			int j;
+
+			if (!name || !*name || strlen(name) >= IF_NAMESIZE) {
+				bad(x, it, "edge.interfaces[%d]: expected an interface name of 1..%d "
+				    "characters", i, IF_NAMESIZE - 1);
+				continue;
+			}
+			for (j = 0; j < c->n_ifaces; j++)
+				if (!strcmp(c->ifaces[j], name))
+					bad(x, it, "edge.interfaces: '%s' is listed twice", name);
+			snprintf(c->ifaces[c->n_ifaces++], IF_NAMESIZE, "%s", name);
+		}
+	}
+
+	e = get_enum(x, edge, "edge", "xdp_mode", xdp_mode_names, SL_XDP_NATIVE);
+	if (e >= 0)
+		c->xdp_mode = (uint8_t)e;
+	load_ports(x, edge, c);
+	if (get_int(x, edge, "edge", "state_entries", false, SL_MIN_STATE_ENTRIES,
+		    SL_MAX_STATE_ENTRIES, &v))
+		c->state_entries = (uint32_t)v;
+	s = get_str(x, edge, "edge", "asn_table", false);
+	if (s)
+		resolve_path(c->asn_table, sizeof(c->asn_table), base, s);
+	if (get_num(x, edge, "edge", "new_key_credit", false, 0.0, 1.0, &d)) {
+		if (d < 0.001)
+			bad(x, config_setting_get_member(edge, "new_key_credit"),
+			    "edge.new_key_credit: must be above 0 (a new key needs room for one "
+			    "request)");
+		else
+			c->new_key_credit = d;
+	}
+	e = get_enum(x, edge, "edge", "malformed", action_names, SL_ACT_PASS);
+	if (e >= 0)
+		c->malformed_action = (uint8_t)e;
+	e = get_enum(x, edge, "edge", "fragments", action_names, SL_ACT_PASS);
+	if (e >= 0)
+		c->fragment_action = (uint8_t)e;
+	s = get_str(x, edge, "edge", "pin_path", false);
+	if (s) {
+		if (s[0] != '/')
+			bad(x, config_setting_get_member(edge, "pin_path"),
+			    "edge.pin_path: must be an absolute path on a bpf filesystem");
+		else
+			snprintf(c->pin_path, sizeof(c->pin_path), "%s", s);
+	}
+}
+
+static bool valid_class_name(const char *n)
+{
+	size_t i, len = strlen(n);
+
+	if (!len || len >= SL_CLASS_NAME_LEN)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!((n[i] >= 'a' && n[i] <= 'z') || (n[i] >= '0' && n[i] <= '9') ||
+		      n[i] == '_' || n[i] == '-'))
+			return false;
+	return true;
+}
+
+static void load_classes(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	static const char *const keys[] = { "name", "v4_prefix", "v6_prefix", "v4_parent",
+		"v6_parent", "rate", "burst", "parent_rate", "parent_burst", "mode", NULL };
+	const config_setting_t *list = config_setting_get_member(root, "classes");
+	uint32_t max_cost = 1;
+	int i, n;
+
+	if (!list) {
+		bad(x, NULL, "the 'classes' list is required, with at least a class named "
+		    "\"unknown\"");
+		return;
+	}
+	if (!config_setting_is_list(list)) {
+		bad(x, list, "classes: expected a list ( { name = ...; }, ... )");
+		return;
+	}
+	for (i = 0; i < c->n_ports; i++)
+		if (c->ports[i].cost > max_cost)
+			max_cost = c->ports[i].cost;
+
+	n = config_setting_length(list);
+	if (n > SL_MAX_CLASSES) {
+		bad(x, list, "classes: at most %d classes (got %d)", SL_MAX_CLASSES, n);
+		n = SL_MAX_CLASSES;
+	}
+	for (i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
+		struct sl_class_cfg *cc = &c->classes[c->n_classes];
+		const char *name;
+		char where[48];
+		double d;
+		long v;
+		int e;
+
+		snprintf(where, sizeof(where), "classes[%d]", i);
+		if (!config_setting_is_group(g)) {
+			bad(x, g, "%s: expected a group { name = ...; }", where);
+			continue;
+		}
+		check_keys(x, g, where, keys);
+		memset(cc, 0, sizeof(*cc));
+		name = get_str(x, g, where, "name", true);
+		if (name && !valid_class_name(name)) {
+			bad(x, config_setting_get_member(g, "name"),
+			    "%s.name: '%s' must be 1..%d characters of a-z, 0-9, '_', '-'", where,
+			    name, SL_CLASS_NAME_LEN - 1);
+			name = NULL;
+		}
+		if (name) {
+			if (sl_config_class(c, name) >= 0)
+				bad(x, g, "%s: class '%s' is defined twice", where, name);
+			snprintf(cc->name, sizeof(cc->name), "%s", name);
+			snprintf(where, sizeof(where), "class '%s'", name);
+		}
+
+		cc->v4_prefix = 32;
+		cc->v6_prefix = 64;
+		cc->v4_parent = 24;
+		cc->v6_parent = 48;
+		if (get_int(x, g, where, "v4_prefix", false, 1, 32, &v))
+			cc->v4_prefix = (uint8_t)v;
+		/* Past /64 every bit is the host's to choose: such a key is free to multiply. */
+		if (config_setting_get_member(g, "v6_prefix")) {
+			const config_setting_t *s = config_setting_get_member(g, "v6_prefix");
+
+			if (get_int(x, g, where, "v6_prefix", false, 1, 128, &v)) {
+				if (v > 64)
+					bad(x, s, "%s.v6_prefix: /%ld is longer than /64; a host picks "
+					    "every bit past /64, so such keys multiply for free", where,
+					    v);
+				else
+					cc->v6_prefix = (uint8_t)v;
+			}
+		}
+		if (get_int(x, g, where, "v4_parent", false, 1, 32, &v))
+			cc->v4_parent = (uint8_t)v;
+		if (get_int(x, g, where, "v6_parent", false, 1, 128, &v))
+			cc->v6_parent = (uint8_t)v;
+		if (cc->v4_parent >= cc->v4_prefix)
+			bad(x, g, "%s: v4_parent /%u must be shorter than v4_prefix /%u", where,
+			    cc->v4_parent, cc->v4_prefix);
+		if (cc->v6_parent >= cc->v6_prefix)
+			bad(x, g, "%s: v6_parent /%u must be shorter than v6_prefix /%u", where,
+			    cc->v6_parent, cc->v6_prefix);
+
+		if (get_num(x, g, where, "rate", true, 0.0, 1e9, &d)) {
+			if (d <= 0.0)
+				bad(x, config_setting_get_member(g, "rate"),
+				    "%s.rate: must be above 0 cost units per second", where);
+			cc->rate = d;
+		}
+		if (get_num(x, g, where, "burst", true, 0.0, 1e9, &d))
+			cc->burst = d;
+		cc->parent_rate = cc->rate * 10.0;
+		cc->parent_burst = cc->burst * 10.0;
+		if (get_num(x, g, where, "parent_rate", false, 0.0, 1e9, &d)) {
+			if (d <= 0.0)
+				bad(x, config_setting_get_member(g, "parent_rate"),
+				    "%s.parent_rate: must be above 0 cost units per second", where);
+			cc->parent_rate = d;
+		}
+		if (get_num(x, g, where, "parent_burst", false, 0.0, 1e9, &d))
+			cc->parent_burst = d;
+		if (cc->burst > 0 && cc->burst < max_cost)
+			bad(x, config_setting_get_member(g, "burst"),
+			    "%s.burst: %g is below the cost of one SYN (%u): nothing could ever "
+			    "pass", where, cc->burst, max_cost);
+		if (cc->parent_burst > 0 && cc->parent_burst < max_cost)
+			bad(x, g, "%s.parent_burst: %g is below the cost of one SYN (%u)", where,
+			    cc->parent_burst, max_cost);
+		e = get_enum(x, g, where, "mode", mode_names, SL_MODE_ENFORCE);
+		if (e >= 0)
+			cc->mode = (uint8_t)e;
+		c->n_classes++;
+	}
+	c->unknown_class = sl_config_class(c, "unknown");
+	if (c->unknown_class < 0)
+		bad(x, list, "classes: a class named \"unknown\" is required (it applies to "
+		    "sources not in the ASN table)");
+}
+
+static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	static const char *const keys[] = { "control_socket", "log_level", NULL };
+	const config_setting_t *d = config_setting_get_member(root, "daemon");
+	const char *s;
+	int e;
+
+	if (!d)
+		return;
+	if (!config_setting_is_group(d)) {
+		bad(x, d, "daemon: expected a group { ... }");
+		return;
+	}
+	check_keys(x, d, "daemon", keys);
+	s = get_str(x, d, "daemon", "control_socket", false);
+	if (s) {
+		if (s[0] != '/' || strlen(s) >= 100)
+			bad(x, config_setting_get_member(d, "control_socket"),
+			    "daemon.control_socket: must be an absolute path under 100 characters");
+		else
+			snprintf(c->ctl_socket, sizeof(c->ctl_socket), "%s", s);
+	}
+	e = get_enum(x, d, "daemon", "log_level", level_names, LOG_LVL_INFO);
+	if (e >= 0)
+		c->log_level = e;
+}
+
+int sl_config_load(const char *path, const char *base_dir, struct sl_config *out, char *err,
+		   size_t errlen)
+{
+	static const char *const top_keys[] = { "edge", "classes", "daemon", NULL };
+	struct vctx x = { .file = path, .err = err, .errlen = errlen };
+	struct sl_config *c;
+	config_t cfg;
+	FILE *f;
+	int ret = 0;
+
+	if (err && errlen)
+		err[0] = '\0';
+	f = fopen(path, "r");
+	if (!f) {
+		int e = errno;
+
+		snprintf(err, errlen, "%s: cannot read: %s\n", path, strerror(e));
+		return -e;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		fclose(f);
+		return -ENOMEM;
+	}
+	sl_config_defaults(c);
+	snprintf(c->path, sizeof(c->path), "%s", path);
+
+	config_init(&cfg);
+	config_set_include_dir(&cfg, base_dir);
+	if (!config_read(&cfg, f)) {
+		const char *ef = config_error_file(&cfg);
+
+		snprintf(err, errlen, "%s:%d: %s\n", ef ? ef : path, config_error_line(&cfg),
+			 config_error_text(&cfg));
+		ret = -EINVAL;
+		goto out;
+	}
+	check_keys(&x, config_root_setting(&cfg), "the top level", top_keys);
+	load_edge(&x, config_root_setting(&cfg), c, base_dir);
+	load_classes(&x, config_root_setting(&cfg), c);
+	load_daemon(&x, config_root_setting(&cfg), c);
+	if (x.nerr) {
+		ret = -EINVAL;
+		goto out;
+	}
+	*out = *c;
+out:
+	config_destroy(&cfg);
+	fclose(f);
+	free(c);
+	return ret;
+}
+
+int sl_config_peek(const char *path, char *pin_path, size_t pn, char *sock, size_t sn,
+		   char *ifaces, size_t ifn)
+{
+	const char *s;
+	config_t cfg;
+	int ok;
+
+	config_init(&cfg);
+	ok = config_read_file(&cfg, path);
+	if (ok) {
+		const config_setting_t *l;
+
+		if (config_lookup_string(&cfg, "edge.pin_path", &s))
+			snprintf(pin_path, pn, "%s", s);
+		if (config_lookup_string(&cfg, "daemon.control_socket", &s))
+			snprintf(sock, sn, "%s", s);
+		l = config_lookup(&cfg, "edge.interfaces");
+		if (ifaces && ifn && l) {
+			int i, n = config_setting_length(l);
+			size_t used = 0;
+
+			ifaces[0] = '\0';
+			for (i = 0; i < n; i++) {
+				const char *name = config_setting_get_string_elem(l, i);
+				int w;
+
+				if (!name)
+					continue;
+				w = snprintf(ifaces + used, ifn - used, "%s%s", used ? "," : "", name);
+				if (w < 0 || (size_t)w >= ifn - used)
+					break;
+				used += (size_t)w;
+			}
+		}
+	}
+	config_destroy(&cfg);
+	return ok ? 0 : -EINVAL;
+}

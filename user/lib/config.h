@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The sluice configuration: one libconfig file read by sluiced and sluicectl. Loading is all
+ * or nothing: sl_config_load() validates every value and, on any error, returns -EINVAL with
+ * one "file:line: reason" line per problem and leaves the caller's running config untouched.
+ * docs/configuration.md is the reference for every key.
+ */
+#ifndef SLUICE_CONFIG_H
+#define SLUICE_CONFIG_H
+
+#include <limits.h>
+#include <net/if.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "sluice/abi.h"
+
+#define SL_DEFAULT_CONFIG "/etc/sluice/sluice.conf"
+#define SL_DEFAULT_PIN_PATH "/sys/fs/bpf/sluice"
+#define SL_DEFAULT_CTL_SOCKET "/run/sluice/ctl.sock"
+#define SL_MIN_STATE_ENTRIES 16u
+#define SL_MAX_STATE_ENTRIES (1u << 26)
+#define SL_MAX_PORT_COST 1000000u
+
+enum sl_xdp_mode {
+	SL_XDP_NATIVE = 0, /* driver mode; the only one worth running in production */
+	SL_XDP_GENERIC,    /* skb mode: for interfaces without driver support, and tests */
+};
+
+struct sl_class_cfg {
+	char name[SL_CLASS_NAME_LEN];
+	uint8_t v4_prefix, v6_prefix, v4_parent, v6_parent;
+	double rate, burst, parent_rate, parent_burst;
+	uint8_t mode; /* enum sl_mode */
+};
+
+struct sl_port_cfg {
+	uint16_t port;
+	uint8_t front;  /* enum sl_front */
+	uint8_t action; /* enum sl_action */
+	uint32_t cost;
+};
+
+struct sl_config {
+	char path[PATH_MAX];
+
+	/* edge */
+	char ifaces[SL_MAX_IFACES][IF_NAMESIZE];
+	int n_ifaces;
+	uint8_t xdp_mode;
+	struct sl_port_cfg ports[SL_MAX_PORTS];
+	int n_ports;
+	uint32_t state_entries;
+	char asn_table[PATH_MAX]; /* absolute, or empty for none */
+	double new_key_credit;    /* 0 < c <= 1 */
+	uint8_t malformed_action;
+	uint8_t fragment_action;
+	char pin_path[PATH_MAX];
+
+	/* daemon */
+	char ctl_socket[PATH_MAX];
+	int log_level; /* enum log_level */
+
+	struct sl_class_cfg classes[SL_MAX_CLASSES];
+	int n_classes;
+	int unknown_class;
+};
+
+/* Fill @c with every default (no classes, no ports, no interfaces). */
+void sl_config_defaults(struct sl_config *c);
+
+/*
+ * Parse and validate @path into @c. Relative paths inside the file (asn_table) are resolved
+ * against @base_dir (the directory sluiced was started in), or the cwd when NULL.
+ * Returns 0, or a negative errno with the problems, one per line, in @err.
+ */
+int sl_config_load(const char *path, const char *base_dir, struct sl_config *c, char *err,
+		   size_t errlen);
+
+/*
+ * Read only the paths sluicectl needs (pin path, control socket, interface names as a comma
+ * separated list) from a file that may not validate: enough to reach a daemon and tell it the
+ * file is broken. Outputs keep their defaults for keys that are absent. 0 if it parsed.
+ */
+int sl_config_peek(const char *path, char *pin_path, size_t pn, char *sock, size_t sn,
+		   char *ifaces, size_t ifn);
+
+/* Class id for @name, or -1. */
+int sl_config_class(const struct sl_config *c, const char *name);
+
+/* Ghost table size for a state table of @state_entries: the next power of two. */
+uint32_t sl_ghost_entries(uint32_t state_entries);
+
+const char *sl_mode_name(uint8_t mode);
+const char *sl_action_name(uint8_t action);
+const char *sl_front_name(uint8_t front);
+
+#endif

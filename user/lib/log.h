@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * One logging layer for sluiced, sluicectl and the tests. Messages go to stderr, or to syslog
+ * once the daemon has detached; libbpf's own output is routed here one level lower, so its
+ * warnings (often about probes that are expected to fail) stay out of a normal log.
+ */
+#ifndef SLUICE_LOG_H
+#define SLUICE_LOG_H
+
+#include <stdbool.h>
+
+enum log_level {
+	LOG_LVL_ERROR = 0,
+	LOG_LVL_WARN,
+	LOG_LVL_INFO,
+	LOG_LVL_DEBUG,
+};
+
+void log_set_level(enum log_level lvl);
+enum log_level log_get_level(void);
+void log_use_syslog(const char *ident);
+/* Route libbpf's and libxdp's print callbacks through this layer. */
+void log_hook_libbpf(void);
+
+void log_msg(enum log_level lvl, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+#define log_error(...) log_msg(LOG_LVL_ERROR, __VA_ARGS__)
+#define log_warn(...)  log_msg(LOG_LVL_WARN, __VA_ARGS__)
+#define log_info(...)  log_msg(LOG_LVL_INFO, __VA_ARGS__)
+#define log_debug(...) log_msg(LOG_LVL_DEBUG, __VA_ARGS__)
+
+#endif

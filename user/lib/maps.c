@@ -1,0 +1,288 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* Userspace side of the datapath's maps: see maps.h. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "log.h"
+#include "maps.h"
+#include "sluice/gcra.h"
+
+static const char *const map_names[SL_N_MAPS] = SL_MAP_NAMES;
+
+void sl_maps_init(struct sl_maps *m)
+{
+	int i;
+
+	for (i = 0; i < SL_N_MAPS; i++)
+		m->fd[i] = -1;
+	m->owned = 0;
+}
+
+int sl_maps_open_pinned(struct sl_maps *m, const char *pin_path)
+{
+	char p[PATH_MAX];
+	int i, ret;
+
+	sl_maps_init(m);
+	m->owned = 1;
+	for (i = 0; i < SL_N_MAPS; i++) {
+		snprintf(p, sizeof(p), "%s/%s", pin_path, map_names[i]);
+		m->fd[i] = bpf_obj_get(p);
+		if (m->fd[i] < 0) {
+			ret = -errno;
+			sl_maps_close(m);
+			return ret;
+		}
+	}
+	return 0;
+}
+
+void sl_maps_close(struct sl_maps *m)
+{
+	int i;
+
+	if (m->owned)
+		for (i = 0; i < SL_N_MAPS; i++)
+			if (m->fd[i] >= 0)
+				close(m->fd[i]);
+	sl_maps_init(m);
+}
+
+void sl_maps_unpin(const char *pin_path)
+{
+	char p[PATH_MAX];
+	int i;
+
+	for (i = 0; i < SL_N_MAPS; i++) {
+		snprintf(p, sizeof(p), "%s/%s", pin_path, map_names[i]);
+		if (unlink(p) && errno != ENOENT)
+			log_warn("cannot remove pin %s: %s", p, strerror(errno));
+	}
+	rmdir(pin_path);
+}
+
+uint64_t sl_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int sl_maps_read_settings(const struct sl_maps *m, struct sl_settings *s)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->settings, &zero, s))
+		return -errno;
+	return 0;
+}
+
+int sl_maps_read_class(const struct sl_maps *m, uint32_t id, struct sl_class_policy *p)
+{
+	if (bpf_map_lookup_elem(m->classes, &id, p))
+		return -errno;
+	return 0;
+}
+
+static void rate_of(struct sl_rate *r, double rate, double burst)
+{
+	r->emission_ns = sl_gcra_emission(rate);
+	r->tolerance_ns = sl_gcra_tolerance(burst, r->emission_ns);
+}
+
+int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
+			 uint32_t generation)
+{
+	struct sl_settings set;
+	struct sl_port *ports;
+	__u32 i, zero = 0, count = 65536;
+	__u32 *keys;
+	int ret = 0;
+
+	for (i = 0; i < SL_MAX_CLASSES; i++) {
+		struct sl_class_policy p;
+
+		memset(&p, 0, sizeof(p));
+		if ((int)i < c->n_classes) {
+			const struct sl_class_cfg *cc = &c->classes[i];
+
+			p.valid = 1;
+			p.mode = cc->mode;
+			p.v4_prefix = cc->v4_prefix;
+			p.v6_prefix = cc->v6_prefix;
+			p.v4_parent = cc->v4_parent;
+			p.v6_parent = cc->v6_parent;
+			rate_of(&p.prefix, cc->rate, cc->burst);
+			rate_of(&p.parent, cc->parent_rate, cc->parent_burst);
+			snprintf(p.name, sizeof(p.name), "%s", cc->name);
+		}
+		if (bpf_map_update_elem(m->classes, &i, &p, BPF_ANY))
+			return -errno;
+	}
+
+	/* Rewrite the whole port array in one call, so ports dropped from the config (by this
+	 * daemon or a previous one whose pins we adopted) stop being protected. */
+	ports = calloc(count, sizeof(*ports));
+	keys = calloc(count, sizeof(*keys));
+	if (!ports || !keys) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < count; i++)
+		keys[i] = i;
+	for (i = 0; i < (__u32)c->n_ports; i++) {
+		struct sl_port *p = &ports[c->ports[i].port];
+
+		p->protected = 1;
+		p->front = c->ports[i].front;
+		p->action = c->ports[i].action;
+		p->cost = c->ports[i].cost;
+	}
+	if (bpf_map_update_batch(m->ports, keys, ports, &count, NULL)) {
+		ret = -errno;
+		goto out;
+	}
+
+	memset(&set, 0, sizeof(set));
+	if (sl_maps_read_settings(m, &set))
+		memset(&set, 0, sizeof(set));
+	if (!set.hash_seed) {
+		while (!set.hash_seed)
+			if (getrandom(&set.hash_seed, sizeof(set.hash_seed), 0) < 0)
+				set.hash_seed = (__u32)sl_now_ns() | 1;
+	}
+	set.unknown_class = (__u32)c->unknown_class;
+	set.malformed_action = c->malformed_action;
+	set.fragment_action = c->fragment_action;
+	set.new_key_credit = (__u16)(c->new_key_credit * 1000.0 + 0.5);
+	set.generation = generation;
+	if (bpf_map_update_elem(m->settings, &zero, &set, BPF_ANY))
+		ret = -errno;
+out:
+	free(ports);
+	free(keys);
+	return ret;
+}
+
+int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
+	__u32 zero = 0;
+	size_t i;
+	int fd, ret = 0;
+
+	fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "sl_asn_trie", sizeof(struct sl_lpm_key),
+			    sizeof(struct sl_asn_val), SL_ASN_MAX_ENTRIES, &o);
+	if (fd < 0)
+		return -errno;
+	for (i = 0; i < t->n; i++) {
+		if (bpf_map_update_elem(fd, &t->rows[i].key, &t->rows[i].val, BPF_ANY)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	if (bpf_map_update_elem(m->asn, &zero, &fd, BPF_ANY))
+		ret = -errno;
+out:
+	close(fd); /* the outer map holds its own reference */
+	return ret;
+}
+
+int sl_maps_read_stats(const struct sl_maps *m, struct sl_counters *rows)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	struct sl_counters *per;
+	__u32 r;
+	int c, k;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	per = calloc((size_t)ncpu, sizeof(*per));
+	if (!per)
+		return -ENOMEM;
+	memset(rows, 0, sizeof(*rows) * SL_STATS_ROWS);
+	for (r = 0; r < SL_STATS_ROWS; r++) {
+		if (bpf_map_lookup_elem(m->stats, &r, per)) {
+			int e = -errno;
+
+			free(per);
+			return e;
+		}
+		for (c = 0; c < ncpu; c++) {
+			for (k = 0; k < SL_REASON_SLOTS; k++)
+				rows[r].pkts[k] += per[c].pkts[k];
+			rows[r].key_new += per[c].key_new;
+			rows[r].key_returned += per[c].key_returned;
+			rows[r].cas_busy += per[c].cas_busy;
+		}
+	}
+	free(per);
+	return 0;
+}
+
+long sl_maps_count_buckets(const struct sl_maps *m)
+{
+	struct sl_bkey k, next;
+	void *prev = NULL;
+	long n = 0;
+
+	while (!bpf_map_get_next_key(m->buckets, prev, &next)) {
+		k = next;
+		prev = &k;
+		n++;
+	}
+	return errno == ENOENT ? n : -errno;
+}
+
+int sl_maps_read_meta(const struct sl_maps *m, struct sl_meta *meta)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(m->meta, &zero, meta))
+		return -errno;
+	return 0;
+}
+
+int sl_maps_write_meta(const struct sl_maps *m, const struct sl_meta *meta)
+{
+	__u32 zero = 0;
+
+	if (bpf_map_update_elem(m->meta, &zero, meta, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int sl_maps_lookup_asn(const struct sl_maps *m, const struct sl_prefix *a, struct sl_asn_val *v)
+{
+	struct sl_lpm_key k;
+	__u32 zero = 0, id;
+	int fd, ret = 0;
+
+	if (bpf_map_lookup_elem(m->asn, &zero, &id))
+		return -ENOENT; /* no table loaded */
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0)
+		return -errno;
+	sl_prefix_to_lpm(a, &k);
+	if (bpf_map_lookup_elem(fd, &k, v))
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket *b)
+{
+	if (bpf_map_lookup_elem(m->buckets, k, b))
+		return -errno;
+	return 0;
+}

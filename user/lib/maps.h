@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The datapath's maps seen from userspace: opened from a loaded skeleton (sluiced) or from
+ * their pins (sluicectl, with or without a daemon), written from a validated config, and read
+ * back as counters, buckets and metadata. Functions return 0 or a negative errno.
+ */
+#ifndef SLUICE_MAPS_H
+#define SLUICE_MAPS_H
+
+#include <stdint.h>
+
+#include "addr.h"
+#include "asn.h"
+#include "config.h"
+#include "sluice/abi.h"
+
+#define SL_MAP_NAMES { "sl_buckets", "sl_ghosts", "sl_asn", "sl_classes", "sl_ports", \
+		       "sl_settings", "sl_stats", "sl_meta" }
+#define SL_N_MAPS 8
+
+struct sl_maps {
+	union {
+		struct {
+			int buckets, ghosts, asn, classes, ports, settings, stats, meta;
+		};
+		int fd[SL_N_MAPS];
+	};
+	int owned; /* close the fds in sl_maps_close (opened from pins) */
+};
+
+void sl_maps_init(struct sl_maps *m);
+int sl_maps_open_pinned(struct sl_maps *m, const char *pin_path);
+void sl_maps_close(struct sl_maps *m);
+/* Remove every pin sluice creates under @pin_path, and the directory if empty. */
+void sl_maps_unpin(const char *pin_path);
+
+/* Classes, ports and settings from @c; keeps the installation's hash seed. */
+int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
+			 uint32_t generation);
+/* Build a new LPM trie from @t and swap it in whole: lookups see the old or the new table. */
+int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t);
+
+/* Sum the per-CPU counters into one row per class (SL_STATS_ROWS rows). */
+int sl_maps_read_stats(const struct sl_maps *m, struct sl_counters *rows);
+/* Number of live buckets, or a negative errno. */
+long sl_maps_count_buckets(const struct sl_maps *m);
+
+int sl_maps_read_meta(const struct sl_maps *m, struct sl_meta *meta);
+int sl_maps_write_meta(const struct sl_maps *m, const struct sl_meta *meta);
+int sl_maps_read_settings(const struct sl_maps *m, struct sl_settings *s);
+int sl_maps_read_class(const struct sl_maps *m, uint32_t id, struct sl_class_policy *p);
+
+/* ASN row for a full address: 0 and *@v filled, or -ENOENT when no prefix covers it. */
+int sl_maps_lookup_asn(const struct sl_maps *m, const struct sl_prefix *a, struct sl_asn_val *v);
+/* The bucket at @k: 0, or -ENOENT when the key has no state. */
+int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket *b);
+
+/* ns on the clock the datapath uses (bpf_ktime_get_ns == CLOCK_MONOTONIC). */
+uint64_t sl_now_ns(void);
+
+#endif

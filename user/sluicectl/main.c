@@ -1,0 +1,789 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * sluicectl: the operator's view of sluice. Read commands (status, stats, prefix show) read
+ * the pinned maps directly, so they work whether or not sluiced is running; commands that
+ * change the running config (reload, asn load, detach) go through the daemon's control
+ * socket. Every command takes --json and then prints exactly one JSON document.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include "addr.h"
+#include "config.h"
+#include "json.h"
+#include "log.h"
+#include "maps.h"
+#include "reasons.h"
+#include "sluice/gcra.h"
+#include "sluice/hash.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "0.1.0"
+#endif
+
+struct ctl {
+	char config[PATH_MAX];
+	bool config_given;
+	char pin_path[PATH_MAX];
+	char socket[PATH_MAX];
+	char ifaces[256];
+	bool json;
+	int port;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: sluicectl [OPTIONS] COMMAND [ARGS]\n"
+		"\n"
+		"Commands:\n"
+		"  status                 daemon, interfaces and attach modes, ports, state use\n"
+		"  stats                  decisions by reason and by class\n"
+		"  prefix show ADDR       class, ASN, keys and bucket state for ADDR, and what a\n"
+		"                         SYN from it would get now (--port picks the port)\n"
+		"  asn load FILE          validate FILE (prefix,asn,class) and swap it in whole\n"
+		"  reload                 re-read the config; a bad file is reported, not applied\n"
+		"  detach                 take sluice off every interface and remove its pins\n"
+		"\n"
+		"Options:\n"
+		"  -c, --config FILE      config file (default %s)\n"
+		"      --pin-path DIR     pinned maps (default: from the config, else %s)\n"
+		"      --socket PATH      control socket (default: from the pins or the config)\n"
+		"  -p, --port PORT        port for `prefix show` (default: the first protected)\n"
+		"  -j, --json             print one JSON document\n"
+		"  -V, --version          print the version\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"Read commands work from the pinned maps while sluiced is down.\n",
+		SL_DEFAULT_CONFIG, SL_DEFAULT_PIN_PATH);
+}
+
+/* ---- control socket client -------------------------------------------------------------- */
+
+/* Send @cmd; store the answer in @buf. Returns 1 for "ok", 0 for "error", < 0 when no daemon
+ * answered. */
+static int ctl_call(const struct ctl *c, const char *cmd, char *buf, size_t n)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 30 };
+	size_t used = 0;
+	ssize_t r;
+	int fd;
+
+	buf[0] = '\0';
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->socket);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	if (dprintf(fd, "%s\n", cmd) < 0) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	while (used + 1 < n && (r = read(fd, buf + used, n - used - 1)) > 0)
+		used += (size_t)r;
+	buf[used] = '\0';
+	close(fd);
+	if (!strncmp(buf, "ok", 2))
+		return 1;
+	if (!strncmp(buf, "error", 5))
+		return 0;
+	return -EPROTO;
+}
+
+static void strip_nl(char *s)
+{
+	size_t n = strlen(s);
+
+	while (n && s[n - 1] == '\n')
+		s[--n] = '\0';
+}
+
+/* Run a daemon command and print its answer; exit status 0 on ok. */
+static int run_ctl(const struct ctl *c, const char *verb, const char *cmd)
+{
+	char buf[8192];
+	const char *text;
+	int r = ctl_call(c, cmd, buf, sizeof(buf));
+
+	if (r < 0) {
+		snprintf(buf, sizeof(buf), "error sluiced is not answering on %s (%s)", c->socket,
+			 strerror(-r));
+	}
+	strip_nl(buf);
+	text = buf + (r == 1 ? 2 : 5);
+	while (*text == ' ')
+		text++;
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "command", verb);
+		json_bool(&j, "ok", r == 1);
+		json_str(&j, "message", text);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		fprintf(r == 1 ? stdout : stderr, "%s%s\n", r == 1 ? "" : "sluicectl: ", text);
+	}
+	return r == 1 ? 0 : 1;
+}
+
+/* ---- pinned maps ------------------------------------------------------------------------ */
+
+static int open_pins(const struct ctl *c, struct sl_maps *m)
+{
+	int ret = sl_maps_open_pinned(m, c->pin_path);
+
+	if (ret == -ENOENT)
+		fprintf(stderr, "sluicectl: nothing pinned in %s: sluiced has not run, or was "
+			"stopped with its pins removed\n", c->pin_path);
+	else if (ret)
+		fprintf(stderr, "sluicectl: cannot open the maps in %s: %s\n", c->pin_path,
+			strerror(-ret));
+	return ret;
+}
+
+static bool pid_alive(uint32_t pid)
+{
+	return pid && (kill((pid_t)pid, 0) == 0 || errno == EPERM);
+}
+
+static const char *class_name(const struct sl_maps *m, uint32_t id, char *buf, size_t n)
+{
+	struct sl_class_policy p;
+
+	if (id == SL_CLASS_NONE)
+		return "none";
+	if (sl_maps_read_class(m, id, &p) || !p.valid) {
+		snprintf(buf, n, "class%u", id);
+		return buf;
+	}
+	snprintf(buf, n, "%s", p.name);
+	return buf;
+}
+
+static uint32_t map_capacity(int fd)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.max_entries;
+}
+
+/* ---- status ----------------------------------------------------------------------------- */
+
+static int cmd_status(const struct ctl *c)
+{
+	struct sl_maps m;
+	struct sl_meta meta;
+	bool running;
+	long entries;
+	uint32_t i, cap;
+
+	if (open_pins(c, &m))
+		return 1;
+	if (sl_maps_read_meta(&m, &meta)) {
+		fprintf(stderr, "sluicectl: cannot read status metadata: %s\n", strerror(errno));
+		sl_maps_close(&m);
+		return 1;
+	}
+	running = pid_alive(meta.pid);
+	entries = sl_maps_count_buckets(&m);
+	cap = map_capacity(m.buckets);
+
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_bool(&j, "daemon_running", running);
+		if (running)
+			json_u64(&j, "pid", meta.pid);
+		else
+			json_null(&j, "pid");
+		json_str(&j, "config", meta.config_path);
+		json_u64(&j, "generation", meta.generation);
+		json_u64(&j, "started_unix", meta.started_unix);
+		json_u64(&j, "reloaded_unix", meta.reloaded_unix);
+		json_u64(&j, "reload_failures", meta.reload_failures);
+		json_str(&j, "last_error", meta.last_error);
+		json_str(&j, "pin_path", c->pin_path);
+		json_str(&j, "control_socket", meta.ctl_socket);
+		json_arr_begin(&j, "interfaces");
+		for (i = 0; i < meta.n_ifaces && i < SL_MAX_IFACES; i++) {
+			json_obj_begin(&j, NULL);
+			json_str(&j, "name", meta.ifaces[i].name);
+			json_u64(&j, "ifindex", meta.ifaces[i].ifindex);
+			json_str(&j, "attach_mode", sl_attach_mode_name(meta.ifaces[i].mode));
+			json_obj_end(&j);
+		}
+		json_arr_end(&j);
+		json_arr_begin(&j, "ports");
+		for (i = 0; i < meta.n_ports && i < SL_MAX_PORTS; i++) {
+			json_obj_begin(&j, NULL);
+			json_u64(&j, "port", meta.ports[i].port);
+			json_str(&j, "front", sl_front_name(meta.ports[i].front));
+			json_str(&j, "action", sl_action_name(meta.ports[i].action));
+			json_u64(&j, "cost", meta.ports[i].cost);
+			json_obj_end(&j);
+		}
+		json_arr_end(&j);
+		json_i64(&j, "state_entries", entries);
+		json_u64(&j, "state_capacity", cap);
+		json_u64(&j, "asn_entries", meta.asn_entries);
+		json_str(&j, "asn_source", meta.asn_source);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("daemon:      %s", running ? "running" : "not running");
+		if (running)
+			printf(" (pid %u)", meta.pid);
+		else if (meta.n_ifaces)
+			printf(" (datapath left attached: the maps keep their last config)");
+		printf("\nconfig:      %s (generation %u", meta.config_path, meta.generation);
+		if (meta.reload_failures)
+			printf(", %u rejected reloads", meta.reload_failures);
+		printf(")\n");
+		if (meta.last_error[0])
+			printf("last error:  %s\n", meta.last_error);
+		printf("pins:        %s\n", c->pin_path);
+		for (i = 0; i < meta.n_ifaces && i < SL_MAX_IFACES; i++)
+			printf("interface:   %s (ifindex %u) attached %s\n", meta.ifaces[i].name,
+			       meta.ifaces[i].ifindex, sl_attach_mode_name(meta.ifaces[i].mode));
+		for (i = 0; i < meta.n_ports && i < SL_MAX_PORTS; i++)
+			printf("port:        %u front=%s action=%s cost=%u\n", meta.ports[i].port,
+			       sl_front_name(meta.ports[i].front),
+			       sl_action_name(meta.ports[i].action), meta.ports[i].cost);
+		printf("state:       %ld of %u buckets\n", entries, cap);
+		printf("asn table:   %u rows from %s\n", meta.asn_entries,
+		       meta.asn_source[0] ? meta.asn_source : "(none)");
+	}
+	sl_maps_close(&m);
+	return 0;
+}
+
+/* ---- stats ------------------------------------------------------------------------------ */
+
+struct totals {
+	uint64_t passed, shed, would_shed, malformed;
+};
+
+static void sum_row(const struct sl_counters *r, struct totals *t)
+{
+	unsigned int k;
+
+	t->passed += r->pkts[SL_R_PASSED];
+	t->shed += r->pkts[SL_R_SHED_PREFIX] + r->pkts[SL_R_SHED_PARENT];
+	t->would_shed += r->pkts[SL_R_WOULD_SHED_PREFIX] + r->pkts[SL_R_WOULD_SHED_PARENT];
+	for (k = SL_R_MAL_ETH; k <= SL_R_MAL_TCP_DOFF; k++)
+		t->malformed += r->pkts[k];
+}
+
+static int cmd_stats(const struct ctl *c)
+{
+	struct sl_counters rows[SL_STATS_ROWS], all;
+	struct totals t = { 0 };
+	struct sl_maps m;
+	uint64_t key_new = 0, key_ret = 0, cas = 0;
+	char nb[32];
+	long entries;
+	uint32_t r, k;
+
+	if (open_pins(c, &m))
+		return 1;
+	if (sl_maps_read_stats(&m, rows)) {
+		fprintf(stderr, "sluicectl: cannot read counters: %s\n", strerror(errno));
+		sl_maps_close(&m);
+		return 1;
+	}
+	entries = sl_maps_count_buckets(&m);
+	memset(&all, 0, sizeof(all));
+	for (r = 0; r < SL_STATS_ROWS; r++) {
+		sum_row(&rows[r], &t);
+		for (k = 0; k < SL_REASON_SLOTS; k++)
+			all.pkts[k] += rows[r].pkts[k];
+		key_new += rows[r].key_new;
+		key_ret += rows[r].key_returned;
+		cas += rows[r].cas_busy;
+	}
+
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_u64(&j, "passed", t.passed);
+		json_u64(&j, "shed", t.shed);
+		json_u64(&j, "would_shed", t.would_shed);
+		json_u64(&j, "malformed", t.malformed);
+		json_u64(&j, "not_protected", all.pkts[SL_R_NOT_PROTECTED]);
+		json_u64(&j, "not_syn", all.pkts[SL_R_NOT_SYN]);
+		json_u64(&j, "fragment", all.pkts[SL_R_FRAGMENT]);
+		json_u64(&j, "state_errors", all.pkts[SL_R_STATE_ERROR]);
+		json_i64(&j, "state_entries", entries);
+		json_u64(&j, "state_capacity", map_capacity(m.buckets));
+		json_u64(&j, "keys_new", key_new);
+		json_u64(&j, "keys_returned", key_ret);
+		json_u64(&j, "cas_busy", cas);
+		json_obj_begin(&j, "by_class");
+		for (r = 0; r < SL_MAX_CLASSES; r++) {
+			struct sl_class_policy p;
+			struct totals ct = { 0 };
+
+			if (sl_maps_read_class(&m, r, &p) || !p.valid)
+				continue;
+			sum_row(&rows[r], &ct);
+			json_obj_begin(&j, p.name);
+			json_str(&j, "mode", sl_mode_name(p.mode));
+			json_u64(&j, "passed", ct.passed);
+			json_u64(&j, "shed", ct.shed);
+			json_u64(&j, "would_shed", ct.would_shed);
+			json_u64(&j, "shed_prefix", rows[r].pkts[SL_R_SHED_PREFIX]);
+			json_u64(&j, "shed_parent", rows[r].pkts[SL_R_SHED_PARENT]);
+			json_u64(&j, "keys_new", rows[r].key_new);
+			json_u64(&j, "keys_returned", rows[r].key_returned);
+			json_obj_end(&j);
+		}
+		json_obj_end(&j);
+		json_obj_begin(&j, "by_reason");
+		for (k = 0; k < SL_R__MAX; k++)
+			json_u64(&j, sl_reason_name(k), all.pkts[k]);
+		json_obj_end(&j);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("%-14s %8s %12s %12s %12s\n", "class", "mode", "passed", "shed",
+		       "would_shed");
+		for (r = 0; r < SL_MAX_CLASSES; r++) {
+			struct sl_class_policy p;
+			struct totals ct = { 0 };
+
+			if (sl_maps_read_class(&m, r, &p) || !p.valid)
+				continue;
+			sum_row(&rows[r], &ct);
+			printf("%-14s %8s %12llu %12llu %12llu\n", class_name(&m, r, nb, sizeof(nb)),
+			       sl_mode_name(p.mode), (unsigned long long)ct.passed,
+			       (unsigned long long)ct.shed, (unsigned long long)ct.would_shed);
+		}
+		printf("%-14s %8s %12llu %12llu %12llu\n", "total", "", (unsigned long long)t.passed,
+		       (unsigned long long)t.shed, (unsigned long long)t.would_shed);
+		printf("\nby reason:\n");
+		for (k = 0; k < SL_R__MAX; k++)
+			if (all.pkts[k])
+				printf("  %-24s %12llu\n", sl_reason_name(k),
+				       (unsigned long long)all.pkts[k]);
+		printf("\nstate: %ld of %u buckets; %llu keys created, %llu came back spent\n",
+		       entries, map_capacity(m.buckets), (unsigned long long)key_new,
+		       (unsigned long long)key_ret);
+	}
+	sl_maps_close(&m);
+	return 0;
+}
+
+/* ---- prefix show ------------------------------------------------------------------------ */
+
+struct bucket_view {
+	struct sl_bkey key;
+	bool exists;
+	double available;     /* cost units it could admit now */
+	double burst, rate;
+	uint64_t tat_start;   /* the TAT the datapath would charge against */
+};
+
+static void view_bucket(const struct sl_maps *m, const struct sl_settings *set,
+			uint32_t ghost_mask, const struct sl_prefix *a, uint8_t plen,
+			uint8_t level, uint8_t cls, const struct sl_rate *r, uint64_t now,
+			struct bucket_view *v)
+{
+	struct sl_bucket b;
+
+	memset(v, 0, sizeof(*v));
+	sl_bkey_make(&v->key, a, plen, level, cls);
+	v->rate = r->emission_ns ? 1e9 / (double)r->emission_ns : 0;
+	v->burst = r->emission_ns ? (double)r->tolerance_ns / (double)r->emission_ns : 0;
+	if (!sl_maps_lookup_bucket(m, &v->key, &b)) {
+		v->exists = true;
+		v->tat_start = b.tat;
+	} else {
+		/* No state: predict what the datapath would create (credit, or its ghost). */
+		uint32_t slot = sl_ghost_slot(&v->key, set->hash_seed, ghost_mask);
+		__u64 g = 0;
+
+		v->tat_start = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
+		if (!bpf_map_lookup_elem(m->ghosts, &slot, &g) && g > v->tat_start)
+			v->tat_start = g;
+	}
+	v->available = sl_gcra_available(v->tat_start, now, r->emission_ns, r->tolerance_ns);
+}
+
+static void json_bucket(struct json *j, const char *name, const struct bucket_view *v)
+{
+	char buf[64];
+	struct sl_prefix p = { .family = v->key.family, .plen = v->key.plen };
+
+	memcpy(p.addr, v->key.addr, 16);
+	json_obj_begin(j, name);
+	json_str(j, "key", sl_prefix_str(&p, buf, sizeof(buf)));
+	json_bool(j, "exists", v->exists);
+	json_double(j, "available", v->available);
+	json_double(j, "burst", v->burst);
+	json_double(j, "rate", v->rate);
+	json_obj_end(j);
+}
+
+static void text_bucket(const char *name, const struct bucket_view *v)
+{
+	char buf[64];
+	struct sl_prefix p = { .family = v->key.family, .plen = v->key.plen };
+
+	memcpy(p.addr, v->key.addr, 16);
+	printf("%-9s %-28s %s, %.2f of %.2f units available, refills %.3g/s\n", name,
+	       sl_prefix_str(&p, buf, sizeof(buf)), v->exists ? "live" : "no state",
+	       v->available, v->burst, v->rate);
+}
+
+static int cmd_prefix_show(const struct ctl *c, const char *addr)
+{
+	struct sl_prefix a;
+	struct sl_asn_val av;
+	struct sl_settings set;
+	struct sl_class_policy pol;
+	struct sl_meta meta;
+	struct bucket_view pv, qv;
+	struct sl_maps m;
+	char err[160], abuf[64];
+	const char *decision, *reason;
+	bool in_table;
+	uint32_t cls, cost = 1, port = 0, i;
+	uint64_t now;
+	__u64 t1, t2;
+	int ok_p, ok_q;
+
+	if (sl_prefix_parse(addr, &a, 0, err, sizeof(err))) {
+		fprintf(stderr, "sluicectl: %s\n", err);
+		return 2;
+	}
+	a.plen = sl_family_bits(a.family); /* a prefix argument stands for its first address */
+	if (open_pins(c, &m))
+		return 1;
+	if (sl_maps_read_settings(&m, &set) || sl_maps_read_meta(&m, &meta)) {
+		fprintf(stderr, "sluicectl: cannot read settings: %s\n", strerror(errno));
+		sl_maps_close(&m);
+		return 1;
+	}
+	in_table = sl_maps_lookup_asn(&m, &a, &av) == 0;
+	cls = in_table ? av.class_id : set.unknown_class;
+	if (cls >= SL_MAX_CLASSES || sl_maps_read_class(&m, cls, &pol) || !pol.valid) {
+		cls = set.unknown_class;
+		if (sl_maps_read_class(&m, cls, &pol) || !pol.valid) {
+			fprintf(stderr, "sluicectl: no policy for class %u\n", cls);
+			sl_maps_close(&m);
+			return 1;
+		}
+	}
+	if (c->port > 0) {
+		struct sl_port sp;
+		__u32 k = (uint32_t)c->port;
+
+		port = k;
+		if (!bpf_map_lookup_elem(m.ports, &k, &sp) && sp.protected)
+			cost = sp.cost;
+		else
+			port = 0;
+		if (!port) {
+			fprintf(stderr, "sluicectl: port %d is not protected\n", c->port);
+			sl_maps_close(&m);
+			return 1;
+		}
+	} else if (meta.n_ports) {
+		port = meta.ports[0].port;
+		cost = meta.ports[0].cost;
+	}
+
+	now = sl_now_ns();
+	{
+		uint32_t ghost_mask = map_capacity(m.ghosts) - 1;
+		uint8_t plen = a.family == SL_FAM_V4 ? pol.v4_prefix : pol.v6_prefix;
+		uint8_t parent = a.family == SL_FAM_V4 ? pol.v4_parent : pol.v6_parent;
+
+		view_bucket(&m, &set, ghost_mask, &a, plen, SL_LEVEL_PREFIX, (uint8_t)cls,
+			    &pol.prefix, now, &pv);
+		view_bucket(&m, &set, ghost_mask, &a, parent, SL_LEVEL_PARENT, (uint8_t)cls,
+			    &pol.parent, now, &qv);
+	}
+	/* The same arithmetic the datapath runs, without committing anything. */
+	ok_p = sl_gcra_charge(pv.tat_start, now, cost, pol.prefix.emission_ns,
+			      pol.prefix.tolerance_ns, &t1);
+	ok_q = sl_gcra_charge(qv.tat_start, now, cost, pol.parent.emission_ns,
+			      pol.parent.tolerance_ns, &t2);
+	if (ok_p && ok_q) {
+		decision = "pass";
+		reason = sl_reason_name(SL_R_PASSED);
+	} else {
+		unsigned int r = !ok_p ? SL_R_SHED_PREFIX : SL_R_SHED_PARENT;
+
+		if (pol.mode == SL_MODE_MONITOR) {
+			decision = "pass";
+			r = !ok_p ? SL_R_WOULD_SHED_PREFIX : SL_R_WOULD_SHED_PARENT;
+		} else {
+			decision = "shed";
+			for (i = 0; i < meta.n_ports; i++)
+				if (meta.ports[i].port == port)
+					decision = meta.ports[i].action == SL_ACT_DROP ? "drop" :
+						   "pass";
+		}
+		reason = sl_reason_name(r);
+	}
+
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "address", sl_prefix_str(&a, abuf, sizeof(abuf)));
+		json_str(&j, "class", pol.name);
+		json_bool(&j, "in_asn_table", in_table);
+		if (in_table)
+			json_u64(&j, "asn", av.asn);
+		else
+			json_null(&j, "asn");
+		json_str(&j, "mode", sl_mode_name(pol.mode));
+		json_u64(&j, "port", port);
+		json_u64(&j, "cost", cost);
+		json_bucket(&j, "bucket", &pv);
+		json_bucket(&j, "parent_bucket", &qv);
+		json_str(&j, "decision", decision);
+		json_str(&j, "reason", reason);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("address   %s\n", sl_prefix_str(&a, abuf, sizeof(abuf)));
+		if (in_table)
+			printf("class     %s (AS%u, mode %s)\n", pol.name, av.asn,
+			       sl_mode_name(pol.mode));
+		else
+			printf("class     %s (not in the ASN table, mode %s)\n", pol.name,
+			       sl_mode_name(pol.mode));
+		text_bucket("key", &pv);
+		text_bucket("parent", &qv);
+		printf("a SYN to port %u (cost %u) now: %s (%s)\n", port, cost, decision, reason);
+	}
+	sl_maps_close(&m);
+	return 0;
+}
+
+/* ---- detach without a daemon ------------------------------------------------------------ */
+
+static int detach_offline(const struct ctl *c)
+{
+	struct sl_maps m;
+	struct sl_meta meta;
+	uint32_t i;
+	int failed = 0;
+
+	if (open_pins(c, &m))
+		return 1;
+	if (sl_maps_read_meta(&m, &meta)) {
+		sl_maps_close(&m);
+		return 1;
+	}
+	for (i = 0; i < meta.n_ifaces && i < SL_MAX_IFACES; i++) {
+		struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex((int)meta.ifaces[i].ifindex);
+		struct xdp_program *p = NULL;
+		bool found = false;
+
+		if (!mp || libxdp_get_error(mp))
+			continue;
+		if (xdp_multiprog__is_legacy(mp)) {
+			p = xdp_multiprog__main_prog(mp);
+			if (p && !strcmp(xdp_program__name(p), "sluice_xdp")) {
+				found = true;
+				if (xdp_multiprog__detach(mp))
+					failed++;
+			}
+		} else {
+			while ((p = xdp_multiprog__next_prog(p, mp)))
+				if (!strcmp(xdp_program__name(p), "sluice_xdp")) {
+					found = true;
+					if (xdp_program__detach(p, (int)meta.ifaces[i].ifindex,
+								xdp_multiprog__attach_mode(mp), 0))
+						failed++;
+				}
+		}
+		if (found && !c->json)
+			printf("detached from %s\n", meta.ifaces[i].name);
+		xdp_multiprog__close(mp);
+	}
+	sl_maps_close(&m);
+	if (!failed)
+		sl_maps_unpin(c->pin_path);
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "command", "detach");
+		json_bool(&j, "ok", !failed);
+		json_str(&j, "message", failed ? "some interfaces could not be detached" :
+			 "detached without a daemon; pins removed");
+		json_obj_end(&j);
+		json_end(&j);
+	} else if (!failed) {
+		printf("pins in %s removed\n", c->pin_path);
+	}
+	return failed ? 1 : 0;
+}
+
+/* ---- main ------------------------------------------------------------------------------- */
+
+static void resolve_paths(struct ctl *c, bool pin_given, bool sock_given)
+{
+	char pin[PATH_MAX] = SL_DEFAULT_PIN_PATH, sock[PATH_MAX] = SL_DEFAULT_CTL_SOCKET;
+	struct sl_maps m;
+	struct sl_meta meta;
+
+	if (sl_config_peek(c->config, pin, sizeof(pin), sock, sizeof(sock), c->ifaces,
+			   sizeof(c->ifaces)) && c->config_given)
+		fprintf(stderr, "sluicectl: warning: cannot parse %s; using default paths\n",
+			c->config);
+	if (!pin_given)
+		snprintf(c->pin_path, sizeof(c->pin_path), "%s", pin);
+	if (sock_given)
+		return;
+	snprintf(c->socket, sizeof(c->socket), "%s", sock);
+	/* The daemon records the socket it really listens on: trust that over the file. */
+	if (!sl_maps_open_pinned(&m, c->pin_path)) {
+		if (!sl_maps_read_meta(&m, &meta) && meta.ctl_socket[0])
+			snprintf(c->socket, sizeof(c->socket), "%s", meta.ctl_socket);
+		sl_maps_close(&m);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "pin-path", required_argument, NULL, 'P' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	struct ctl c = { 0 };
+	bool pin_given = false, sock_given = false;
+	const char *cmd, *sub;
+	int opt;
+
+	snprintf(c.config, sizeof(c.config), "%s", SL_DEFAULT_CONFIG);
+	log_set_level(LOG_LVL_WARN);
+	log_hook_libbpf();
+	while ((opt = getopt_long(argc, argv, "c:p:jVh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			snprintf(c.config, sizeof(c.config), "%s", optarg);
+			c.config_given = true;
+			break;
+		case 'P':
+			snprintf(c.pin_path, sizeof(c.pin_path), "%s", optarg);
+			pin_given = true;
+			break;
+		case 'S':
+			snprintf(c.socket, sizeof(c.socket), "%s", optarg);
+			sock_given = true;
+			break;
+		case 'p': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 1 || v > 65535) {
+				fprintf(stderr, "sluicectl: --port must be 1..65535\n");
+				return 2;
+			}
+			c.port = (int)v;
+			break;
+		}
+		case 'j':
+			c.json = true;
+			break;
+		case 'V':
+			printf("sluicectl %s\n", SLUICE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+	resolve_paths(&c, pin_given, sock_given);
+	cmd = argv[optind];
+	sub = optind + 1 < argc ? argv[optind + 1] : NULL;
+
+	if (!strcmp(cmd, "status") && !sub)
+		return cmd_status(&c);
+	if (!strcmp(cmd, "stats") && !sub)
+		return cmd_stats(&c);
+	if (!strcmp(cmd, "prefix") && sub && !strcmp(sub, "show") && optind + 3 == argc)
+		return cmd_prefix_show(&c, argv[optind + 2]);
+	if (!strcmp(cmd, "reload") && !sub)
+		return run_ctl(&c, "reload", "reload");
+	if (!strcmp(cmd, "asn") && sub && !strcmp(sub, "load") && optind + 3 == argc) {
+		char abs[PATH_MAX], line[PATH_MAX + 16];
+
+		/* The daemon runs elsewhere (cwd "/"): send it an absolute path. */
+		if (!realpath(argv[optind + 2], abs)) {
+			fprintf(stderr, "sluicectl: %s: %s\n", argv[optind + 2], strerror(errno));
+			return 1;
+		}
+		snprintf(line, sizeof(line), "asn-load %s", abs);
+		return run_ctl(&c, "asn load", line);
+	}
+	if (!strcmp(cmd, "detach") && !sub) {
+		char buf[64];
+
+		if (ctl_call(&c, "ping", buf, sizeof(buf)) == 1)
+			return run_ctl(&c, "detach", "detach");
+		return detach_offline(&c);
+	}
+	fprintf(stderr, "sluicectl: unknown command or wrong arguments: %s\n", cmd);
+	usage(stderr);
+	return 2;
+}

@@ -1,0 +1,492 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Loading and attaching the edge datapath (see edge.h).
+ *
+ * Order matters: the object is loaded and its maps programmed from the config *before* it is
+ * attached, so the first packet it sees is judged by the real config, never by empty maps.
+ * Maps are pinned by name; a pin left by a previous daemon is reused, which is how bucket
+ * state survives a restart. A pin that cannot be reused (the state table was resized, or the
+ * ABI changed) is removed with a warning and recreated empty.
+ */
+#include <errno.h>
+#include <linux/if_link.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include "edge.h"
+#include "log.h"
+#include "reasons.h"
+#include "sluice.skel.h"
+
+#ifndef BPF_FS_MAGIC
+#define BPF_FS_MAGIC 0xcafe4a11
+#endif
+
+static const char *const map_names[SL_N_MAPS] = SL_MAP_NAMES;
+
+/* Make sure @pin_path's directory exists on a bpf filesystem, mounting /sys/fs/bpf if this
+ * mount namespace has none (containers and `ip netns exec` often don't). */
+static int prepare_bpffs(const char *pin_path)
+{
+	struct statfs st;
+	char parent[PATH_MAX], *slash;
+
+	snprintf(parent, sizeof(parent), "%s", pin_path);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return -EINVAL;
+	*slash = '\0';
+	if (statfs(parent, &st) || st.f_type != BPF_FS_MAGIC) {
+		if (strcmp(parent, "/sys/fs/bpf")) {
+			log_error("%s is not on a bpf filesystem (mount -t bpf bpf %s)", pin_path,
+				  parent);
+			return -ENOTDIR;
+		}
+		if (mount("bpf", parent, "bpf", 0, "mode=0700")) {
+			int e = -errno;
+
+			log_error("cannot mount bpffs on %s: %s", parent, strerror(-e));
+			return e;
+		}
+		log_info("mounted bpffs on %s", parent);
+	}
+	if (mkdir(pin_path, 0700) && errno != EEXIST) {
+		int e = -errno;
+
+		log_error("cannot create %s: %s", pin_path, strerror(-e));
+		return e;
+	}
+	return 0;
+}
+
+/* A pinned map whose size no longer matches the config cannot be reused: drop it. */
+static void drop_if_resized(const char *pin_path, const char *name, __u32 want)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+	char p[PATH_MAX];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", pin_path, name);
+	fd = bpf_obj_get(p);
+	if (fd < 0)
+		return;
+	memset(&info, 0, sizeof(info));
+	if (!bpf_obj_get_info_by_fd(fd, &info, &len) && info.max_entries != want) {
+		log_warn("%s: %u entries pinned, config wants %u: recreating it (its state is "
+			 "lost)", name, info.max_entries, want);
+		unlink(p);
+	}
+	close(fd);
+}
+
+static bool pins_present(const char *pin_path)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/%s", pin_path, map_names[0]);
+	return access(p, F_OK) == 0;
+}
+
+static int load_object(struct edge *e, const struct sl_config *c)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = e->pin_path);
+	uint32_t ghosts = sl_ghost_entries(c->state_entries);
+	int ret;
+
+	e->skel = sluice_bpf__open_opts(&oo);
+	if (!e->skel)
+		return -errno;
+	bpf_map__set_max_entries(e->skel->maps.sl_buckets, c->state_entries);
+	bpf_map__set_max_entries(e->skel->maps.sl_ghosts, ghosts);
+	e->skel->rodata->ghost_mask = ghosts - 1;
+	ret = sluice_bpf__load(e->skel);
+	if (ret) {
+		sluice_bpf__destroy(e->skel);
+		e->skel = NULL;
+	}
+	return ret;
+}
+
+static void maps_from_skel(struct edge *e)
+{
+	struct sl_maps *m = &e->maps;
+
+	sl_maps_init(m);
+	m->buckets = bpf_map__fd(e->skel->maps.sl_buckets);
+	m->ghosts = bpf_map__fd(e->skel->maps.sl_ghosts);
+	m->asn = bpf_map__fd(e->skel->maps.sl_asn);
+	m->classes = bpf_map__fd(e->skel->maps.sl_classes);
+	m->ports = bpf_map__fd(e->skel->maps.sl_ports);
+	m->settings = bpf_map__fd(e->skel->maps.sl_settings);
+	m->stats = bpf_map__fd(e->skel->maps.sl_stats);
+	m->meta = bpf_map__fd(e->skel->maps.sl_meta);
+}
+
+static void write_meta(struct edge *e, const struct sl_config *c, bool running)
+{
+	struct sl_meta meta;
+	int i;
+
+	memset(&meta, 0, sizeof(meta));
+	meta.abi_version = SL_ABI_VERSION;
+	meta.pid = running ? (uint32_t)getpid() : 0;
+	meta.started_unix = e->started_unix;
+	meta.reloaded_unix = e->reloaded_unix;
+	meta.generation = e->generation;
+	meta.reload_failures = e->reload_failures;
+	meta.state_entries = c ? c->state_entries : 0;
+	meta.ghost_entries = c ? sl_ghost_entries(c->state_entries) : 0;
+	meta.asn_entries = e->asn_entries;
+	snprintf(meta.config_path, sizeof(meta.config_path), "%s", e->config_path);
+	snprintf(meta.asn_source, sizeof(meta.asn_source), "%s", e->asn_source);
+	snprintf(meta.ctl_socket, sizeof(meta.ctl_socket), "%s", e->ctl_socket);
+	snprintf(meta.last_error, sizeof(meta.last_error), "%s", e->last_error);
+	meta.n_ifaces = (uint32_t)e->n_ifaces;
+	for (i = 0; i < e->n_ifaces; i++) {
+		meta.ifaces[i].ifindex = (uint32_t)e->ifaces[i].ifindex;
+		meta.ifaces[i].mode = e->ifaces[i].mode;
+		snprintf(meta.ifaces[i].name, sizeof(meta.ifaces[i].name), "%s",
+			 e->ifaces[i].name);
+	}
+	if (c) {
+		meta.n_ports = (uint32_t)c->n_ports;
+		for (i = 0; i < c->n_ports; i++) {
+			meta.ports[i].port = c->ports[i].port;
+			meta.ports[i].front = c->ports[i].front;
+			meta.ports[i].action = c->ports[i].action;
+			meta.ports[i].cost = c->ports[i].cost;
+		}
+	} else {
+		struct sl_meta old;
+
+		if (!sl_maps_read_meta(&e->maps, &old)) {
+			meta.n_ports = old.n_ports;
+			memcpy(meta.ports, old.ports, sizeof(meta.ports));
+			meta.state_entries = old.state_entries;
+			meta.ghost_entries = old.ghost_entries;
+		}
+	}
+	if (sl_maps_write_meta(&e->maps, &meta))
+		log_warn("cannot write status metadata: %s", strerror(errno));
+}
+
+/* What libxdp actually gave us on @ifindex. */
+static uint8_t query_mode(int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	enum xdp_attach_mode m;
+	bool legacy;
+	uint8_t r;
+
+	if (!mp || libxdp_get_error(mp))
+		return SL_ATTACH_NONE;
+	m = xdp_multiprog__attach_mode(mp);
+	legacy = xdp_multiprog__is_legacy(mp);
+	if (m == XDP_MODE_SKB)
+		r = legacy ? SL_ATTACH_LEGACY_GENERIC : SL_ATTACH_GENERIC;
+	else if (m == XDP_MODE_NATIVE)
+		r = legacy ? SL_ATTACH_LEGACY_NATIVE : SL_ATTACH_NATIVE;
+	else
+		r = SL_ATTACH_NONE;
+	xdp_multiprog__close(mp);
+	return r;
+}
+
+/*
+ * If a previous sluiced left its program attached (a handover or a crash), replace it. In
+ * legacy mode the kernel swaps programs atomically (XDP_FLAGS_REPLACE), so no packet passes
+ * unjudged; behind libxdp's dispatcher, ours is removed and re-added.
+ * Returns 1 when replaced, 0 when there was nothing of ours, negative on error.
+ */
+static int replace_stale(struct edge *e, int ifindex, enum xdp_attach_mode mode)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p = NULL;
+	int ret = 0;
+
+	if (!mp || libxdp_get_error(mp))
+		return 0;
+	if (xdp_multiprog__is_legacy(mp)) {
+		struct xdp_program *main_prog = xdp_multiprog__main_prog(mp);
+
+		if (main_prog && !strcmp(xdp_program__name(main_prog), "sluice_xdp")) {
+			LIBBPF_OPTS(bpf_xdp_attach_opts, o,
+				    .old_prog_fd = xdp_program__fd(main_prog));
+			__u32 flags = XDP_FLAGS_REPLACE | (xdp_multiprog__attach_mode(mp) ==
+				      XDP_MODE_SKB ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE);
+
+			ret = bpf_xdp_attach(ifindex, xdp_program__fd(e->prog), flags, &o);
+			ret = ret ? ret : 1;
+		}
+	} else {
+		while ((p = xdp_multiprog__next_prog(p, mp))) {
+			if (strcmp(xdp_program__name(p), "sluice_xdp"))
+				continue;
+			ret = xdp_program__detach(p, ifindex, mode, 0);
+			break;
+		}
+	}
+	xdp_multiprog__close(mp);
+	return ret;
+}
+
+static int attach_one(struct edge *e, struct edge_iface *it)
+{
+	enum xdp_attach_mode mode = e->xdp_mode == SL_XDP_GENERIC ? XDP_MODE_SKB : XDP_MODE_NATIVE;
+	char buf[128];
+	int ret;
+
+	it->ifindex = (int)if_nametoindex(it->name);
+	if (!it->ifindex) {
+		log_error("interface %s: %s", it->name, strerror(errno));
+		return -ENODEV;
+	}
+	ret = replace_stale(e, it->ifindex, mode);
+	if (ret < 0) {
+		log_error("%s: cannot replace the previous sluice program: %s", it->name,
+			  strerror(-ret));
+		return ret;
+	}
+	if (ret == 0) {
+		ret = xdp_program__attach(e->prog, it->ifindex, mode, 0);
+		if (ret == -EOPNOTSUPP && mode == XDP_MODE_NATIVE) {
+			log_warn("%s: no native XDP support in its driver; using generic (skb) mode, "
+				 "which sheds after the kernel has allocated the packet", it->name);
+			mode = XDP_MODE_SKB;
+			ret = xdp_program__attach(e->prog, it->ifindex, mode, 0);
+		}
+		if (ret) {
+			libxdp_strerror(ret, buf, sizeof(buf));
+			log_error("%s: cannot attach XDP: %s", it->name, buf);
+			return ret;
+		}
+	} else {
+		log_info("%s: replaced the program a previous sluiced left attached", it->name);
+	}
+	it->mode = query_mode(it->ifindex);
+	if (it->mode == SL_ATTACH_LEGACY_NATIVE || it->mode == SL_ATTACH_LEGACY_GENERIC)
+		log_info("%s: attached in %s mode (libxdp's dispatcher is unavailable here, so "
+			 "no other XDP program can share this interface)", it->name,
+			 sl_attach_mode_name(it->mode));
+	else
+		log_info("%s: attached in %s mode", it->name, sl_attach_mode_name(it->mode));
+	return 0;
+}
+
+static void detach_one(struct edge *e, struct edge_iface *it)
+{
+	enum xdp_attach_mode mode;
+	int ret;
+
+	if (!it->ifindex || it->mode == SL_ATTACH_NONE)
+		return;
+	mode = (it->mode == SL_ATTACH_GENERIC || it->mode == SL_ATTACH_LEGACY_GENERIC) ?
+	       XDP_MODE_SKB : XDP_MODE_NATIVE;
+	ret = xdp_program__detach(e->prog, it->ifindex, mode, 0);
+	if (ret && ret != -ENOENT)
+		log_warn("%s: detach failed: %s", it->name, strerror(-ret));
+	else
+		log_info("%s: detached", it->name);
+	it->mode = SL_ATTACH_NONE;
+}
+
+static int set_asn(struct edge *e, const struct sl_asn_table *asn, const char *source)
+{
+	int ret = sl_maps_swap_asn(&e->maps, asn);
+
+	if (ret) {
+		log_error("cannot install the ASN table: %s", strerror(-ret));
+		return ret;
+	}
+	e->asn_entries = (uint32_t)asn->n;
+	snprintf(e->asn_source, sizeof(e->asn_source), "%s", source ? source : "");
+	return 0;
+}
+
+int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn)
+{
+	int i, ret;
+
+	memset(e, 0, sizeof(*e));
+	sl_maps_init(&e->maps);
+	snprintf(e->pin_path, sizeof(e->pin_path), "%s", c->pin_path);
+	snprintf(e->ctl_socket, sizeof(e->ctl_socket), "%s", c->ctl_socket);
+	snprintf(e->config_path, sizeof(e->config_path), "%s", c->path);
+	e->xdp_mode = c->xdp_mode;
+	e->started_unix = e->reloaded_unix = (uint64_t)time(NULL);
+
+	ret = prepare_bpffs(e->pin_path);
+	if (ret)
+		return ret;
+	drop_if_resized(e->pin_path, "sl_buckets", c->state_entries);
+	drop_if_resized(e->pin_path, "sl_ghosts", sl_ghost_entries(c->state_entries));
+	e->adopted = pins_present(e->pin_path);
+
+	ret = load_object(e, c);
+	if (ret && e->adopted) {
+		log_warn("the maps pinned in %s do not fit this build (%s): recreating them; "
+			 "bucket state starts empty", e->pin_path, strerror(-ret));
+		sl_maps_unpin(e->pin_path);
+		prepare_bpffs(e->pin_path);
+		e->adopted = false;
+		ret = load_object(e, c);
+	}
+	if (ret) {
+		log_error("cannot load the XDP object: %s", strerror(-ret));
+		return ret;
+	}
+	maps_from_skel(e);
+	if (e->adopted) {
+		struct sl_meta old;
+
+		if (!sl_maps_read_meta(&e->maps, &old) && old.generation)
+			e->generation = old.generation;
+		log_info("adopted the maps pinned in %s: bucket state kept", e->pin_path);
+	}
+
+	e->generation++;
+	ret = sl_maps_write_config(&e->maps, c, e->generation);
+	if (!ret)
+		ret = set_asn(e, asn, c->asn_table);
+	if (ret) {
+		log_error("cannot program the maps: %s", strerror(-ret));
+		goto fail;
+	}
+
+	e->prog = xdp_program__from_fd(bpf_program__fd(e->skel->progs.sluice_xdp));
+	if (!e->prog || libxdp_get_error(e->prog)) {
+		ret = e->prog ? (int)libxdp_get_error(e->prog) : -ENOMEM;
+		e->prog = NULL;
+		log_error("libxdp cannot use the program: %s", strerror(-ret));
+		goto fail;
+	}
+	for (i = 0; i < c->n_ifaces; i++) {
+		struct edge_iface *it = &e->ifaces[e->n_ifaces];
+
+		memset(it, 0, sizeof(*it));
+		snprintf(it->name, sizeof(it->name), "%s", c->ifaces[i]);
+		ret = attach_one(e, it);
+		if (ret)
+			goto fail;
+		e->n_ifaces++;
+	}
+	write_meta(e, c, true);
+	return 0;
+fail:
+	/* State a previous daemon left is worth more than a clean slate: keep adopted pins. */
+	edge_stop(e, e->adopted);
+	return ret;
+}
+
+int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn)
+{
+	struct edge_iface keep[SL_MAX_IFACES];
+	int i, j, n = 0, ret;
+
+	ret = sl_maps_write_config(&e->maps, c, e->generation + 1);
+	if (!ret)
+		ret = set_asn(e, asn, c->asn_table);
+	if (ret) {
+		edge_note_failure(e, "cannot program the maps");
+		return ret;
+	}
+	e->generation++;
+	e->reloaded_unix = (uint64_t)time(NULL);
+	e->last_error[0] = '\0';
+	if (c->xdp_mode != e->xdp_mode)
+		log_warn("edge.xdp_mode changes take effect at the next start");
+	if (strcmp(c->pin_path, e->pin_path))
+		log_warn("edge.pin_path changes take effect at the next start");
+
+	/* Interfaces: keep those still listed, detach the rest, attach the new ones. */
+	for (i = 0; i < e->n_ifaces; i++) {
+		for (j = 0; j < c->n_ifaces; j++)
+			if (!strcmp(e->ifaces[i].name, c->ifaces[j]))
+				break;
+		if (j < c->n_ifaces)
+			keep[n++] = e->ifaces[i];
+		else
+			detach_one(e, &e->ifaces[i]);
+	}
+	for (j = 0; j < c->n_ifaces; j++) {
+		for (i = 0; i < n; i++)
+			if (!strcmp(keep[i].name, c->ifaces[j]))
+				break;
+		if (i < n)
+			continue;
+		memset(&keep[n], 0, sizeof(keep[n]));
+		snprintf(keep[n].name, sizeof(keep[n].name), "%s", c->ifaces[j]);
+		if (attach_one(e, &keep[n]) == 0)
+			n++;
+		else
+			edge_note_failure(e, "an interface could not be attached");
+	}
+	memcpy(e->ifaces, keep, sizeof(keep[0]) * (size_t)n);
+	e->n_ifaces = n;
+	write_meta(e, c, true);
+	return 0;
+}
+
+int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *source)
+{
+	struct sl_meta meta;
+	int ret = set_asn(e, asn, source);
+
+	if (ret)
+		return ret;
+	if (!sl_maps_read_meta(&e->maps, &meta)) {
+		meta.asn_entries = e->asn_entries;
+		snprintf(meta.asn_source, sizeof(meta.asn_source), "%s", source);
+		sl_maps_write_meta(&e->maps, &meta);
+	}
+	return 0;
+}
+
+void edge_note_failure(struct edge *e, const char *why)
+{
+	struct sl_meta meta;
+
+	e->reload_failures++;
+	snprintf(e->last_error, sizeof(e->last_error), "%s", why);
+	if (e->skel && !sl_maps_read_meta(&e->maps, &meta)) {
+		meta.reload_failures = e->reload_failures;
+		snprintf(meta.last_error, sizeof(meta.last_error), "%s", why);
+		sl_maps_write_meta(&e->maps, &meta);
+	}
+}
+
+void edge_stop(struct edge *e, bool handover)
+{
+	int i;
+
+	if (handover && e->skel) {
+		write_meta(e, NULL, false);
+		log_info("handing over: XDP stays attached and the maps stay pinned in %s",
+			 e->pin_path);
+	} else {
+		for (i = 0; i < e->n_ifaces; i++)
+			detach_one(e, &e->ifaces[i]);
+		if (e->skel)
+			sl_maps_unpin(e->pin_path);
+	}
+	if (e->prog)
+		xdp_program__close(e->prog);
+	e->prog = NULL;
+	if (e->skel)
+		sluice_bpf__destroy(e->skel);
+	e->skel = NULL;
+	e->n_ifaces = 0;
+	sl_maps_init(&e->maps);
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The edge half of sluiced: loads the XDP object through its skeleton, pins (or adopts) its
+ * maps, programs them from the config, and attaches to the configured interfaces with libxdp.
+ */
+#ifndef SLUICED_EDGE_H
+#define SLUICED_EDGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "asn.h"
+#include "config.h"
+#include "maps.h"
+
+struct sluice_bpf;
+struct xdp_program;
+
+struct edge_iface {
+	char name[IF_NAMESIZE];
+	int ifindex;
+	uint8_t mode; /* enum sl_attach_mode */
+};
+
+struct edge {
+	struct sluice_bpf *skel;
+	struct xdp_program *prog;
+	struct sl_maps maps;
+	struct edge_iface ifaces[SL_MAX_IFACES];
+	int n_ifaces;
+	uint8_t xdp_mode;
+	bool adopted; /* maps came from pins a previous daemon left */
+	char pin_path[PATH_MAX];
+	char asn_source[PATH_MAX];
+	uint32_t asn_entries;
+	uint32_t generation;
+	uint32_t reload_failures;
+	uint64_t started_unix;
+	uint64_t reloaded_unix;
+	char last_error[256];
+	char ctl_socket[PATH_MAX];
+	char config_path[PATH_MAX];
+};
+
+/* Load, pin, program and attach. On failure everything done so far is undone. */
+int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn);
+/* Program a new config into the live maps; attach/detach interfaces that changed. */
+int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn);
+/* Swap in a new ASN table only (sluicectl asn load). */
+int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *source);
+/* Record a failed reload for status. */
+void edge_note_failure(struct edge *e, const char *why);
+/* Stop. @handover: leave the program attached and the maps pinned for the next daemon;
+ * otherwise detach from every interface and remove the pins. */
+void edge_stop(struct edge *e, bool handover);
+
+#endif

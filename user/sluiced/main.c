@@ -1,0 +1,353 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * sluiced: the sluice controller. Loads the config and ASN table, loads and attaches the edge
+ * datapath, and keeps it in step with the config: SIGHUP or `sluicectl reload` re-reads and
+ * validates the file, and only a file that is entirely valid replaces the running config.
+ *
+ * Signals: SIGHUP reload; SIGTERM/SIGINT detach, remove the pins and exit; SIGQUIT exit
+ * leaving the datapath attached and its maps pinned, for the next sluiced to adopt with its
+ * bucket state (an upgrade without a gap).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "asn.h"
+#include "config.h"
+#include "ctl.h"
+#include "edge.h"
+#include "log.h"
+
+#ifndef SLUICE_VERSION
+#define SLUICE_VERSION "0.1.0"
+#endif
+
+struct daemon {
+	struct event_base *base;
+	struct ctl_server *ctl;
+	struct edge edge;
+	struct sl_config cfg;
+	char config_path[PATH_MAX];
+	char base_dir[PATH_MAX];
+	int log_override;
+	bool handover;
+	bool stopping;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: sluiced [--config FILE] [--foreground] [--log-level LEVEL]\n"
+		"\n"
+		"The sluice controller: attaches the XDP admission datapath to the interfaces in\n"
+		"the config and keeps its maps in step with the config.\n"
+		"\n"
+		"  -c, --config FILE      config file (default %s)\n"
+		"  -f, --foreground       stay in the foreground and log to stderr\n"
+		"  -l, --log-level LEVEL  error, warn, info or debug (overrides the config)\n"
+		"  -V, --version          print the version\n"
+		"  -h, --help             this text\n"
+		"\n"
+		"Signals: HUP reloads the config (a bad file is reported and the running config\n"
+		"stays); TERM or INT detaches, removes the pins and exits; QUIT exits leaving the\n"
+		"datapath attached and its state pinned for the next sluiced to adopt.\n",
+		SL_DEFAULT_CONFIG);
+}
+
+static int parse_level(const char *s)
+{
+	static const char *const n[] = { "error", "warn", "info", "debug" };
+	int i;
+
+	for (i = 0; i < 4; i++)
+		if (!strcmp(s, n[i]))
+			return i;
+	return -1;
+}
+
+/* Load config and ASN table into @c/@asn; on failure log every problem and return < 0. */
+static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *asn,
+		    char *first_err, size_t n)
+{
+	char err[4096];
+	int ret;
+
+	memset(asn, 0, sizeof(*asn));
+	ret = sl_config_load(d->config_path, d->base_dir, c, err, sizeof(err));
+	if (!ret && c->asn_table[0])
+		ret = sl_asn_load_csv(c->asn_table, c, asn, err, sizeof(err));
+	if (ret) {
+		char *nl;
+
+		log_error("%s", err);
+		snprintf(first_err, n, "%s", err);
+		nl = strchr(first_err, '\n');
+		if (nl)
+			*nl = '\0';
+	}
+	return ret;
+}
+
+static int reload(struct daemon *d, char *msg, size_t n)
+{
+	struct sl_config *nc = malloc(sizeof(*nc));
+	struct sl_asn_table asn;
+	int ret;
+
+	if (!nc)
+		return -ENOMEM;
+	ret = load_all(d, nc, &asn, msg, n);
+	if (ret) {
+		log_error("reload rejected; the running config (generation %u) stays in force",
+			  d->edge.generation);
+		edge_note_failure(&d->edge, msg);
+		free(nc);
+		return ret;
+	}
+	ret = edge_apply(&d->edge, nc, &asn);
+	sl_asn_free(&asn);
+	if (ret) {
+		snprintf(msg, n, "cannot apply the config: %s", strerror(-ret));
+		log_error("%s", msg);
+		free(nc);
+		return ret;
+	}
+	if (strcmp(nc->ctl_socket, d->cfg.ctl_socket))
+		log_warn("daemon.control_socket changes take effect at the next start");
+	if (nc->state_entries != d->cfg.state_entries)
+		log_warn("edge.state_entries changes take effect at the next start (the state "
+			 "table is recreated then, losing bucket state)");
+	d->cfg = *nc;
+	if (!d->log_override)
+		log_set_level((enum log_level)d->cfg.log_level);
+	snprintf(msg, n, "reloaded %s (generation %u, %u ASN rows)", d->config_path,
+		 d->edge.generation, d->edge.asn_entries);
+	log_info("%s", msg);
+	free(nc);
+	return 0;
+}
+
+static void stop(struct daemon *d, bool handover)
+{
+	d->handover = handover;
+	d->stopping = true;
+	event_base_loopexit(d->base, NULL);
+}
+
+static void on_ctl(void *arg, const char *line, struct evbuffer *out)
+{
+	struct daemon *d = arg;
+	char msg[1024];
+
+	if (!strcmp(line, "ping")) {
+		evbuffer_add_printf(out, "ok pid %d generation %u\n", getpid(), d->edge.generation);
+	} else if (!strcmp(line, "reload")) {
+		if (reload(d, msg, sizeof(msg)))
+			evbuffer_add_printf(out, "error %s\n", msg);
+		else
+			evbuffer_add_printf(out, "ok %s\n", msg);
+	} else if (!strncmp(line, "asn-load ", 9)) {
+		const char *path = line + 9;
+		struct sl_asn_table asn;
+		char err[4096];
+
+		if (sl_asn_load_csv(path, &d->cfg, &asn, err, sizeof(err))) {
+			log_error("asn load rejected; the running table stays:\n%s", err);
+			evbuffer_add_printf(out, "error %s", err);
+			return;
+		}
+		if (edge_load_asn(&d->edge, &asn, path)) {
+			evbuffer_add_printf(out, "error cannot install the table\n");
+		} else {
+			log_info("ASN table %s installed (%zu rows)", path, asn.n);
+			evbuffer_add_printf(out, "ok installed %zu rows from %s\n", asn.n, path);
+		}
+		sl_asn_free(&asn);
+	} else if (!strcmp(line, "detach")) {
+		log_info("detach requested over the control socket");
+		evbuffer_add_printf(out, "ok detaching from %d interface(s); sluiced exits\n",
+				    d->edge.n_ifaces);
+		stop(d, false);
+	} else {
+		evbuffer_add_printf(out, "error unknown command '%.64s'\n", line);
+	}
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	struct daemon *d = arg;
+	char msg[1024];
+
+	(void)what;
+	switch (sig) {
+	case SIGHUP:
+		log_info("SIGHUP: reloading %s", d->config_path);
+		reload(d, msg, sizeof(msg));
+		break;
+	case SIGQUIT:
+		log_info("SIGQUIT: exiting, leaving the datapath attached");
+		stop(d, true);
+		break;
+	default:
+		log_info("%s: detaching and exiting", strsignal((int)sig));
+		stop(d, false);
+		break;
+	}
+}
+
+static int daemonize(void)
+{
+	pid_t pid = fork();
+	int fd;
+
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid > 0)
+		_exit(0);
+	if (chdir("/"))
+		return -errno;
+	fd = open("/dev/null", O_RDWR);
+	if (fd >= 0) {
+		dup2(fd, 0);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (fd > 2)
+			close(fd);
+	}
+	log_use_syslog("sluiced");
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	static struct daemon d;
+	struct event *sigs[4] = { 0 };
+	static const int signums[4] = { SIGHUP, SIGTERM, SIGINT, SIGQUIT };
+	struct sl_asn_table asn;
+	bool foreground = false;
+	char msg[1024];
+	int opt, i, ret = 1;
+
+	snprintf(d.config_path, sizeof(d.config_path), "%s", SL_DEFAULT_CONFIG);
+	d.log_override = 0;
+	while ((opt = getopt_long(argc, argv, "c:fl:Vh", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'c':
+			snprintf(d.config_path, sizeof(d.config_path), "%s", optarg);
+			break;
+		case 'f':
+			foreground = true;
+			break;
+		case 'l':
+			if (parse_level(optarg) < 0) {
+				fprintf(stderr, "sluiced: unknown log level '%s'\n", optarg);
+				return 2;
+			}
+			log_set_level((enum log_level)parse_level(optarg));
+			d.log_override = 1;
+			break;
+		case 'V':
+			printf("sluiced %s\n", SLUICE_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (!getcwd(d.base_dir, sizeof(d.base_dir)))
+		snprintf(d.base_dir, sizeof(d.base_dir), "/");
+	/* Relative config paths must survive the chdir("/") of daemonizing. */
+	if (d.config_path[0] != '/') {
+		char abs[PATH_MAX + 2];
+
+		snprintf(abs, sizeof(abs), "%s/%s", d.base_dir, d.config_path);
+		snprintf(d.config_path, sizeof(d.config_path), "%s", abs);
+	}
+	log_hook_libbpf();
+	if (load_all(&d, &d.cfg, &asn, msg, sizeof(msg)))
+		return 1;
+	if (!d.log_override)
+		log_set_level((enum log_level)d.cfg.log_level);
+	if (!foreground && daemonize()) {
+		log_error("cannot daemonize: %s", strerror(errno));
+		goto out_asn;
+	}
+	signal(SIGPIPE, SIG_IGN);
+
+	d.base = event_base_new();
+	if (!d.base) {
+		log_error("cannot create the event loop");
+		goto out_asn;
+	}
+	/* The socket first: it is how a second daemon learns it must not take over. */
+	d.ctl = ctl_listen(d.base, d.cfg.ctl_socket, on_ctl, &d);
+	if (!d.ctl) {
+		log_error("control socket %s: %s", d.cfg.ctl_socket, strerror(errno));
+		goto out_base;
+	}
+	ret = edge_start(&d.edge, &d.cfg, &asn);
+	sl_asn_free(&asn);
+	if (ret) {
+		log_error("sluiced could not start the edge datapath");
+		ret = 1;
+		goto out_ctl;
+	}
+	ret = 1;
+	for (i = 0; i < 4; i++) {
+		sigs[i] = evsignal_new(d.base, signums[i], on_signal, &d);
+		if (!sigs[i] || evsignal_add(sigs[i], NULL)) {
+			log_error("cannot handle signal %d", signums[i]);
+			goto out_edge;
+		}
+	}
+	log_info("sluiced %s running: config %s, generation %u, %d interface(s), %u ASN rows",
+		 SLUICE_VERSION, d.config_path, d.edge.generation, d.edge.n_ifaces,
+		 d.edge.asn_entries);
+	event_base_dispatch(d.base);
+	ret = 0;
+out_edge:
+	for (i = 0; i < 4; i++)
+		if (sigs[i])
+			event_free(sigs[i]);
+	edge_stop(&d.edge, d.handover);
+out_ctl:
+	ctl_close(d.ctl);
+out_base:
+	event_base_free(d.base);
+	log_info("sluiced stopped");
+	return ret;
+out_asn:
+	sl_asn_free(&asn);
+	return ret;
+}
