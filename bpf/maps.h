@@ -23,15 +23,16 @@ struct {
 } sl_buckets SEC(".maps");
 
 /*
- * Ghosts of evicted buckets: a fixed array of TATs indexed by a hash of the key. A key that
- * was spent when the LRU forgot it finds its old TAT here when it comes back, so eviction
- * never hands out a fresh burst. Collisions only ever make a new key start more spent.
+ * Ghosts of evicted buckets: a fixed array of (TAT, tag) indexed by a hash of the key. A key
+ * that was more than half spent when the LRU forgot it finds its old TAT here when it comes
+ * back, so eviction never hands out a fresh burst. The tag makes a slot speak only for its
+ * own key: a collision overwrites (that key is forgotten), it never charges a stranger.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 65536); /* set by sluiced: power of two >= state_entries */
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct sl_ghost);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_ghosts SEC(".maps");
 

@@ -80,19 +80,19 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 				  struct sl_counters *cnt, struct sl_bucket **bucket, __u64 *inc)
 {
 	struct sl_bucket *b;
-	__u64 *ghost;
-	__u32 slot;
+	struct sl_ghost *ghost;
+	__u64 h = sl_ghost_hash(k, set->hash_seed);
+	__u32 slot = (__u32)h & ghost_mask, tag = h >> 32;
 	int i;
 
-	slot = sl_ghost_slot(k, set->hash_seed, ghost_mask);
 	b = bpf_map_lookup_elem(&sl_buckets, k);
 	if (!b) {
 		struct sl_bucket nb;
 
 		nb.tat = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
 		ghost = bpf_map_lookup_elem(&sl_ghosts, &slot);
-		if (ghost && *ghost > nb.tat) {
-			nb.tat = *ghost;
+		if (ghost && ghost->tag == tag && ghost->tat > nb.tat) {
+			nb.tat = ghost->tat;
 			if (cnt)
 				cnt->key_returned++;
 		} else if (cnt) {
@@ -109,8 +109,12 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 		__u64 old = *(volatile __u64 *)&b->tat;
 		__u64 next;
 
-		if (!sl_gcra_charge(old, now, cost, r->emission_ns, r->tolerance_ns, &next))
+		if (!sl_gcra_charge(old, now, cost, r->emission_ns, r->tolerance_ns, &next)) {
+			/* Persist a clamp after a clock step; one try, it is only a correction. */
+			if (next != old)
+				__sync_val_compare_and_swap(&b->tat, old, next);
 			return CHARGE_DENIED;
+		}
 		if (__sync_val_compare_and_swap(&b->tat, old, next) != old)
 			continue;
 		*bucket = b;
@@ -121,8 +125,12 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 		 */
 		if (next - now > r->tolerance_ns / 2) {
 			ghost = bpf_map_lookup_elem(&sl_ghosts, &slot);
-			if (ghost && *ghost < next)
-				*ghost = next;
+			if (ghost) {
+				/* Two plain stores: a torn pair from a racing CPU mismatches
+				 * at worst, and a mismatch only forgets. */
+				ghost->tat = next;
+				ghost->tag = tag;
+			}
 		}
 		return CHARGE_OK;
 	}

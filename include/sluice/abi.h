@@ -125,6 +125,13 @@ struct sl_bucket {
 	__u64 tat;
 };
 
+/* A remembered TAT of an evicted bucket, valid only for the key whose hash tag matches. */
+struct sl_ghost {
+	__u64 tat;
+	__u32 tag; /* never 0: 0 marks an empty slot */
+	__u32 pad;
+};
+
 /* Rate in GCRA terms: emission interval per cost unit and tolerance (burst), both in ns. */
 struct sl_rate {
 	__u64 emission_ns;

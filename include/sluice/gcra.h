@@ -56,12 +56,14 @@ static __always_inline __u64 sl_add_sat(__u64 a, __u64 b)
 
 /*
  * Decide a request of @cost units at time @now against a bucket whose TAT is @tat.
- * Returns 1 and stores the new TAT in *@new_tat when allowed, 0 when not (TAT unchanged:
- * a denied request spends nothing).
+ * Returns 1 when allowed, 0 when not. Either way *@new_tat is the TAT to store: on an allowed
+ * request the charged one; on a denied request the old one (a denial spends nothing), unless
+ * the guard below moved it.
  *
- * Time going backwards (a clock step, or CPUs whose clocks disagree by a little) can make
- * TAT - now exceed tau, which no allowed request can produce. Clamping TAT to now + tau
- * treats such a bucket as exactly empty instead of empty for the length of the step.
+ * Time going backwards (a clock step, or CPUs whose clocks disagree by a little) can leave
+ * TAT - now above tau, which no allowed request can produce. The TAT is then clamped to
+ * now + tau: the bucket reads as exactly empty instead of empty for the length of the step.
+ * The clamp is reported through *@new_tat even on denial so that callers persist it.
  */
 static __always_inline int sl_gcra_charge(__u64 tat, __u64 now, __u64 cost,
 					  __u64 emission_ns, __u64 tolerance_ns, __u64 *new_tat)
@@ -71,6 +73,7 @@ static __always_inline int sl_gcra_charge(__u64 tat, __u64 now, __u64 cost,
 
 	if (tat > limit)
 		tat = limit;
+	*new_tat = tat;
 	base = tat > now ? tat : now;
 	next = sl_add_sat(base, sl_mul_sat(cost, emission_ns));
 	if (next > limit || next == SL_U64_MAX)

@@ -15,15 +15,12 @@
 #define __always_inline inline __attribute__((always_inline))
 #endif
 
-_Static_assert(sizeof(struct sl_bkey) == 20, "sl_ghost_slot hashes the key as 5 words");
+_Static_assert(sizeof(struct sl_bkey) == 20, "sl_ghost_hash hashes the key as 5 words");
 
-static __always_inline __u32 sl_ghost_slot(const struct sl_bkey *k, __u32 seed, __u32 mask)
+static __always_inline __u32 sl_mix5(const __u32 *w, __u32 h)
 {
-	__u32 w[5];
-	__u32 h = seed ^ 0x9e3779b9;
 	int i;
 
-	__builtin_memcpy(w, k, sizeof(w));
 #ifdef __bpf__
 #pragma unroll
 #endif
@@ -34,7 +31,20 @@ static __always_inline __u32 sl_ghost_slot(const struct sl_bkey *k, __u32 seed, 
 	}
 	h *= 0xc2b2ae35;
 	h ^= h >> 16;
-	return h & mask;
+	return h;
+}
+
+/*
+ * Two independent 32-bit hashes of the key: the low word picks the ghost slot, the high word
+ * is the tag stored beside the TAT, so that a slot only speaks for the key that wrote it and a
+ * collision costs a forgotten key, never a wrongly spent one.
+ */
+static __always_inline __u64 sl_ghost_hash(const struct sl_bkey *k, __u32 seed)
+{
+	__u32 w[5];
+
+	__builtin_memcpy(w, k, sizeof(w));
+	return ((__u64)(sl_mix5(w, seed ^ 0x5bd1e995) | 1) << 32) | sl_mix5(w, seed ^ 0x9e3779b9);
 }
 
 #endif

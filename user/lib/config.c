@@ -593,7 +593,8 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	snprintf(c->path, sizeof(c->path), "%s", path);
 
 	config_init(&cfg);
-	config_set_include_dir(&cfg, base_dir);
+	if (base_dir) /* libconfig strdup()s it: NULL would crash */
+		config_set_include_dir(&cfg, base_dir);
 	if (!config_read(&cfg, f)) {
 		const char *ef = config_error_file(&cfg);
 

@@ -437,12 +437,14 @@ static void view_bucket(const struct sl_maps *m, const struct sl_settings *set,
 		v->tat_start = b.tat;
 	} else {
 		/* No state: predict what the datapath would create (credit, or its ghost). */
-		uint32_t slot = sl_ghost_slot(&v->key, set->hash_seed, ghost_mask);
-		__u64 g = 0;
+		__u64 h = sl_ghost_hash(&v->key, set->hash_seed);
+		__u32 slot = (__u32)h & ghost_mask;
+		struct sl_ghost g;
 
 		v->tat_start = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
-		if (!bpf_map_lookup_elem(m->ghosts, &slot, &g) && g > v->tat_start)
-			v->tat_start = g;
+		if (!bpf_map_lookup_elem(m->ghosts, &slot, &g) && g.tag == (__u32)(h >> 32) &&
+		    g.tat > v->tat_start)
+			v->tat_start = g.tat;
 	}
 	v->available = sl_gcra_available(v->tat_start, now, r->emission_ns, r->tolerance_ns);
 }
