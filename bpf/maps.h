@@ -36,7 +36,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_ghosts SEC(".maps");
 
-/* ASN table: one slot holding the live LPM trie, swapped whole by the controller. */
+/* ASN table (see abi.h): the /24 nibble table, two slots back to back, and the LPM tries. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_ASN_SLOTS * SL_DIR_WORDS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_asn_dir SEC(".maps");
+
 struct sl_asn_trie {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
 	__uint(max_entries, SL_ASN_MAX_ENTRIES);
@@ -49,7 +57,7 @@ struct sl_asn_trie {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY_OF_MAPS);
-	__uint(max_entries, 1);
+	__uint(max_entries, SL_ASN_SLOTS);
 	__type(key, __u32);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 	__array(values, struct sl_asn_trie); /* a flexible array: must come last */

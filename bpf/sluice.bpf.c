@@ -47,21 +47,57 @@ static __always_inline __u32 mask_word(__u32 word, int plen, int i)
 	return word & bpf_htonl(~0u << (32 - bits));
 }
 
+/* Keys are /64 or shorter (abi.h), so the first two words of the address are all of it. */
 static __always_inline void make_key(struct sl_bkey *k, const struct src *s, __u8 plen,
 				     __u8 level, __u8 class_id)
 {
-	__u32 w[4];
-	int i;
+	__u32 w[2];
 
 	__builtin_memcpy(w, s->addr, sizeof(w));
 	k->family = s->family;
 	k->plen = plen;
 	k->level = level;
 	k->class_id = class_id;
-#pragma unroll
-	for (i = 0; i < 4; i++)
-		w[i] = mask_word(w[i], plen, i);
+	w[0] = mask_word(w[0], plen, 0);
+	w[1] = mask_word(w[1], plen, 1);
 	__builtin_memcpy(k->addr, w, sizeof(w));
+}
+
+/*
+ * The source's class: one load from the /24 table for IPv4; the LPM trie for IPv6 and for
+ * the IPv4 /24s that hold a longer row. Sources in no row get the unknown class.
+ */
+static __always_inline __u32 classify(const struct src *s, const struct sl_settings *set)
+{
+	struct sl_lpm_key lk = { .prefixlen = 128 };
+	__u32 slot = set->asn_slot & 1;
+	struct sl_asn_val *av;
+	void *trie;
+
+	if (s->family == SL_FAM_V4) {
+		__u32 a, idx, cls;
+		__u64 *w;
+
+		__builtin_memcpy(&a, s->addr, 4);
+		a = bpf_ntohl(a);
+		idx = slot * SL_DIR_WORDS + (a >> 12);
+		w = bpf_map_lookup_elem(&sl_asn_dir, &idx);
+		if (!w)
+			return set->unknown_class;
+		cls = (*w >> (((a >> 8) & 15) * 4)) & 15;
+		if (cls != SL_DIR_USE_TRIE)
+			return cls;
+		lk.addr[10] = 0xff;
+		lk.addr[11] = 0xff;
+		__builtin_memcpy(&lk.addr[12], s->addr, 4);
+	} else {
+		__builtin_memcpy(lk.addr, s->addr, 16);
+	}
+	trie = bpf_map_lookup_elem(&sl_asn, &slot);
+	if (!trie)
+		return set->unknown_class;
+	av = bpf_map_lookup_elem(trie, &lk);
+	return av ? av->class_id : set->unknown_class;
 }
 
 enum charge_result {
@@ -81,14 +117,17 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 {
 	struct sl_bucket *b;
 	struct sl_ghost *ghost;
-	__u64 h = sl_ghost_hash(k, set->hash_seed);
-	__u32 slot = (__u32)h & ghost_mask, tag = h >> 32;
+	__u32 slot, tag;
+	__u64 h;
 	int i;
 
 	b = bpf_map_lookup_elem(&sl_buckets, k);
 	if (!b) {
 		struct sl_bucket nb;
 
+		h = sl_ghost_hash(k, set->hash_seed);
+		slot = (__u32)h & ghost_mask;
+		tag = h >> 32;
 		nb.tat = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
 		ghost = bpf_map_lookup_elem(&sl_ghosts, &slot);
 		if (ghost && ghost->tag == tag && ghost->tat > nb.tat) {
@@ -124,6 +163,9 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 		 * would otherwise be a gift. Keys with room to spare skip the shared store.
 		 */
 		if (next - now > r->tolerance_ns / 2) {
+			h = sl_ghost_hash(k, set->hash_seed);
+			slot = (__u32)h & ghost_mask;
+			tag = h >> 32;
 			ghost = bpf_map_lookup_elem(&sl_ghosts, &slot);
 			if (ghost) {
 				/* Two plain stores: a torn pair from a racing CPU mismatches
@@ -163,31 +205,15 @@ static __always_inline int act(__u8 action)
 static __always_inline int judge_syn(const struct src *s, const struct sl_port *port,
 				     const struct sl_settings *set, __u32 *class_id)
 {
-	struct sl_lpm_key lk = { .prefixlen = 128 };
 	struct sl_class_policy *pol;
 	struct sl_bucket *pb = NULL, *qb = NULL;
 	struct sl_counters *cnt;
 	struct sl_bkey key;
 	__u64 now, pinc = 0, qinc = 0;
-	__u32 zero = 0, cls = set->unknown_class;
+	__u32 cls = classify(s, set);
 	__u8 plen, parent;
-	void *trie;
 	int rc;
 
-	if (s->family == SL_FAM_V4) {
-		lk.addr[10] = 0xff;
-		lk.addr[11] = 0xff;
-		__builtin_memcpy(&lk.addr[12], s->addr, 4);
-	} else {
-		__builtin_memcpy(lk.addr, s->addr, 16);
-	}
-	trie = bpf_map_lookup_elem(&sl_asn, &zero);
-	if (trie) {
-		struct sl_asn_val *av = bpf_map_lookup_elem(trie, &lk);
-
-		if (av)
-			cls = av->class_id;
-	}
 	if (cls >= SL_MAX_CLASSES)
 		cls = set->unknown_class;
 	pol = bpf_map_lookup_elem(&sl_classes, &cls);
@@ -210,7 +236,12 @@ static __always_inline int judge_syn(const struct src *s, const struct sl_port *
 		plen = pol->v6_prefix;
 		parent = pol->v6_parent;
 	}
-	now = bpf_ktime_get_ns();
+	/*
+	 * The coarse clock (CLOCK_MONOTONIC_COARSE, one tick of resolution) costs a load where
+	 * the precise one reads the clocksource. A tick is 1-4 ms: buckets refill in tick-sized
+	 * steps, which only matters for per-prefix rates above a few hundred units a second.
+	 */
+	now = bpf_ktime_get_coarse_ns();
 
 	make_key(&key, s, plen, SL_LEVEL_PREFIX, cls);
 	rc = charge(&key, &pol->prefix, port->cost, now, set, cnt, &pb, &pinc);
@@ -245,10 +276,6 @@ int sluice_xdp(struct xdp_md *ctx)
 	__u32 zero = 0, dport, cls = SL_CLASS_NONE;
 	int proto, reason;
 
-	set = bpf_map_lookup_elem(&sl_settings, &zero);
-	if (!set)
-		return XDP_PASS;
-
 	proto = parse_eth(&c);
 	if (proto < 0)
 		goto malformed;
@@ -279,6 +306,10 @@ int sluice_xdp(struct xdp_md *ctx)
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
 	if (!th->syn || th->ack)
 		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+	/* Settings are read only here and below: the fast path above never needs them. */
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	if (!set)
+		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
 
 	reason = judge_syn(&s, port, set, &cls);
 	switch (reason) {
@@ -291,6 +322,9 @@ int sluice_xdp(struct xdp_md *ctx)
 
 malformed:
 	reason = -proto;
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	if (!set)
+		return record(SL_CLASS_NONE, reason, XDP_PASS);
 	if (reason == SL_R_FRAGMENT)
 		return record(SL_CLASS_NONE, reason, act(set->fragment_action));
 	return record(SL_CLASS_NONE, reason, act(set->malformed_action));

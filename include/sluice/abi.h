@@ -16,9 +16,7 @@
 #define SL_ABI_VERSION 1
 
 /* Limits. Overridable at build time where a deployment needs more. */
-#ifndef SL_MAX_CLASSES
-#define SL_MAX_CLASSES 16          /* ASN classes with a policy */
-#endif
+#define SL_MAX_CLASSES 15          /* ASN classes with a policy: ids 0..14, a nibble each */
 #define SL_CLASS_NONE SL_MAX_CLASSES /* stats row for packets never classified */
 #define SL_STATS_ROWS (SL_MAX_CLASSES + 1)
 #define SL_CLASS_NAME_LEN 16
@@ -36,7 +34,7 @@
 #define SL_CAS_TRIES 4             /* compare-and-swap attempts on one bucket */
 #define SL_REASON_SLOTS 32         /* counter slots reserved per class; reasons grow into them */
 
-_Static_assert(SL_MAX_CLASSES <= 255, "class id must fit in a byte");
+_Static_assert(SL_MAX_CLASSES < 16, "class ids are stored as nibbles in the /24 table");
 _Static_assert((SL_REASON_SLOTS & (SL_REASON_SLOTS - 1)) == 0, "slots must be a power of 2");
 
 /*
@@ -96,10 +94,19 @@ enum sl_level {
 };
 
 /*
- * ASN table: one LPM trie over 128-bit addresses. IPv4 lives at ::ffff:0:0/96 so one trie and
- * one lookup serve both families; an IPv4 /24 is stored as prefixlen 96 + 24.
+ * ASN table, two structures built from the same rows and published together:
+ *  - the /24 table: for every IPv4 /24, the class id of its longest covering row of length
+ *    <= /24, as a nibble, 16 per u64: one array load types an IPv4 source. A /24 that holds a
+ *    row longer than /24 reads SL_DIR_USE_TRIE instead, and only those go to the trie.
+ *  - an LPM trie over 128-bit addresses, for IPv6 and those few IPv4 /24s. IPv4 lives at
+ *    ::ffff:0:0/96 so one trie serves both; an IPv4 /24 is stored as prefixlen 96 + 24.
+ * Both exist twice (slots 0 and 1): the controller fills the idle slot, then flips
+ * sl_settings.asn_slot, so a packet sees one whole table or the other, never a mix.
  */
 #define SL_V4_MAPPED_PLEN 96
+#define SL_DIR_USE_TRIE 15
+#define SL_DIR_WORDS (1u << 20)    /* 2^24 /24s, 16 per word */
+#define SL_ASN_SLOTS 2
 struct sl_lpm_key {
 	__u32 prefixlen;
 	__u8 addr[16];
@@ -111,14 +118,17 @@ struct sl_asn_val {
 };
 
 /* Bucket key: the masked source prefix, qualified by class and level so that a /24 keyed by
- * one class and the same /24 as another class's parent never share a bucket. */
+ * one class and the same /24 as another class's parent never share a bucket. IPv6 keys are
+ * /64 or shorter by construction (the config refuses longer), so 8 address bytes hold any
+ * key; 12 bytes hash faster than 20 on every SYN. */
 struct sl_bkey {
 	__u8 family;   /* enum sl_family */
 	__u8 plen;     /* prefix length in the family's own terms (/24, /64) */
 	__u8 level;    /* enum sl_level */
 	__u8 class_id;
-	__u8 addr[16]; /* network order, host bits zero; IPv4 in the first 4 bytes */
+	__u8 addr[8];  /* network order, host bits zero; IPv4 in the first 4 bytes */
 };
+#define SL_MAX_V6_KEY_PLEN 64
 
 /* GCRA state: one theoretical arrival time in ns (bpf_ktime_get_ns / CLOCK_MONOTONIC). */
 struct sl_bucket {
@@ -169,7 +179,9 @@ struct sl_settings {
 	__u16 new_key_credit;    /* per mille of burst a never-seen key starts with */
 	__u32 hash_seed;         /* seeds the ghost index; chosen once, kept with the pins */
 	__u32 generation;        /* config generation, for observers */
-	__u64 reserved[6];
+	__u32 asn_slot;          /* which ASN table slot is live (0 or 1) */
+	__u32 pad;
+	__u64 reserved[5];
 };
 
 /* Per-CPU counters, one row per class plus SL_CLASS_NONE. */

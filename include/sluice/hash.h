@@ -15,16 +15,16 @@
 #define __always_inline inline __attribute__((always_inline))
 #endif
 
-_Static_assert(sizeof(struct sl_bkey) == 20, "sl_ghost_hash hashes the key as 5 words");
+_Static_assert(sizeof(struct sl_bkey) == 12, "sl_ghost_hash hashes the key as 3 words");
 
-static __always_inline __u32 sl_mix5(const __u32 *w, __u32 h)
+static __always_inline __u32 sl_mix3(const __u32 *w, __u32 h)
 {
 	int i;
 
 #ifdef __bpf__
 #pragma unroll
 #endif
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 3; i++) {
 		h ^= w[i];
 		h *= 0x85ebca6b;
 		h ^= h >> 13;
@@ -41,10 +41,10 @@ static __always_inline __u32 sl_mix5(const __u32 *w, __u32 h)
  */
 static __always_inline __u64 sl_ghost_hash(const struct sl_bkey *k, __u32 seed)
 {
-	__u32 w[5];
+	__u32 w[3];
 
 	__builtin_memcpy(w, k, sizeof(w));
-	return ((__u64)(sl_mix5(w, seed ^ 0x5bd1e995) | 1) << 32) | sl_mix5(w, seed ^ 0x9e3779b9);
+	return ((__u64)(sl_mix3(w, seed ^ 0x5bd1e995) | 1) << 32) | sl_mix3(w, seed ^ 0x9e3779b9);
 }
 
 #endif

@@ -76,7 +76,9 @@ static const char *asn_csv =
 	"203.0.113.0/24,64501,residential\n"
 	"2001:db8:2000::/36,64501,residential\n"
 	"203.0.114.0/23,64501,residential\n"
-	"192.0.2.0/24,64502,watch\n";
+	"192.0.2.0/24,64502,watch\n"
+	"198.18.0.0/16,64510,residential\n"
+	"198.18.5.128/25,64511,hosting\n";
 
 static int env_config(struct env *e, uint32_t state_entries, const char *malformed,
 		      const char *fragments)
@@ -108,7 +110,7 @@ static int env_config(struct env *e, uint32_t state_entries, const char *malform
 		diag("asn: %s", err);
 		return -EBADMSG;
 	}
-	ret = sl_maps_swap_asn(&e->maps, &t);
+	ret = sl_maps_swap_asn(&e->maps, &t, (uint32_t)e->cfg.unknown_class);
 	sl_asn_free(&t);
 	return ret;
 }
@@ -139,6 +141,7 @@ static int env_open(struct env *e, uint32_t state_entries, const char *malformed
 	e->maps.buckets = bpf_map__fd(e->skel->maps.sl_buckets);
 	e->maps.ghosts = bpf_map__fd(e->skel->maps.sl_ghosts);
 	e->maps.asn = bpf_map__fd(e->skel->maps.sl_asn);
+	e->maps.asn_dir = bpf_map__fd(e->skel->maps.sl_asn_dir);
 	e->maps.classes = bpf_map__fd(e->skel->maps.sl_classes);
 	e->maps.ports = bpf_map__fd(e->skel->maps.sl_ports);
 	e->maps.settings = bpf_map__fd(e->skel->maps.sl_settings);
@@ -245,6 +248,12 @@ static const struct fixture fixtures[] = {
 	  XDP_PASS, "residential", SL_R_PASSED },
 	{ "IPv4 SYN, source not in the ASN table", { V4("10.1.2.3", 80) }, 0, 0,
 	  XDP_PASS, "unknown", SL_R_PASSED },
+	{ "IPv4 inside a /25 row in a /16 row: the /25 wins (trie)", { V4("198.18.5.200", 80) },
+	  0, 0, XDP_PASS, "hosting", SL_R_PASSED },
+	{ "IPv4 in the same /24 outside the /25: the /16 (trie)", { V4("198.18.5.10", 80) },
+	  0, 0, XDP_PASS, "residential", SL_R_PASSED },
+	{ "IPv4 in another /24 of the /16 (/24 table)", { V4("198.18.6.1", 80) }, 0, 0,
+	  XDP_PASS, "residential", SL_R_PASSED },
 	{ "IPv4 SYN to an unprotected port", { V4("198.51.100.1", 22) }, 0, 0,
 	  XDP_PASS, "none", SL_R_NOT_PROTECTED },
 	{ "IPv4 ACK to a protected port", { V4("198.51.100.1", 80), .flags = F_ACK }, 0, 0,

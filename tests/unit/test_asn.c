@@ -168,7 +168,7 @@ static void both_families_and_full_length_prefixes(void **state)
 
 static void comments_blanks_whitespace_header_and_as_prefix(void **state)
 {
-	struct sl_lpm_key k = v4key(198, 51, 100, 0, 24);
+	struct sl_lpm_key k = v4key(198, 51, 100, 0, 24), k6 = { .prefixlen = 32 };
 	struct sl_asn_table t;
 	char err[ERRLEN];
 	const struct sl_asn_entry *r;
@@ -193,12 +193,14 @@ static void comments_blanks_whitespace_header_and_as_prefix(void **state)
 	r = row_for(&t, &k);
 	assert_int_equal(r->val.asn, 0);
 	assert_int_equal(r->line, 8);
-	for (size_t i = 0; i < t.n; i++)
-		if (t.rows[i].line == 7) {
-			assert_int_equal(t.rows[i].key.prefixlen, 32);
-			assert_int_equal(t.rows[i].val.asn, 64501);
-			assert_int_equal(t.rows[i].val.class_id, RESIDENTIAL);
-		}
+	k6.addr[0] = 0x20;
+	k6.addr[1] = 0x01;
+	k6.addr[2] = 0x0d;
+	k6.addr[3] = 0xb8;
+	r = row_for(&t, &k6); /* the CRLF line */
+	assert_int_equal(r->val.asn, 64501);
+	assert_int_equal(r->val.class_id, RESIDENTIAL);
+	assert_int_equal(r->line, 7);
 	sl_asn_free(&t);
 }
 
@@ -251,13 +253,16 @@ static void later_duplicate_wins(void **state)
 
 struct bad_row {
 	const char *line;   /* placed on line 2, after a good row */
-	const char *reason; /* expected after "t.csv:2: " */
+	const char *reason; /* expected right after "t.csv:2: " */
 };
 
 static const struct bad_row bad_rows[] = {
 	{ "198.51.100.0/24,64500", "expected 3 fields prefix,asn,class (got 2)" },
 	{ "198.51.100.0/24,64500,hosting,extra", "expected 3 fields prefix,asn,class (got 4)" },
 	{ "198.51.100.0/24", "expected 3 fields prefix,asn,class (got 1)" },
+	{ "198.51.100.0/24,,64500,hosting", "expected 3 fields prefix,asn,class (got 4)" },
+	{ "198.51.100.0/24,64500,hosting,", "expected 3 fields prefix,asn,class (got 4)" },
+	{ "198.51.100.0/24,,hosting", "empty field in '198.51.100.0/24,,hosting'" },
 	{ "not-an-address/24,64500,hosting", "'not-an-address' is not an IPv4 or IPv6 address" },
 	{ "198.51.100.256/24,64500,hosting", "'198.51.100.256' is not an IPv4 or IPv6 address" },
 	{ "/24,64500,hosting", "'/24' is not an address" },
@@ -278,8 +283,8 @@ static const struct bad_row bad_rows[] = {
 	{ "198.51.100.0/24,4294967296,hosting", "'4294967296' is not an AS number" },
 	{ "198.51.100.0/24,99999999999999999999999,hosting",
 	  "'99999999999999999999999' is not an AS number" },
-	{ "198.51.100.0/24,64500,gaming", "class 'gaming' is not defined in the config" },
-	{ "198.51.100.0/24,64500,Hosting", "class 'Hosting' is not defined in the config" },
+	{ "198.51.100.0/24,64500,gaming", "class 'gaming' is not defined in the config\n" },
+	{ "198.51.100.0/24,64500,Hosting", "class 'Hosting' is not defined in the config\n" },
 	{ "prefix,asn,class", "'prefix' is not an IPv4 or IPv6 address" }, /* header not first */
 };
 
@@ -296,8 +301,8 @@ static void expect_rejected(const char *what, const char *text, const char *want
 	assert_int_equal(t.n, 0);
 	assert_null(t.rows);
 	assert_int_equal(t.replaced, 0);
-	if (!strstr(err, want_line) || count_lines(err) != 1)
-		fail_msg("%s: expected exactly the line \"%s\", got:\n%s", what, want_line, err);
+	if (strncmp(err, want_line, strlen(want_line)) || count_lines(err) != 1)
+		fail_msg("%s: expected one line starting \"%s\", got:\n%s", what, want_line, err);
 }
 
 static void bad_lines_are_reported_with_their_line(void **state)
@@ -310,7 +315,7 @@ static void bad_lines_are_reported_with_their_line(void **state)
 
 		snprintf(text, sizeof(text), "10.0.0.0/8,1,hosting\n%s\n10.1.0.0/16,2,unknown\n",
 			 bad_rows[i].line);
-		snprintf(want, sizeof(want), "t.csv:2: %s\n", bad_rows[i].reason);
+		snprintf(want, sizeof(want), "t.csv:2: %s", bad_rows[i].reason);
 		expect_rejected(bad_rows[i].line, text, want);
 	}
 }

@@ -419,7 +419,7 @@ static const struct bad_case bad_cases[] = {
 	  "  { name = \"c13\"; rate = 1.0; burst = 5.0; }, { name = \"c14\"; rate = 1.0; burst = 5.0; },\n"
 	  "  { name = \"c15\"; rate = 1.0; burst = 5.0; }, { name = \"c16\"; rate = 1.0; burst = 5.0; }\n"
 	  ");\n",
-	  5, "classes: at most 16 classes (got 17)", 1, 0, NULL },
+	  5, "classes: at most 15 classes (got 17)", 1, 0, NULL },
 	{ "duplicate port",
 	  "edge: {\n"
 	  "  interfaces = [\"eth0\"];\n"

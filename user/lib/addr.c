@@ -109,6 +109,6 @@ void sl_bkey_make(struct sl_bkey *k, const struct sl_prefix *a, uint8_t plen, ui
 	k->plen = plen;
 	k->level = level;
 	k->class_id = class_id;
-	memcpy(k->addr, a->addr, a->family == SL_FAM_V4 ? 4 : 16);
-	mask_bytes(k->addr, 16, plen);
+	memcpy(k->addr, a->addr, a->family == SL_FAM_V4 ? 4 : sizeof(k->addr));
+	mask_bytes(k->addr, sizeof(k->addr), plen);
 }

@@ -21,24 +21,22 @@ struct perr {
 __attribute__((format(printf, 4, 5)))
 static void perr_add(struct perr *e, const char *name, size_t line, const char *fmt, ...)
 {
+	char msg[600];
 	va_list ap;
 	int n;
 
 	e->count++;
 	if (e->count > MAX_REPORTED || !e->buf || e->used + 1 >= e->len)
 		return;
-	n = snprintf(e->buf + e->used, e->len - e->used, "%s:%zu: ", name, line);
-	if (n > 0 && (size_t)n < e->len - e->used)
-		e->used += (size_t)n;
 	va_start(ap, fmt);
-	n = vsnprintf(e->buf + e->used, e->len - e->used, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Whole lines or nothing: a reason cut off mid-way is worse than a shorter list. */
+	n = snprintf(e->buf + e->used, e->len - e->used, "%s:%zu: %s\n", name, line, msg);
 	if (n > 0 && (size_t)n < e->len - e->used)
 		e->used += (size_t)n;
-	if (e->used + 1 < e->len) {
-		e->buf[e->used++] = '\n';
+	else
 		e->buf[e->used] = '\0';
-	}
 }
 
 static char *trim(char *s)
@@ -85,6 +83,8 @@ static void dedup(struct sl_asn_table *t)
 {
 	size_t i, out = 0;
 
+	if (t->n < 2) /* also keeps qsort away from a NULL array */
+		return;
 	qsort(t->rows, t->n, sizeof(*t->rows), cmp_key);
 	for (i = 0; i < t->n; i++) {
 		if (out && t->rows[out - 1].key.prefixlen == t->rows[i].key.prefixlen &&
@@ -135,13 +135,23 @@ int sl_asn_parse(const char *name, const char *buf, size_t len, const struct sl_
 			continue;
 		}
 		first = 0;
-		for (char *tok = strtok_r(l, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		/* Split by hand: strtok would merge ",," and hide an empty field. */
+		for (char *tok = l;; tok = save + 1) {
+			save = strchr(tok, ',');
+			if (save)
+				*save = '\0';
 			if (nf < 4)
 				f[nf] = trim(tok);
 			nf++;
+			if (!save)
+				break;
 		}
 		if (nf != 3) {
 			perr_add(&e, name, lineno, "expected 3 fields prefix,asn,class (got %d)", nf);
+			continue;
+		}
+		if (!*f[0] || !*f[1] || !*f[2]) {
+			perr_add(&e, name, lineno, "empty field in '%s,%s,%s'", f[0], f[1], f[2]);
 			continue;
 		}
 		if (sl_prefix_parse(f[0], &p, 1, why, sizeof(why))) {

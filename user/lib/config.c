@@ -447,6 +447,7 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 		struct sl_class_cfg *cc = &c->classes[c->n_classes];
 		const char *name;
 		char where[48];
+		int got_burst, got_parent;
 		double d;
 		long v;
 		int e;
@@ -508,7 +509,8 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 				    "%s.rate: must be above 0 cost units per second", where);
 			cc->rate = d;
 		}
-		if (get_num(x, g, where, "burst", true, 0.0, 1e9, &d))
+		got_burst = get_num(x, g, where, "burst", true, 0.0, 1e9, &d);
+		if (got_burst)
 			cc->burst = d;
 		cc->parent_rate = cc->rate * 10.0;
 		cc->parent_burst = cc->burst * 10.0;
@@ -518,13 +520,19 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 				    "%s.parent_rate: must be above 0 cost units per second", where);
 			cc->parent_rate = d;
 		}
-		if (get_num(x, g, where, "parent_burst", false, 0.0, 1e9, &d))
-			cc->parent_burst = d;
-		if (cc->burst > 0 && cc->burst < max_cost)
+		if (config_setting_get_member(g, "parent_burst")) {
+			got_parent = get_num(x, g, where, "parent_burst", false, 0.0, 1e9, &d);
+			if (got_parent)
+				cc->parent_burst = d;
+		} else {
+			got_parent = got_burst;
+		}
+		/* Only judge values that were read: a range error needs no second opinion. */
+		if (got_burst && cc->burst < max_cost)
 			bad(x, config_setting_get_member(g, "burst"),
 			    "%s.burst: %g is below the cost of one SYN (%u): nothing could ever "
 			    "pass", where, cc->burst, max_cost);
-		if (cc->parent_burst > 0 && cc->parent_burst < max_cost)
+		if (got_parent && cc->parent_burst < max_cost)
 			bad(x, g, "%s.parent_burst: %g is below the cost of one SYN (%u)", where,
 			    cc->parent_burst, max_cost);
 		e = get_enum(x, g, where, "mode", mode_names, SL_MODE_ENFORCE);

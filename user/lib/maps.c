@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /* Userspace side of the datapath's maps: see maps.h. */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -174,26 +176,127 @@ out:
 	return ret;
 }
 
-int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t)
+static int cmp_plen(const void *a, const void *b)
+{
+	const struct sl_asn_entry *x = *(struct sl_asn_entry *const *)a;
+	const struct sl_asn_entry *y = *(struct sl_asn_entry *const *)b;
+
+	return (int)x->key.prefixlen - (int)y->key.prefixlen;
+}
+
+static bool is_v4_mapped(const struct sl_lpm_key *k)
+{
+	static const uint8_t pfx[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	return k->prefixlen >= SL_V4_MAPPED_PLEN && !memcmp(k->addr, pfx, sizeof(pfx));
+}
+
+/* Fill @dir (SL_DIR_WORDS words) from the IPv4 rows of @t: shorter rows first, so longer
+ * ones overwrite them; rows longer than /24 send their /24 to the trie. */
+static int build_dir(uint64_t *dir, const struct sl_asn_table *t, uint32_t unknown_class)
+{
+	const struct sl_asn_entry **v4;
+	uint64_t fill = 0;
+	size_t i, n = 0;
+	int k;
+
+	for (k = 0; k < 16; k++)
+		fill |= (uint64_t)(unknown_class & 15) << (4 * k);
+	for (i = 0; i < SL_DIR_WORDS; i++)
+		dir[i] = fill;
+	v4 = calloc(t->n + 1, sizeof(*v4));
+	if (!v4)
+		return -ENOMEM;
+	for (i = 0; i < t->n; i++)
+		if (is_v4_mapped(&t->rows[i].key))
+			v4[n++] = &t->rows[i];
+	qsort(v4, n, sizeof(*v4), cmp_plen);
+	for (i = 0; i < n; i++) {
+		const struct sl_asn_entry *e = v4[i];
+		uint32_t plen = e->key.prefixlen - SL_V4_MAPPED_PLEN, a, first, count, j;
+		uint64_t nib = e->val.class_id & 15;
+
+		memcpy(&a, &e->key.addr[12], 4);
+		a = ntohl(a);
+		first = a >> 8;
+		if (plen > 24) {
+			nib = SL_DIR_USE_TRIE;
+			count = 1;
+		} else {
+			count = 1u << (24 - plen);
+		}
+		for (j = first; j < first + count; j++) {
+			int sh = (int)(j & 15) * 4;
+
+			dir[j >> 4] = (dir[j >> 4] & ~(15ull << sh)) | (nib << sh);
+		}
+	}
+	free(v4);
+	return 0;
+}
+
+int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t,
+		     uint32_t unknown_class)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
-	__u32 zero = 0;
-	size_t i;
+	struct sl_settings set;
+	uint64_t *dir = NULL;
+	__u32 *keys = NULL, old, slot, i, count;
+	size_t r;
 	int fd, ret = 0;
+
+	if (unknown_class >= SL_MAX_CLASSES)
+		return -EINVAL;
+	ret = sl_maps_read_settings(m, &set);
+	if (ret)
+		return ret;
+	old = set.asn_slot & 1;
+	slot = old ^ 1;
 
 	fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "sl_asn_trie", sizeof(struct sl_lpm_key),
 			    sizeof(struct sl_asn_val), SL_ASN_MAX_ENTRIES, &o);
 	if (fd < 0)
 		return -errno;
-	for (i = 0; i < t->n; i++) {
-		if (bpf_map_update_elem(fd, &t->rows[i].key, &t->rows[i].val, BPF_ANY)) {
+	for (r = 0; r < t->n; r++) {
+		if (bpf_map_update_elem(fd, &t->rows[r].key, &t->rows[r].val, BPF_ANY)) {
 			ret = -errno;
 			goto out;
 		}
 	}
-	if (bpf_map_update_elem(m->asn, &zero, &fd, BPF_ANY))
+	dir = malloc(SL_DIR_WORDS * sizeof(*dir));
+	keys = malloc(SL_DIR_WORDS * sizeof(*keys));
+	if (!dir || !keys) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = build_dir(dir, t, unknown_class);
+	if (ret)
+		goto out;
+	for (i = 0; i < SL_DIR_WORDS; i++)
+		keys[i] = slot * SL_DIR_WORDS + i;
+	count = SL_DIR_WORDS;
+	if (bpf_map_update_batch(m->asn_dir, keys, dir, &count, NULL)) {
 		ret = -errno;
+		goto out;
+	}
+	if (bpf_map_update_elem(m->asn, &slot, &fd, BPF_ANY)) {
+		ret = -errno;
+		goto out;
+	}
+	/* The flip: one aligned word. Re-read so a concurrent config write is not undone. */
+	ret = sl_maps_read_settings(m, &set);
+	if (ret)
+		goto out;
+	set.asn_slot = slot;
+	if (bpf_map_update_elem(m->settings, &(__u32){ 0 }, &set, BPF_ANY)) {
+		ret = -errno;
+		goto out;
+	}
+	/* Free the old trie; a packet still walking it holds it under RCU. */
+	bpf_map_delete_elem(m->asn, &old);
 out:
+	free(dir);
+	free(keys);
 	close(fd); /* the outer map holds its own reference */
 	return ret;
 }
@@ -264,11 +367,15 @@ int sl_maps_write_meta(const struct sl_maps *m, const struct sl_meta *meta)
 
 int sl_maps_lookup_asn(const struct sl_maps *m, const struct sl_prefix *a, struct sl_asn_val *v)
 {
+	struct sl_settings set;
 	struct sl_lpm_key k;
-	__u32 zero = 0, id;
+	__u32 slot, id;
 	int fd, ret = 0;
 
-	if (bpf_map_lookup_elem(m->asn, &zero, &id))
+	if (sl_maps_read_settings(m, &set))
+		return -errno;
+	slot = set.asn_slot & 1;
+	if (bpf_map_lookup_elem(m->asn, &slot, &id))
 		return -ENOENT; /* no table loaded */
 	fd = bpf_map_get_fd_by_id(id);
 	if (fd < 0)

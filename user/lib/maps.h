@@ -14,14 +14,14 @@
 #include "config.h"
 #include "sluice/abi.h"
 
-#define SL_MAP_NAMES { "sl_buckets", "sl_ghosts", "sl_asn", "sl_classes", "sl_ports", \
-		       "sl_settings", "sl_stats", "sl_meta" }
-#define SL_N_MAPS 8
+#define SL_MAP_NAMES { "sl_buckets", "sl_ghosts", "sl_asn", "sl_asn_dir", "sl_classes", \
+		       "sl_ports", "sl_settings", "sl_stats", "sl_meta" }
+#define SL_N_MAPS 9
 
 struct sl_maps {
 	union {
 		struct {
-			int buckets, ghosts, asn, classes, ports, settings, stats, meta;
+			int buckets, ghosts, asn, asn_dir, classes, ports, settings, stats, meta;
 		};
 		int fd[SL_N_MAPS];
 	};
@@ -37,8 +37,10 @@ void sl_maps_unpin(const char *pin_path);
 /* Classes, ports and settings from @c; keeps the installation's hash seed. */
 int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 			 uint32_t generation);
-/* Build a new LPM trie from @t and swap it in whole: lookups see the old or the new table. */
-int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t);
+/* Build the /24 table and the LPM trie from @t in the idle slot and flip to it: packets see
+ * the old table or the new one, whole. Sources in no row get @unknown_class. */
+int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t,
+		     uint32_t unknown_class);
 
 /* Sum the per-CPU counters into one row per class (SL_STATS_ROWS rows). */
 int sl_maps_read_stats(const struct sl_maps *m, struct sl_counters *rows);

@@ -127,6 +127,7 @@ static void maps_from_skel(struct edge *e)
 	m->buckets = bpf_map__fd(e->skel->maps.sl_buckets);
 	m->ghosts = bpf_map__fd(e->skel->maps.sl_ghosts);
 	m->asn = bpf_map__fd(e->skel->maps.sl_asn);
+	m->asn_dir = bpf_map__fd(e->skel->maps.sl_asn_dir);
 	m->classes = bpf_map__fd(e->skel->maps.sl_classes);
 	m->ports = bpf_map__fd(e->skel->maps.sl_ports);
 	m->settings = bpf_map__fd(e->skel->maps.sl_settings);
@@ -302,9 +303,10 @@ static void detach_one(struct edge *e, struct edge_iface *it)
 	it->mode = SL_ATTACH_NONE;
 }
 
-static int set_asn(struct edge *e, const struct sl_asn_table *asn, const char *source)
+static int set_asn(struct edge *e, const struct sl_asn_table *asn, const char *source,
+		   uint32_t unknown_class)
 {
-	int ret = sl_maps_swap_asn(&e->maps, asn);
+	int ret = sl_maps_swap_asn(&e->maps, asn, unknown_class);
 
 	if (ret) {
 		log_error("cannot install the ASN table: %s", strerror(-ret));
@@ -359,7 +361,7 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	e->generation++;
 	ret = sl_maps_write_config(&e->maps, c, e->generation);
 	if (!ret)
-		ret = set_asn(e, asn, c->asn_table);
+		ret = set_asn(e, asn, c->asn_table, (uint32_t)c->unknown_class);
 	if (ret) {
 		log_error("cannot program the maps: %s", strerror(-ret));
 		goto fail;
@@ -397,7 +399,7 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 
 	ret = sl_maps_write_config(&e->maps, c, e->generation + 1);
 	if (!ret)
-		ret = set_asn(e, asn, c->asn_table);
+		ret = set_asn(e, asn, c->asn_table, (uint32_t)c->unknown_class);
 	if (ret) {
 		edge_note_failure(e, "cannot program the maps");
 		return ret;
@@ -439,10 +441,11 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	return 0;
 }
 
-int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *source)
+int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *source,
+		  uint32_t unknown_class)
 {
 	struct sl_meta meta;
-	int ret = set_asn(e, asn, source);
+	int ret = set_asn(e, asn, source, unknown_class);
 
 	if (ret)
 		return ret;

@@ -47,7 +47,8 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 /* Program a new config into the live maps; attach/detach interfaces that changed. */
 int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn);
 /* Swap in a new ASN table only (sluicectl asn load). */
-int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *source);
+int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *source,
+		  uint32_t unknown_class);
 /* Record a failed reload for status. */
 void edge_note_failure(struct edge *e, const char *why);
 /* Stop. @handover: leave the program attached and the maps pinned for the next daemon;

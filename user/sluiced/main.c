@@ -165,7 +165,7 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 			evbuffer_add_printf(out, "error %s", err);
 			return;
 		}
-		if (edge_load_asn(&d->edge, &asn, path)) {
+		if (edge_load_asn(&d->edge, &asn, path, (uint32_t)d->cfg.unknown_class)) {
 			evbuffer_add_printf(out, "error cannot install the table\n");
 		} else {
 			log_info("ASN table %s installed (%zu rows)", path, asn.n);
