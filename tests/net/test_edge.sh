@@ -98,6 +98,9 @@ expect_eq "IPv6 /64 rotation: 20 shed" "$((s1 - s0))" 20
 pp=$(sluicectl prefix show 2001:db8:2b00:ffff::1 --json)
 expect_eq "prefix show: a fresh /64 in that /48 is shed by its parent" \
 	"$(jget "$pp" reason)" shed_parent
+expect_eq "prefix show: the IPv6 key is the /64" "$(jget "$pp" bucket.key)" 2001:db8:2b00:ffff::/64
+expect_eq "prefix show: the IPv6 parent is the /48" "$(jget "$pp" parent_bucket.key)" \
+	2001:db8:2b00::/48
 
 # 4. Monitor mode: everything passes, the excess is counted as would_shed.
 r=$(probe --src 192.0.2.7 --count 10)
@@ -129,6 +132,27 @@ expect_eq "sluicectl reload of a good file exits 0" "$rc" 0
 expect_eq "a good reload bumps the generation" "$(jget "$(sluicectl status --json)" generation)" \
 	"$((gen + 1))"
 
+# 5b. ASN tables: a bad file is refused with file:line; a good one retypes sources at once.
+printf '198.51.100.0/24,64500,hosting\n203.0.113.0/24,64501,nosuchclass\n' >"$NT_DIR/bad.csv"
+out=$(sluicectl asn load "$NT_DIR/bad.csv" 2>&1); rc=$?
+expect_eq "asn load of a bad file exits 1" "$rc" 1
+expect_match "asn load names file:line and the reason" "$out" "bad.csv:2: class 'nosuchclass'"
+expect_eq "after a refused asn load the old table stands" \
+	"$(jget "$(sluicectl prefix show 192.0.2.9 --json)" class)" business
+printf '192.0.2.0/24,64999,residential\n' >"$NT_DIR/new.csv"
+out=$(sluicectl asn load "$NT_DIR/new.csv" --json); rc=$?
+expect_eq "asn load of a good file exits 0" "$rc" 0
+expect_eq "asn load: 192.0.2.9 is now residential" \
+	"$(jget "$(sluicectl prefix show 192.0.2.9 --json)" class)" residential
+expect_eq "asn load: 198.51.100.9 is no longer in the table" \
+	"$(jget "$(sluicectl prefix show 198.51.100.9 --json)" class)" unknown
+r=$(probe --src 192.0.2.99 --count 12)
+expect_eq "the datapath follows the new table: 192.0.2.99 gets residential's 10" \
+	"$(answered "$r")" 10
+sluicectl reload >/dev/null
+expect_eq "a reload puts the config's table back" \
+	"$(jget "$(sluicectl prefix show 198.51.100.9 --json)" class)" hosting
+
 # 6. Restart keeps state: hand over (SIGQUIT), read from pins, then start again.
 nt_stop_sluiced QUIT
 st=$(sluicectl status --json)
@@ -144,6 +168,8 @@ r=$(probe --src 198.51.100.52 --count 2)
 expect_eq "after restart the /24 is still shed (bucket state kept)" "$(answered "$r")" 0
 s=$(sluicectl stats --json)
 expect_eq "after restart counters continue" "$(jget "$s" by_class.hosting.shed)" 32
+expect_eq "stats: residential shed includes the retyped 192.0.2.99" \
+	"$(jget "$s" by_class.residential.shed)" 42
 r=$(probe --src 203.0.113.10 --count 1)
 expect_eq "after restart the residential /32 still passes" "$(answered "$r")" 1
 
@@ -157,5 +183,18 @@ xdp_attached && tap_not_ok "SIGTERM detaches XDP" || tap_ok "SIGTERM detaches XD
 [ -e "$PIN/sl_buckets" ] && tap_not_ok "SIGTERM removes the pins" || tap_ok "SIGTERM removes the pins"
 r=$(probe --src 198.51.100.54 --count 2)
 expect_eq "detached: the server answers everything" "$(answered "$r")" 2
+
+# 8. sluicectl detach, through the daemon.
+nt_start_sluiced || tap_not_ok "sluiced starts again"
+out=$(sluicectl detach --json); rc=$?
+expect_eq "sluicectl detach exits 0" "$rc" 0
+for _ in $(seq 1 50); do kill -0 "$SLUICED_PID" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$SLUICED_PID" 2>/dev/null && tap_not_ok "sluiced exits after detach" || tap_ok "sluiced exits after detach"
+SLUICED_PID=
+xdp_attached && tap_not_ok "detach removed XDP from vs" || tap_ok "detach removed XDP from vs"
+[ -e "$PIN/sl_buckets" ] && tap_not_ok "detach removed the pins" || tap_ok "detach removed the pins"
+out=$(sluicectl stats 2>&1); rc=$?
+expect_eq "stats with nothing pinned exits 1" "$rc" 1
+expect_match "stats with nothing pinned says why" "$out" "nothing pinned"
 
 tap_done

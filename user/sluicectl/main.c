@@ -454,7 +454,7 @@ static void json_bucket(struct json *j, const char *name, const struct bucket_vi
 	char buf[64];
 	struct sl_prefix p = { .family = v->key.family, .plen = v->key.plen };
 
-	memcpy(p.addr, v->key.addr, 16);
+	memcpy(p.addr, v->key.addr, sizeof(v->key.addr));
 	json_obj_begin(j, name);
 	json_str(j, "key", sl_prefix_str(&p, buf, sizeof(buf)));
 	json_bool(j, "exists", v->exists);
@@ -469,7 +469,7 @@ static void text_bucket(const char *name, const struct bucket_view *v)
 	char buf[64];
 	struct sl_prefix p = { .family = v->key.family, .plen = v->key.plen };
 
-	memcpy(p.addr, v->key.addr, 16);
+	memcpy(p.addr, v->key.addr, sizeof(v->key.addr));
 	printf("%-9s %-28s %s, %.2f of %.2f units available, refills %.3g/s\n", name,
 	       sl_prefix_str(&p, buf, sizeof(buf)), v->exists ? "live" : "no state",
 	       v->available, v->burst, v->rate);

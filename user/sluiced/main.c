@@ -136,11 +136,14 @@ static int reload(struct daemon *d, char *msg, size_t n)
 	return 0;
 }
 
-static void stop(struct daemon *d, bool handover)
+/* Leave the event loop after @delay_ms, long enough for a pending answer to be written. */
+static void stop(struct daemon *d, bool handover, int delay_ms)
 {
+	struct timeval tv = { .tv_sec = 0, .tv_usec = delay_ms * 1000 };
+
 	d->handover = handover;
 	d->stopping = true;
-	event_base_loopexit(d->base, NULL);
+	event_base_loopexit(d->base, delay_ms ? &tv : NULL);
 }
 
 static void on_ctl(void *arg, const char *line, struct evbuffer *out)
@@ -176,7 +179,7 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 		log_info("detach requested over the control socket");
 		evbuffer_add_printf(out, "ok detaching from %d interface(s); sluiced exits\n",
 				    d->edge.n_ifaces);
-		stop(d, false);
+		stop(d, false, 200);
 	} else {
 		evbuffer_add_printf(out, "error unknown command '%.64s'\n", line);
 	}
@@ -195,11 +198,11 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		break;
 	case SIGQUIT:
 		log_info("SIGQUIT: exiting, leaving the datapath attached");
-		stop(d, true);
+		stop(d, true, 0);
 		break;
 	default:
 		log_info("%s: detaching and exiting", strsignal((int)sig));
-		stop(d, false);
+		stop(d, false, 0);
 		break;
 	}
 }
