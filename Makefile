@@ -77,7 +77,7 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(BUILD)/.dirs
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BUILD)/bpf/%.bpf.o: bench/%.bpf.c | $(BUILD)/.dirs
+$(BUILD)/bpf/%.bpf.o: bench/%.bpf.c $(BPF_HDRS) | $(BUILD)/.dirs
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
@@ -145,7 +145,8 @@ net-test: $(BINS)
 demo: $(BINS)
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
-$(BUILD)/bench/xdp_cost: bench/xdp_cost.c tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h $(LIB_A) | $(BUILD)/.dirs
+$(BUILD)/bench/xdp_cost: bench/xdp_cost.c tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h \
+		$(BUILD)/parts.skel.h $(LIB_A) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)
 
