@@ -5,6 +5,8 @@
 # V=1 shows the commands.
 
 .DELETE_ON_ERROR:
+# Keep the intermediate .bpf.o files between builds.
+.SECONDARY:
 .SUFFIXES:
 SHELL := /bin/bash
 
