@@ -96,6 +96,77 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_stats SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_cookie_keys);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_cookie_keys SEC(".maps");
+
+/* Cookie connections that got their 429: 4-tuple -> sequence numbers, for a few seconds.
+ * Only a client that answered a valid SYN-ACK can create one. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sl_conn_key);
+	__type(value, struct sl_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_conns SEC(".maps");
+
+/* Tenants: (destination address, port) -> tenant id -> budget and its state. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4 * SL_MAX_TENANTS);
+	__type(key, struct sl_tenant_key);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_tenant_keys SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_MAX_TENANTS);
+	__type(key, __u32);
+	__type(value, struct sl_tenant);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_tenants SEC(".maps");
+
+/* Tenant bucket TATs, apart from their config so a config write never resets them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_MAX_TENANTS);
+	__type(key, __u32);
+	__type(value, struct sl_bucket);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_tenant_state SEC(".maps");
+
+#ifndef SL_MAX_VERDICTS
+#define SL_MAX_VERDICTS 262144
+#endif
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SL_MAX_VERDICTS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sl_lpm_key);
+	__type(value, struct sl_verdict);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_verdicts SEC(".maps");
+
+/* Live verdicts, recounted by whoever changes them: zero lets a SYN skip the trie walk. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_vcount SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 256 * 1024);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_events SEC(".maps");
+
 /* Controller metadata for sluicectl; never read here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * sluice edge datapath: per-prefix admission at the SYN.
+ * sluice edge datapath: admission at the SYN, and the answer to what it sheds.
  *
- * For every frame: parse Ethernet/VLAN/IPv4/IPv6/TCP; anything that is not a SYN to a
- * protected port passes untouched. A SYN is typed by its source's ASN class (LPM trie), and
- * charged the port's cost against two GCRA buckets: the source prefix at the class's key
- * length (/24, /64, ...) and its parent prefix (/16, /48, ...), so that rotating addresses or
- * /64s inside one allocation buys nothing. Either bucket empty sheds the SYN (or, in monitor
- * mode, counts would_shed and passes it). Every packet leaves through record(), which counts
- * its reason and class.
+ * For every frame: parse Ethernet/VLAN/IPv4/IPv6/TCP; anything that is not TCP to a
+ * protected port passes untouched. A SYN is typed by its source's ASN class and judged:
+ * verdicts first (block, reply, or a tighter rate), then the port's cost is charged against
+ * the source prefix's GCRA bucket, its parent prefix's and the destination tenant's. A shed
+ * SYN is dropped, or on a `reply` port answered with a cookie SYN-ACK; the connection's first
+ * request then gets one `HTTP/1.1 429` segment with an escalating, jittered Retry-After and
+ * FIN, and its leftovers are absorbed, all without the kernel ever seeing the connection.
+ * Every packet leaves through record(), which counts its reason and class.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -20,19 +21,55 @@
 #include <bpf/bpf_endian.h>
 
 #include "sluice/abi.h"
+#include "sluice/cookie.h"
 #include "sluice/gcra.h"
 #include "sluice/hash.h"
 #include "parse.h"
 #include "maps.h"
+#include "reply.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Load-time constant: ghost table size - 1 (a power of two). Set by sluiced before load. */
 const volatile __u32 ghost_mask = 65535;
 
+/* Replies are built in a per-CPU scratch slot: on the stack they would take the frame of
+ * the reply paths past the verifier's 512-byte limit for a call chain. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reply);
+} sl_scratch SEC(".maps");
+
+static const __u16 sl_mss_tab[8] = SL_COOKIE_MSS;
+
+/* How long a cookie connection that got its 429 keeps absorbing its own segments. */
+#define SL_CONN_TTL_NS (10ull * 1000000000ull)
+
 struct src {
 	__u8 family;
-	__u8 addr[16]; /* IPv4 in the first 4 bytes */
+	__u8 saddr[16]; /* IPv4 in the first 4 bytes */
+	__u8 daddr[16];
+};
+
+/*
+ * What the parser learnt about a TCP segment to a protected port: plain values, no packet
+ * pointers, so that the functions below can be global BPF functions. The verifier checks a
+ * global function once, on its own; a static or inlined one is checked again for every parse
+ * path that reaches it (VLAN depth x IP options x extension headers), which took this program
+ * past the 1M-instruction budget.
+ */
+struct pkt {
+	struct src s;
+	__u32 th_off;   /* offset of the TCP header in the frame */
+	__u32 payload;  /* TCP payload bytes, from the IP length */
+	__u32 seq, ack; /* host order */
+	__u32 n_vlan;
+	__u16 sport, dport;
+	__u8 flags;     /* TCP flags byte */
+	__u8 doff;
+	__u8 pad[2];
 };
 
 /* Zero the host bits of a 32-bit big-endian word holding bits [32*i, 32*i+32) of a prefix. */
@@ -53,7 +90,7 @@ static __always_inline void make_key(struct sl_bkey *k, const struct src *s, __u
 {
 	__u32 w[2];
 
-	__builtin_memcpy(w, s->addr, sizeof(w));
+	__builtin_memcpy(w, s->saddr, sizeof(w));
 	k->family = s->family;
 	k->plen = plen;
 	k->level = level;
@@ -63,13 +100,26 @@ static __always_inline void make_key(struct sl_bkey *k, const struct src *s, __u
 	__builtin_memcpy(k->addr, w, sizeof(w));
 }
 
+static __always_inline void lpm_key_of(struct sl_lpm_key *lk, const struct src *s)
+{
+	lk->prefixlen = 128;
+	if (s->family == SL_FAM_V4) {
+		__builtin_memset(lk->addr, 0, 10);
+		lk->addr[10] = 0xff;
+		lk->addr[11] = 0xff;
+		__builtin_memcpy(&lk->addr[12], s->saddr, 4);
+	} else {
+		__builtin_memcpy(lk->addr, s->saddr, 16);
+	}
+}
+
 /*
  * The source's class: one load from the /24 table for IPv4; the LPM trie for IPv6 and for
  * the IPv4 /24s that hold a longer row. Sources in no row get the unknown class.
  */
 static __always_inline __u32 classify(const struct src *s, const struct sl_settings *set)
 {
-	struct sl_lpm_key lk = { .prefixlen = 128 };
+	struct sl_lpm_key lk;
 	__u32 slot = set->asn_slot & 1;
 	struct sl_asn_val *av;
 	void *trie;
@@ -78,7 +128,7 @@ static __always_inline __u32 classify(const struct src *s, const struct sl_setti
 		__u32 a, idx, cls;
 		__u64 *w;
 
-		__builtin_memcpy(&a, s->addr, 4);
+		__builtin_memcpy(&a, s->saddr, 4);
 		a = bpf_ntohl(a);
 		idx = slot * SL_DIR_WORDS + (a >> 12);
 		w = bpf_map_lookup_elem(&sl_asn_dir, &idx);
@@ -87,17 +137,28 @@ static __always_inline __u32 classify(const struct src *s, const struct sl_setti
 		cls = (*w >> (((a >> 8) & 15) * 4)) & 15;
 		if (cls != SL_DIR_USE_TRIE)
 			return cls;
-		lk.addr[10] = 0xff;
-		lk.addr[11] = 0xff;
-		__builtin_memcpy(&lk.addr[12], s->addr, 4);
-	} else {
-		__builtin_memcpy(lk.addr, s->addr, 16);
 	}
+	lpm_key_of(&lk, s);
 	trie = bpf_map_lookup_elem(&sl_asn, &slot);
 	if (!trie)
 		return set->unknown_class;
 	av = bpf_map_lookup_elem(trie, &lk);
 	return av ? av->class_id : set->unknown_class;
+}
+
+/* The class's policy, falling back to unknown for a class the config no longer has. */
+static __always_inline struct sl_class_policy *policy_of(__u32 *cls, const struct sl_settings *set)
+{
+	struct sl_class_policy *pol;
+
+	if (*cls >= SL_MAX_CLASSES)
+		*cls = set->unknown_class;
+	pol = bpf_map_lookup_elem(&sl_classes, cls);
+	if (pol && pol->valid)
+		return pol;
+	*cls = set->unknown_class;
+	pol = bpf_map_lookup_elem(&sl_classes, cls);
+	return pol && pol->valid ? pol : NULL;
 }
 
 enum charge_result {
@@ -108,22 +169,47 @@ enum charge_result {
 };
 
 /*
- * Charge @cost against the bucket of @k. On CHARGE_OK, *@bucket and *@inc let the caller
- * refund the charge if a later bucket denies the packet.
+ * Charge @cost against @b with compare-and-swap; *@inc receives what was charged so that a
+ * later denial elsewhere can refund it.
  */
+static __always_inline int charge_tat(struct sl_bucket *b, const struct sl_rate *r, __u64 cost,
+				      __u64 now, __u64 *next_out, __u64 *inc)
+{
+	int i;
+
+	for (i = 0; i < SL_CAS_TRIES; i++) {
+		__u64 old = *(volatile __u64 *)&b->tat;
+		__u64 next;
+
+		if (!sl_gcra_charge(old, now, cost, r->emission_ns, r->tolerance_ns, &next)) {
+			/* Persist a clamp after a clock step; one try, it is only a correction. */
+			if (next != old)
+				__sync_val_compare_and_swap(&b->tat, old, next);
+			return CHARGE_DENIED;
+		}
+		if (__sync_val_compare_and_swap(&b->tat, old, next) != old)
+			continue;
+		*inc = next - (old > now ? old : now);
+		*next_out = next;
+		return CHARGE_OK;
+	}
+	return CHARGE_BUSY;
+}
+
+/* Charge @cost against the bucket of @k, creating it (partly spent, or from its ghost). */
 static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate *r,
 				  __u64 cost, __u64 now, const struct sl_settings *set,
 				  struct sl_counters *cnt, struct sl_bucket **bucket, __u64 *inc)
 {
 	struct sl_bucket *b;
 	struct sl_ghost *ghost;
+	__u64 h, next = 0;
 	__u32 slot, tag;
-	__u64 h;
-	int i;
+	int rc;
 
 	b = bpf_map_lookup_elem(&sl_buckets, k);
 	if (!b) {
-		struct sl_bucket nb;
+		struct sl_bucket nb = {};
 
 		h = sl_ghost_hash(k, set->hash_seed);
 		slot = (__u32)h & ghost_mask;
@@ -143,42 +229,26 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 		if (!b)
 			return CHARGE_NOSTATE;
 	}
-
-	for (i = 0; i < SL_CAS_TRIES; i++) {
-		__u64 old = *(volatile __u64 *)&b->tat;
-		__u64 next;
-
-		if (!sl_gcra_charge(old, now, cost, r->emission_ns, r->tolerance_ns, &next)) {
-			/* Persist a clamp after a clock step; one try, it is only a correction. */
-			if (next != old)
-				__sync_val_compare_and_swap(&b->tat, old, next);
-			return CHARGE_DENIED;
-		}
-		if (__sync_val_compare_and_swap(&b->tat, old, next) != old)
-			continue;
-		*bucket = b;
-		*inc = next - (old > now ? old : now);
-		/*
-		 * Remember keys that are more than half spent: those are the ones whose eviction
-		 * would otherwise be a gift. Keys with room to spare skip the shared store.
-		 */
-		if (next - now > r->tolerance_ns / 2) {
-			h = sl_ghost_hash(k, set->hash_seed);
-			slot = (__u32)h & ghost_mask;
-			tag = h >> 32;
-			ghost = bpf_map_lookup_elem(&sl_ghosts, &slot);
-			if (ghost) {
-				/* Two plain stores: a torn pair from a racing CPU mismatches
-				 * at worst, and a mismatch only forgets. */
-				ghost->tat = next;
-				ghost->tag = tag;
-			}
-		}
-		return CHARGE_OK;
-	}
-	if (cnt)
+	*bucket = b;
+	rc = charge_tat(b, r, cost, now, &next, inc);
+	if (rc == CHARGE_BUSY && cnt)
 		cnt->cas_busy++;
-	return CHARGE_BUSY;
+	/*
+	 * Remember keys that are more than half spent: those are the ones whose eviction would
+	 * otherwise be a gift. Keys with room to spare skip the shared store.
+	 */
+	if (rc == CHARGE_OK && next - now > r->tolerance_ns / 2) {
+		h = sl_ghost_hash(k, set->hash_seed);
+		slot = (__u32)h & ghost_mask;
+		ghost = bpf_map_lookup_elem(&sl_ghosts, &slot);
+		if (ghost) {
+			/* Two plain stores: a torn pair from a racing CPU mismatches at worst,
+			 * and a mismatch only forgets. */
+			ghost->tat = next;
+			ghost->tag = h >> 32;
+		}
+	}
+	return rc;
 }
 
 /*
@@ -191,44 +261,119 @@ static __always_inline int record(__u32 class_id, __u32 reason, int action)
 	struct sl_counters *cnt;
 
 	cnt = bpf_map_lookup_elem(&sl_stats, &class_id);
-	if (cnt && reason < SL_REASON_SLOTS)
+	if (cnt && reason < SL_REASON_SLOTS) {
 		cnt->pkts[reason]++;
+		if (action == XDP_TX && reason != SL_R_REPLIED_429 && reason != SL_R_COOKIE_FIN)
+			cnt->synacks++;
+	}
 	return action;
 }
 
-static __always_inline int act(__u8 action)
+static __always_inline void emit_event(const struct sl_settings *set, const struct src *s,
+				       const struct sl_bkey *key, __u32 cls, __u32 reason,
+				       __u8 action, __u16 dport, __u16 retry_after, __u64 now)
 {
-	return action == SL_ACT_DROP ? XDP_DROP : XDP_PASS;
+	struct sl_event *ev;
+
+	if (!set->event_sample || bpf_get_prandom_u32() % set->event_sample)
+		return;
+	ev = bpf_ringbuf_reserve(&sl_events, sizeof(*ev), 0);
+	if (!ev) {
+		__u32 none = SL_CLASS_NONE;
+		struct sl_counters *cnt = bpf_map_lookup_elem(&sl_stats, &none);
+
+		if (cnt)
+			cnt->events_lost++;
+		return;
+	}
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->ts_ns = now;
+	ev->family = s->family;
+	ev->plen = key->plen;
+	ev->class_id = cls;
+	ev->reason = reason;
+	ev->action = action;
+	ev->retry_after = retry_after;
+	ev->dport = dport;
+	__builtin_memcpy(ev->addr, key->addr, sizeof(key->addr));
+	bpf_ringbuf_submit(ev, 0);
 }
 
-/* Judge one SYN from @s to a protected @port. Sets *@class_id; returns the reason. */
-static __always_inline int judge_syn(const struct src *s, const struct sl_port *port,
-				     const struct sl_settings *set, __u32 *class_id)
+struct decision {
+	__u32 reason;
+	__u32 class_id;
+	__u8 action;      /* enum sl_action for a shed */
+	struct sl_bkey key;
+};
+
+static __always_inline void refund(struct sl_bucket *b, __u64 inc)
 {
+	if (b && inc)
+		__sync_fetch_and_add(&b->tat, -inc);
+}
+
+/* Charge the destination tenant's edge bucket: its lease while it lasts, else the static
+ * fallback. Returns CHARGE_OK when there is no tenant for this destination. */
+static __always_inline int charge_tenant(const struct src *s, __u16 dport, __u64 cost,
+					 __u64 now, const struct sl_settings *set, __u8 *mode)
+{
+	struct sl_tenant_key tk = { .family = s->family, .port = dport };
+	struct sl_tenant *t;
+	struct sl_bucket *st;
+	__u64 next, inc;
+	__u32 *id;
+
+	if (!set->n_tenants)
+		return CHARGE_OK;
+	__builtin_memcpy(tk.addr, s->daddr, 16);
+	id = bpf_map_lookup_elem(&sl_tenant_keys, &tk);
+	if (!id)
+		return CHARGE_OK;
+	t = bpf_map_lookup_elem(&sl_tenants, id);
+	st = bpf_map_lookup_elem(&sl_tenant_state, id);
+	if (!t || !st || !t->valid)
+		return CHARGE_OK;
+	*mode = t->mode;
+	return charge_tat(st, now < t->lease_expires_ns ? &t->lease : &t->fallback, cost, now,
+			  &next, &inc);
+}
+
+/* Judge one SYN to a protected port (a global function: see struct pkt). */
+__noinline int sl_judge_syn(const struct pkt *pk, const struct sl_port *port, __u64 now,
+			    struct decision *d)
+{
+	const struct src *s;
+	const struct sl_settings *set;
+	__u32 zero = 0, *vcount;
+	__u16 dport;
+
+	if (!pk || !port || !d)
+		return 0;
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	if (!set) {
+		d->class_id = SL_CLASS_NONE;
+		d->reason = SL_R_STATE_ERROR;
+		return 0;
+	}
+	s = &pk->s;
+	dport = pk->dport;
 	struct sl_class_policy *pol;
 	struct sl_bucket *pb = NULL, *qb = NULL;
 	struct sl_counters *cnt;
-	struct sl_bkey key;
-	__u64 now, pinc = 0, qinc = 0;
+	__u64 pinc = 0, qinc = 0, cost = port->cost;
 	__u32 cls = classify(s, set);
-	__u8 plen, parent;
+	__u8 plen, parent, tmode = SL_MODE_ENFORCE;
 	int rc;
 
-	if (cls >= SL_MAX_CLASSES)
-		cls = set->unknown_class;
-	pol = bpf_map_lookup_elem(&sl_classes, &cls);
-	if (!pol || !pol->valid) {
-		/* A table row naming a class the config dropped: treat the source as unknown. */
-		cls = set->unknown_class;
-		pol = bpf_map_lookup_elem(&sl_classes, &cls);
-		if (!pol || !pol->valid) {
-			*class_id = SL_CLASS_NONE;
-			return SL_R_STATE_ERROR;
-		}
+	d->action = port->action;
+	pol = policy_of(&cls, set);
+	if (!pol) {
+		d->class_id = SL_CLASS_NONE;
+		d->reason = SL_R_STATE_ERROR;
+		return 0;
 	}
-	*class_id = cls;
+	d->class_id = cls;
 	cnt = bpf_map_lookup_elem(&sl_stats, &cls);
-
 	if (s->family == SL_FAM_V4) {
 		plen = pol->v4_prefix;
 		parent = pol->v4_parent;
@@ -236,31 +381,320 @@ static __always_inline int judge_syn(const struct src *s, const struct sl_port *
 		plen = pol->v6_prefix;
 		parent = pol->v6_parent;
 	}
-	/*
-	 * The coarse clock (CLOCK_MONOTONIC_COARSE, one tick of resolution) costs a load where
-	 * the precise one reads the clocksource. A tick is 1-4 ms: buckets refill in tick-sized
-	 * steps, which only matters for per-prefix rates above a few hundred units a second.
-	 */
-	now = bpf_ktime_get_coarse_ns();
+	make_key(&d->key, s, plen, SL_LEVEL_PREFIX, cls);
 
-	make_key(&key, s, plen, SL_LEVEL_PREFIX, cls);
-	rc = charge(&key, &pol->prefix, port->cost, now, set, cnt, &pb, &pinc);
-	if (rc == CHARGE_NOSTATE)
-		return SL_R_STATE_ERROR;
-	if (rc != CHARGE_OK)
-		return pol->mode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_PREFIX : SL_R_SHED_PREFIX;
+	vcount = bpf_map_lookup_elem(&sl_vcount, &zero);
+	if (vcount && *vcount) {
+		struct sl_lpm_key lk;
+		struct sl_verdict *v;
 
-	make_key(&key, s, parent, SL_LEVEL_PARENT, cls);
-	rc = charge(&key, &pol->parent, port->cost, now, set, cnt, &qb, &qinc);
-	if (rc == CHARGE_NOSTATE)
-		return SL_R_STATE_ERROR;
+		lpm_key_of(&lk, s);
+		v = bpf_map_lookup_elem(&sl_verdicts, &lk);
+		/* An expired verdict stops applying here, whether or not anyone swept it. */
+		if (v && now < v->expires_ns) {
+			if (v->action == SL_VERDICT_BLOCK) {
+				d->action = SL_ACT_DROP;
+				d->reason = SL_R_SHED_VERDICT;
+				return 0;
+			}
+			if (v->action == SL_VERDICT_REPLY) {
+				d->reason = SL_R_SHED_VERDICT;
+				return 0;
+			}
+			if (v->action == SL_VERDICT_TIGHTEN && v->factor > 0 && v->factor < 1000)
+				cost = cost * 1000 / v->factor; /* rate and burst x factor */
+		}
+	}
+
+	rc = charge(&d->key, &pol->prefix, cost, now, set, cnt, &pb, &pinc);
+	if (rc == CHARGE_NOSTATE) {
+		d->reason = SL_R_STATE_ERROR;
+		return 0;
+	}
+	if (rc != CHARGE_OK) {
+		d->reason = pol->mode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_PREFIX : SL_R_SHED_PREFIX;
+		return 0;
+	}
+	{
+		struct sl_bkey pk;
+
+		make_key(&pk, s, parent, SL_LEVEL_PARENT, cls);
+		rc = charge(&pk, &pol->parent, cost, now, set, cnt, &qb, &qinc);
+	}
+	if (rc == CHARGE_NOSTATE) {
+		d->reason = SL_R_STATE_ERROR;
+		return 0;
+	}
 	if (rc != CHARGE_OK) {
 		/* The prefix is not to blame for its parent's flood: give back what it paid. */
-		if (pb)
-			__sync_fetch_and_add(&pb->tat, -pinc);
-		return pol->mode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_PARENT : SL_R_SHED_PARENT;
+		refund(pb, pinc);
+		d->reason = pol->mode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_PARENT : SL_R_SHED_PARENT;
+		return 0;
 	}
-	return SL_R_PASSED;
+	if (charge_tenant(s, dport, cost, now, set, &tmode) != CHARGE_OK) {
+		/* The tenant's budget ran out: the source paid for nothing. */
+		refund(pb, pinc);
+		refund(qb, qinc);
+		d->reason = tmode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_TENANT : SL_R_SHED_TENANT;
+		return 0;
+	}
+	d->reason = SL_R_PASSED;
+	return 0;
+}
+
+/* Retry-After for a 429 to @s now: the prefix's streak picks the level, then +-20 % jitter. */
+static __always_inline __u16 retry_after(const struct src *s, const struct sl_settings *set,
+					 __u64 now, struct decision *d)
+{
+	struct sl_class_policy *pol;
+	struct sl_bucket *b;
+	__u32 cls = classify(s, set), level = 0, base, ticks = now >> 30, streak = 0;
+	__u32 n = set->n_retry_levels;
+
+	pol = policy_of(&cls, set);
+	d->class_id = pol ? cls : SL_CLASS_NONE;
+	if (pol) {
+		make_key(&d->key, s, s->family == SL_FAM_V4 ? pol->v4_prefix : pol->v6_prefix,
+			 SL_LEVEL_PREFIX, cls);
+		b = bpf_map_lookup_elem(&sl_buckets, &d->key);
+		if (b) {
+			/* Racy read-modify-write: two concurrent 429s may climb one step, not two. */
+			if (ticks - b->last_shed_s <= set->streak_decay_s)
+				streak = b->streak;
+			b->streak = streak + 1;
+			b->last_shed_s = ticks;
+		}
+	}
+	if (n == 0 || n > SL_MAX_RETRY_LEVELS)
+		n = 1;
+	level = streak < n ? streak : n - 1;
+	base = set->retry_after[level & (SL_MAX_RETRY_LEVELS - 1)];
+	if (!base)
+		base = 1;
+	/* 80 %..120 %: throttled clients must not come back in step. */
+	base = base * (800 + bpf_get_prandom_u32() % 401) / 1000;
+	return base ? (__u16)(base > 65535 ? 65535 : base) : 1;
+}
+
+static __always_inline void conn_key_of(struct sl_conn_key *ck, const struct src *s,
+					__u16 sport, __u16 dport)
+{
+	__builtin_memset(ck, 0, sizeof(*ck));
+	ck->family = s->family;
+	ck->sport = sport;
+	ck->dport = dport;
+	__builtin_memcpy(ck->saddr, s->saddr, 16);
+	__builtin_memcpy(ck->daddr, s->daddr, 16);
+}
+
+/* Fill the parts of a reply that mirror the incoming frame. */
+static __always_inline int reply_from(struct reply *r, const struct xdp_md *ctx,
+				      const struct pkt *pk)
+{
+	void *data = xdp_data(ctx), *end = xdp_data_end(ctx);
+	__u8 *p = data;
+
+	if ((void *)(p + 22) > end)
+		return -1;
+	__builtin_memcpy(r->dmac, p + 6, 6);
+	__builtin_memcpy(r->smac, p, 6);
+	r->n_vlan = pk->n_vlan;
+	if (pk->n_vlan > 0) {
+		r->vlan[0] = *(__be16 *)(p + 12);
+		r->vlan[1] = *(__be16 *)(p + 14);
+	}
+	if (pk->n_vlan > 1) {
+		r->vlan[2] = *(__be16 *)(p + 16);
+		r->vlan[3] = *(__be16 *)(p + 18);
+	}
+	r->family = pk->s.family;
+	__builtin_memcpy(r->saddr, pk->s.daddr, 16);
+	__builtin_memcpy(r->daddr, pk->s.saddr, 16);
+	r->sport = bpf_htons(pk->dport);
+	r->dport = bpf_htons(pk->sport);
+	return 0;
+}
+
+/*
+ * A non-SYN segment to a `reply` port: ours if it belongs to a cookie connection, else the
+ * kernel's. The marker bits send 7 of 8 ordinary segments on their way without a hash.
+ */
+__noinline int sl_cookie_segment(struct xdp_md *ctx, const struct pkt *pk)
+{
+	const struct sl_settings *set;
+	const struct src *s;
+	__u32 payload;
+	struct sl_cookie_keys *keys;
+	struct sl_conn_key ck;
+	struct sl_conn *conn;
+	struct sl_cookie_opts o;
+	struct sl_conn_id id;
+	struct decision d = {};
+	struct reply *rp;
+	__u32 zero = 0, ack, seq;
+	__u16 sport, dport;
+	__u8 fin, rst;
+	__u64 now;
+	int act;
+
+	if (!ctx || !pk)
+		return XDP_PASS;
+	s = &pk->s;
+	payload = pk->payload;
+	sport = pk->sport;
+	dport = pk->dport;
+	fin = pk->flags & TF_FIN;
+	rst = pk->flags & 0x04;
+	if (!(pk->flags & TF_ACK))
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
+	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
+	if (!keys || !set || !rp)
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+	__builtin_memset(rp, 0, sizeof(*rp));
+	ack = pk->ack;
+	seq = pk->seq;
+	now = bpf_ktime_get_coarse_ns();
+
+	if (sl_cookie_marked(ack - 1, now, keys)) {
+		__builtin_memset(&id, 0, sizeof(id));
+		id.family = s->family;
+		id.sport = sport;
+		id.dport = dport;
+		id.isn = seq - 1;
+		__builtin_memcpy(id.saddr, s->saddr, 16);
+		__builtin_memcpy(id.daddr, s->daddr, 16);
+		if (sl_cookie_check(&id, ack - 1, now, keys, &o)) {
+			/* The handshake's own ACK, or a reset of it: nothing to answer. */
+			if (rst)
+				return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+			if (!payload && !fin)
+				return record(SL_CLASS_NONE, SL_R_COOKIE_ACK, XDP_DROP);
+			if (reply_from(rp, ctx, pk))
+				return XDP_DROP;
+			conn_key_of(&ck, s, sport, dport);
+			if (payload) {
+				/* The first request: one 429 with FIN, and remember the
+				 * connection so that its leftovers are absorbed. */
+				struct sl_conn c = {};
+
+				rp->kind = REPLY_429;
+				rp->seq = ack;
+				rp->ack = seq + payload + (fin ? 1 : 0);
+				rp->retry_after = retry_after(s, set, now, &d);
+				c.our_next = ack + SL_429_LEN + 1;
+				c.their_next = seq + payload + (fin ? 1 : 0);
+				c.expires_ns = now + SL_CONN_TTL_NS;
+				bpf_map_update_elem(&sl_conns, &ck, &c, BPF_ANY);
+				emit_event(set, s, &d.key, d.class_id, SL_R_REPLIED_429,
+					   SL_ACT_REPLY, dport, rp->retry_after, now);
+				act = emit_reply(ctx, rp);
+				return record(d.class_id, SL_R_REPLIED_429, act);
+			}
+			/* A FIN straight after the handshake: close our side too. */
+			{
+				struct sl_conn c = { .our_next = ack + 1, .their_next = seq + 1,
+						     .expires_ns = now + SL_CONN_TTL_NS };
+
+				bpf_map_update_elem(&sl_conns, &ck, &c, BPF_ANY);
+			}
+			rp->kind = REPLY_FINACK;
+			rp->seq = ack;
+			rp->ack = seq + 1;
+			act = emit_reply(ctx, rp);
+			return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, act);
+		}
+	}
+
+	/* After the 429: the client's ACKs, its FIN, a racing data segment, a reset. */
+	if (sl_cookie_marked(ack - 1, now, keys) ||
+	    sl_cookie_marked(ack - SL_429_LEN - 1, now, keys) ||
+	    sl_cookie_marked(ack - SL_429_LEN - 2, now, keys) ||
+	    sl_cookie_marked(ack - 2, now, keys)) {
+		conn_key_of(&ck, s, sport, dport);
+		conn = bpf_map_lookup_elem(&sl_conns, &ck);
+		if (conn && now < conn->expires_ns) {
+			if (fin && !rst) {
+				if (reply_from(rp, ctx, pk))
+					return XDP_DROP;
+				rp->kind = REPLY_ACK;
+				rp->seq = conn->our_next;
+				rp->ack = seq + payload + 1;
+				act = emit_reply(ctx, rp);
+				return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, act);
+			}
+			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+		}
+	}
+	return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+}
+
+/* Answer a shed SYN on a `reply` port with a cookie SYN-ACK. */
+__noinline int sl_send_synack(struct xdp_md *ctx, const struct pkt *pk)
+{
+	const struct sl_settings *set;
+	const struct src *s;
+	struct sl_cookie_keys *keys;
+	struct sl_cookie_opts o = {};
+	struct sl_conn_id id = {};
+	struct reply *rp;
+	__u16 mss;
+	__u32 zero = 0;
+	__u8 ws, sack;
+	int i;
+
+	__u64 now = bpf_ktime_get_coarse_ns();
+
+	if (!ctx || !pk)
+		return XDP_DROP;
+	s = &pk->s;
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
+	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
+	if (!set || !keys || !rp || (!keys->cur[0] && !keys->cur[1]))
+		return XDP_DROP; /* no key yet: drop, as a drop port would */
+	__builtin_memset(rp, 0, sizeof(*rp));
+	parse_syn_opts(ctx, pk->th_off, pk->doff, &mss, &ws, &sack);
+	/* The largest table MSS the client can take. */
+#pragma unroll
+	for (i = 7; i > 0; i--)
+		if (sl_mss_tab[i] <= mss)
+			break;
+	o.mss_idx = i;
+	o.wscale = ws;
+	o.sack = sack;
+
+	id.family = s->family;
+	id.sport = pk->sport;
+	id.dport = pk->dport;
+	id.isn = pk->seq;
+	__builtin_memcpy(id.saddr, s->saddr, 16);
+	__builtin_memcpy(id.daddr, s->daddr, 16);
+
+	if (reply_from(rp, ctx, pk))
+		return XDP_DROP;
+	rp->kind = REPLY_SYNACK;
+	rp->seq = sl_cookie_make(&id, now, &o, keys);
+	rp->ack = id.isn + 1;
+	rp->mss = s->family == SL_FAM_V4 ? set->mss4 : set->mss6;
+	if (!rp->mss)
+		rp->mss = 536;
+	rp->ws = ws;
+	rp->sack = sack;
+	return emit_reply(ctx, rp);
+}
+
+static __always_inline void fill_tcp(struct pkt *pk, const struct xdp_md *ctx,
+				     const struct tcphdr *th)
+{
+	pk->th_off = (__u32)((const void *)th - xdp_data(ctx));
+	pk->seq = bpf_ntohl(th->seq);
+	pk->ack = bpf_ntohl(th->ack_seq);
+	pk->sport = bpf_ntohs(th->source);
+	pk->dport = bpf_ntohs(th->dest);
+	pk->flags = ((const __u8 *)th)[13];
+	pk->doff = th->doff;
 }
 
 SEC("xdp")
@@ -272,25 +706,42 @@ int sluice_xdp(struct xdp_md *ctx)
 	struct iphdr *iph;
 	struct ipv6hdr *ip6;
 	struct tcphdr *th;
-	struct src s = {};
-	__u32 zero = 0, dport, cls = SL_CLASS_NONE;
+	struct pkt pk = {};
+	struct src *sp = &pk.s;
+	struct decision d = {};
+	__u32 zero = 0, dport, l4len = 0;
+	void *l3;
 	int proto, reason;
+	__u64 now;
 
 	proto = parse_eth(&c);
 	if (proto < 0)
 		goto malformed;
+	l3 = c.pos;
+	pk.n_vlan = ((__u32)(l3 - xdp_data(ctx)) - 14) >> 2;
 	if (proto == bpf_htons(ETH_P_IP)) {
 		proto = parse_ip4(&c, &iph);
 		if (proto < 0)
 			goto malformed;
-		s.family = SL_FAM_V4;
-		__builtin_memcpy(s.addr, &iph->saddr, 4);
+		sp->family = SL_FAM_V4;
+		__builtin_memcpy(sp->saddr, &iph->saddr, 4);
+		__builtin_memcpy(sp->daddr, &iph->daddr, 4);
+		l4len = bpf_ntohs(iph->tot_len);
+		l4len = l4len > iph->ihl * 4 ? l4len - iph->ihl * 4 : 0;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		proto = parse_ip6(&c, &ip6);
 		if (proto < 0)
 			goto malformed;
-		s.family = SL_FAM_V6;
-		__builtin_memcpy(s.addr, &ip6->saddr, 16);
+		sp->family = SL_FAM_V6;
+		__builtin_memcpy(sp->saddr, &ip6->saddr, 16);
+		__builtin_memcpy(sp->daddr, &ip6->daddr, 16);
+		/* Payload length counts extension headers, which the cursor has walked. */
+		l4len = bpf_ntohs(ip6->payload_len);
+		{
+			__u32 ext = (__u32)(c.pos - (void *)(ip6 + 1));
+
+			l4len = l4len > ext ? l4len - ext : 0;
+		}
 	} else {
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
 	}
@@ -304,20 +755,33 @@ int sluice_xdp(struct xdp_md *ctx)
 	port = bpf_map_lookup_elem(&sl_ports, &dport);
 	if (!port || !port->protected)
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
-	if (!th->syn || th->ack)
-		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 	/* Settings are read only here and below: the fast path above never needs them. */
 	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	if (!set)
 		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
+	if (!th->syn || th->ack) {
+		if (port->action != SL_ACT_REPLY || th->syn)
+			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+		/* The IP length, not the frame length: Ethernet may pad short frames. */
+		pk.payload = l4len > th->doff * 4 ? l4len - th->doff * 4 : 0;
+		fill_tcp(&pk, ctx, th);
+		return sl_cookie_segment(ctx, &pk);
+	}
 
-	reason = judge_syn(&s, port, set, &cls);
-	switch (reason) {
+	now = bpf_ktime_get_coarse_ns();
+	fill_tcp(&pk, ctx, th);
+	sl_judge_syn(&pk, port, now, &d);
+	switch (d.reason) {
 	case SL_R_SHED_PREFIX:
 	case SL_R_SHED_PARENT:
-		return record(cls, reason, act(port->action));
+	case SL_R_SHED_TENANT:
+	case SL_R_SHED_VERDICT:
+		emit_event(set, sp, &d.key, d.class_id, d.reason, d.action, (__u16)dport, 0, now);
+		if (d.action == SL_ACT_REPLY)
+			return record(d.class_id, d.reason, sl_send_synack(ctx, &pk));
+		return record(d.class_id, d.reason, XDP_DROP);
 	default:
-		return record(cls, reason, XDP_PASS);
+		return record(d.class_id, d.reason, XDP_PASS);
 	}
 
 malformed:
@@ -326,6 +790,6 @@ malformed:
 	if (!set)
 		return record(SL_CLASS_NONE, reason, XDP_PASS);
 	if (reason == SL_R_FRAGMENT)
-		return record(SL_CLASS_NONE, reason, act(set->fragment_action));
-	return record(SL_CLASS_NONE, reason, act(set->malformed_action));
+		return record(SL_CLASS_NONE, reason, set->fragment_action == SL_ACT_DROP ? XDP_DROP : XDP_PASS);
+	return record(SL_CLASS_NONE, reason, set->malformed_action == SL_ACT_DROP ? XDP_DROP : XDP_PASS);
 }

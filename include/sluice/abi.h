@@ -62,6 +62,14 @@ enum sl_reason {
 	SL_R_MAL_TCP,            /* truncated TCP header */
 	SL_R_MAL_TCP_DOFF,       /* TCP data offset < 5, or options run past the frame */
 	SL_R_STATE_ERROR,        /* bucket could not be created: passed, counted (fails open) */
+	SL_R_SHED_TENANT,        /* the destination tenant's edge bucket was empty */
+	SL_R_WOULD_SHED_TENANT,  /* monitor mode: would have been SHED_TENANT, passed */
+	SL_R_SHED_VERDICT,       /* a verdict (block or reply) covers the source */
+	SL_R_COOKIE_ACK,         /* the bare handshake ACK of a cookie connection: dropped */
+	SL_R_REPLIED_429,        /* the first request of a cookie connection: answered 429 */
+	SL_R_COOKIE_FIN,         /* the client's FIN after our 429: acknowledged */
+	SL_R_COOKIE_DROP,        /* anything else of a shed cookie connection (RST, ACKs, more
+				  * data): dropped, never passed to a kernel with no socket */
 	SL_R__MAX
 };
 _Static_assert(SL_R__MAX <= SL_REASON_SLOTS, "reasons outgrew the reserved counter slots");
@@ -80,6 +88,7 @@ enum sl_front {
 enum sl_action {
 	SL_ACT_PASS = 0,
 	SL_ACT_DROP = 1,
+	SL_ACT_REPLY = 2,  /* plaintext HTTP ports: cookie SYN-ACK, then one 429 segment */
 };
 
 enum sl_family {
@@ -130,9 +139,12 @@ struct sl_bkey {
 };
 #define SL_MAX_V6_KEY_PLEN 64
 
-/* GCRA state: one theoretical arrival time in ns (bpf_ktime_get_ns / CLOCK_MONOTONIC). */
+/* GCRA state: one theoretical arrival time in ns (CLOCK_MONOTONIC_COARSE), plus the shed
+ * streak that escalates this prefix's Retry-After. */
 struct sl_bucket {
 	__u64 tat;
+	__u32 streak;      /* 429s served in a row, without a quiet period between them */
+	__u32 last_shed_s; /* when the last one was served, in 2^30 ns (~1.07 s) ticks */
 };
 
 /* A remembered TAT of an evicted bucket, valid only for the key whose hash tag matches. */
@@ -171,6 +183,8 @@ struct sl_port {
 	__u32 cost;     /* cost units a SYN to this port charges */
 };
 
+#define SL_MAX_RETRY_LEVELS 8
+
 /* Live settings, one array slot, rewritten on reload. */
 struct sl_settings {
 	__u32 unknown_class;     /* class for sources absent from the ASN table */
@@ -180,8 +194,99 @@ struct sl_settings {
 	__u32 hash_seed;         /* seeds the ghost index; chosen once, kept with the pins */
 	__u32 generation;        /* config generation, for observers */
 	__u32 asn_slot;          /* which ASN table slot is live (0 or 1) */
+	__u32 n_tenants;         /* 0: skip the tenant lookup */
+	__u32 pad0;
+	__u32 event_sample;      /* emit 1 in N shed events; 0: none */
+	__u32 streak_decay_s;    /* a prefix quiet this long starts its Retry-After ladder over */
+	__u32 n_retry_levels;
+	__u32 retry_after[SL_MAX_RETRY_LEVELS]; /* seconds, by streak */
+	__u16 mss4, mss6;        /* MSS announced in cookie SYN-ACKs */
 	__u32 pad;
-	__u64 reserved[5];
+	__u64 reserved[4];
+};
+
+/* SYN cookie keys (include/sluice/cookie.h), rotated by the controller. */
+struct sl_cookie_keys {
+	__u64 cur[2];
+	__u64 prev[2];
+	__u64 prev_until_ns;     /* the previous key is accepted until then */
+	__u8 cur_marker, prev_marker;
+	__u8 pad[6];
+	__u64 rotated_unix;
+	__u64 reserved[2];
+};
+
+/* Per-tenant edge budgets. Tenants are found by destination address and port. */
+#ifndef SL_MAX_TENANTS
+#define SL_MAX_TENANTS 256
+#endif
+#define SL_TENANT_NAME_LEN 32
+
+struct sl_tenant_key {
+	__u8 family;
+	__u8 pad;
+	__u16 port;     /* host order */
+	__u8 addr[16];  /* IPv4 in the first 4 bytes */
+};
+
+struct sl_tenant {
+	__u8 valid;
+	__u8 mode;              /* enum sl_mode */
+	__u8 pad[6];
+	struct sl_rate lease;   /* this node's share, while the lease lasts */
+	__u64 lease_expires_ns; /* CLOCK_MONOTONIC_COARSE */
+	struct sl_rate fallback;/* the conservative static rate once the lease has expired */
+	char name[SL_TENANT_NAME_LEN];
+	__u64 reserved[4];
+};
+
+/* Verdicts: prefix -> what to do with it, until it expires. Keyed like the ASN trie. */
+enum sl_verdict_action {
+	SL_VERDICT_BLOCK = 1,   /* drop its SYNs silently, whatever the port's action */
+	SL_VERDICT_TIGHTEN = 2, /* its buckets run at factor x rate and burst */
+	SL_VERDICT_REPLY = 3,   /* shed every SYN with the port's action (429 where it replies) */
+};
+
+#define SL_VERDICT_REASON_LEN 48
+struct sl_verdict {
+	__u8 action;            /* enum sl_verdict_action */
+	__u8 pad;
+	__u16 factor;           /* per mille, for tighten: 1..1000 */
+	__u32 reason_code;
+	__u64 expires_ns;       /* CLOCK_MONOTONIC_COARSE; ignored once past */
+	__u64 created_unix;
+	char reason[SL_VERDICT_REASON_LEN];
+};
+
+/* Cookie connections answered with a 429, so that their later segments are absorbed. */
+struct sl_conn_key {
+	__u8 family;
+	__u8 pad;
+	__u16 sport, dport;     /* host order */
+	__u16 pad2;
+	__u8 saddr[16], daddr[16];
+};
+
+struct sl_conn {
+	__u32 our_next;         /* our next sequence number (after 429 and FIN) */
+	__u32 their_next;       /* the client's next sequence number before its FIN */
+	__u64 expires_ns;
+};
+
+/* Sampled shed events on the ring buffer. */
+struct sl_event {
+	__u64 ts_ns;            /* CLOCK_MONOTONIC_COARSE */
+	__u8 family;
+	__u8 plen;              /* of the key prefix below */
+	__u8 class_id;
+	__u8 reason;            /* enum sl_reason */
+	__u8 action;            /* enum sl_action taken */
+	__u8 pad;
+	__u16 retry_after;      /* seconds, for 429s; 0 otherwise */
+	__u16 dport;
+	__u16 pad2;
+	__u32 pad3;
+	__u8 addr[16];          /* the source's key prefix, masked */
 };
 
 /* Per-CPU counters, one row per class plus SL_CLASS_NONE. */
@@ -190,7 +295,9 @@ struct sl_counters {
 	__u64 key_new;       /* buckets created for keys never seen (or forgotten) */
 	__u64 key_returned;  /* buckets created for keys the ghost table remembered as spent */
 	__u64 cas_busy;      /* compare-and-swap retries exhausted (shed: the key is hot) */
-	__u64 reserved[5];
+	__u64 synacks;       /* cookie SYN-ACKs sent for shed SYNs on reply ports */
+	__u64 events_lost;   /* sampled events the ring buffer had no room for */
+	__u64 reserved[3];
 };
 
 /*

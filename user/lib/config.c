@@ -4,6 +4,7 @@
  * line of the setting that caused it; unknown keys are errors, because a misspelt "rat = 5"
  * that silently falls back to a default is how limits end up wrong in production.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <libconfig.h>
 #include <math.h>
@@ -195,8 +196,9 @@ static int get_enum(struct vctx *x, const config_setting_t *g, const char *where
 }
 
 static const char *const mode_names[] = { "enforce", "monitor", NULL };
-static const char *const action_names[] = { "pass", "drop", NULL };
+static const char *const action_names[] = { "pass", "drop", "reply", NULL };
 static const char *const front_names[] = { "syn", NULL };
+static const char *const pass_drop[] = { "pass", "drop", NULL };
 static const char *const xdp_mode_names[] = { "native", "generic", NULL };
 static const char *const level_names[] = { "error", "warn", "info", "debug", NULL };
 
@@ -207,7 +209,7 @@ const char *sl_mode_name(uint8_t mode)
 
 const char *sl_action_name(uint8_t action)
 {
-	return action < 2 ? action_names[action] : "?";
+	return action < 3 ? action_names[action] : "?";
 }
 
 const char *sl_front_name(uint8_t front)
@@ -227,6 +229,16 @@ void sl_config_defaults(struct sl_config *c)
 	snprintf(c->ctl_socket, sizeof(c->ctl_socket), "%s", SL_DEFAULT_CTL_SOCKET);
 	c->log_level = LOG_LVL_INFO;
 	c->unknown_class = -1;
+	c->retry_after[0] = 1;
+	c->retry_after[1] = 5;
+	c->retry_after[2] = 30;
+	c->retry_after[3] = 120;
+	c->n_retry = 4;
+	c->streak_decay_s = 60;
+	c->event_sample = 100;
+	c->cookie_rotate_s = 3600;
+	c->mss4 = 1460;
+	c->mss6 = 1440;
 }
 
 int sl_config_class(const struct sl_config *c, const char *name)
@@ -318,11 +330,58 @@ static void load_ports(struct vctx *x, const config_setting_t *edge, struct sl_c
 	}
 }
 
+/* The reply action's knobs: Retry-After ladder, streak decay, events, cookies, MSS. */
+static void load_replies(struct vctx *x, const config_setting_t *edge, struct sl_config *c)
+{
+	const config_setting_t *ra = config_setting_get_member(edge, "retry_after");
+	long v;
+
+	if (ra) {
+		int i, n = config_setting_length(ra);
+
+		if (!config_setting_is_array(ra) && !config_setting_is_list(ra)) {
+			bad(x, ra, "edge.retry_after: expected an array of seconds [1, 5, 30, 120]");
+		} else if (n < 1 || n > SL_MAX_RETRY_LEVELS) {
+			bad(x, ra, "edge.retry_after: 1..%d levels (got %d)", SL_MAX_RETRY_LEVELS, n);
+		} else {
+			c->n_retry = 0;
+			for (i = 0; i < n; i++) {
+				const config_setting_t *it = config_setting_get_elem(ra, (unsigned)i);
+				long long s = config_setting_get_int64(it);
+
+				if (config_setting_type(it) != CONFIG_TYPE_INT &&
+				    config_setting_type(it) != CONFIG_TYPE_INT64) {
+					bad(x, it, "edge.retry_after[%d]: expected whole seconds", i);
+				} else if (s < 1 || s > 86400) {
+					bad(x, it, "edge.retry_after[%d]: %lld is out of range 1..86400",
+					    i, s);
+				} else if (i && s < c->retry_after[i - 1]) {
+					bad(x, it, "edge.retry_after[%d]: %lld is below the level before "
+					    "it: the ladder must not descend", i, s);
+				} else {
+					c->retry_after[c->n_retry++] = (uint32_t)s;
+				}
+			}
+		}
+	}
+	if (get_int(x, edge, "edge", "streak_decay", false, 1, 86400, &v))
+		c->streak_decay_s = (uint32_t)v;
+	if (get_int(x, edge, "edge", "event_sample", false, 0, 1000000, &v))
+		c->event_sample = (uint32_t)v;
+	if (get_int(x, edge, "edge", "cookie_rotate", false, 60, 7 * 86400, &v))
+		c->cookie_rotate_s = (uint32_t)v;
+	if (get_int(x, edge, "edge", "mss_v4", false, 536, 9000, &v))
+		c->mss4 = (uint16_t)v;
+	if (get_int(x, edge, "edge", "mss_v6", false, 1220, 9000, &v))
+		c->mss6 = (uint16_t)v;
+}
+
 static void load_edge(struct vctx *x, const config_setting_t *root, struct sl_config *c,
 		      const char *base)
 {
 	static const char *const keys[] = { "interfaces", "xdp_mode", "ports", "state_entries",
-		"asn_table", "new_key_credit", "malformed", "fragments", "pin_path", NULL };
+		"asn_table", "new_key_credit", "malformed", "fragments", "pin_path", "retry_after",
+		"streak_decay", "event_sample", "cookie_rotate", "mss_v4", "mss_v6", NULL };
 	const config_setting_t *edge = config_setting_get_member(root, "edge");
 	const config_setting_t *ifs;
 	const char *s;
@@ -387,12 +446,13 @@ static void load_edge(struct vctx *x, const config_setting_t *root, struct sl_co
 		else
 			c->new_key_credit = d;
 	}
-	e = get_enum(x, edge, "edge", "malformed", action_names, SL_ACT_PASS);
+	e = get_enum(x, edge, "edge", "malformed", pass_drop, SL_ACT_PASS);
 	if (e >= 0)
 		c->malformed_action = (uint8_t)e;
-	e = get_enum(x, edge, "edge", "fragments", action_names, SL_ACT_PASS);
+	e = get_enum(x, edge, "edge", "fragments", pass_drop, SL_ACT_PASS);
 	if (e >= 0)
 		c->fragment_action = (uint8_t)e;
+	load_replies(x, edge, c);
 	s = get_str(x, edge, "edge", "pin_path", false);
 	if (s) {
 		if (s[0] != '/')
@@ -546,6 +606,178 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 		    "sources not in the ASN table)");
 }
 
+/* "10.0.0.2:80" or "[2001:db8::2]:443" */
+static int parse_listen(const char *s, uint8_t *family, uint8_t *addr, uint16_t *port)
+{
+	char host[64];
+	const char *colon;
+	char *end;
+	long p;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':' || (size_t)(close - s - 1) >= sizeof(host))
+			return -1;
+		memcpy(host, s + 1, (size_t)(close - s - 1));
+		host[close - s - 1] = '\0';
+		colon = close + 1;
+		if (inet_pton(AF_INET6, host, addr) != 1)
+			return -1;
+		*family = SL_FAM_V6;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= sizeof(host))
+			return -1;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+		memset(addr, 0, 16);
+		if (inet_pton(AF_INET, host, addr) != 1)
+			return -1;
+		*family = SL_FAM_V4;
+	}
+	p = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || p < 1 || p > 65535)
+		return -1;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	static const char *const keys[] = { "name", "listen", "rate", "burst", "static_rate",
+		"static_burst", "lease_ttl", "mode", NULL };
+	const config_setting_t *list = config_setting_get_member(root, "tenants");
+	uint32_t max_cost = 1;
+	int i, j, k, n;
+
+	if (!list)
+		return;
+	if (!config_setting_is_list(list)) {
+		bad(x, list, "tenants: expected a list ( { name = ...; }, ... )");
+		return;
+	}
+	for (i = 0; i < c->n_ports; i++)
+		if (c->ports[i].cost > max_cost)
+			max_cost = c->ports[i].cost;
+	n = config_setting_length(list);
+	if (n > SL_MAX_TENANTS) {
+		bad(x, list, "tenants: at most %d (got %d)", SL_MAX_TENANTS, n);
+		n = SL_MAX_TENANTS;
+	}
+	for (i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
+		struct sl_tenant_cfg *t = &c->tenants[c->n_tenants];
+		const config_setting_t *ls;
+		const char *name;
+		char where[64];
+		double d;
+		long v;
+		int e;
+
+		snprintf(where, sizeof(where), "tenants[%d]", i);
+		if (!config_setting_is_group(g)) {
+			bad(x, g, "%s: expected a group { name = ...; }", where);
+			continue;
+		}
+		check_keys(x, g, where, keys);
+		memset(t, 0, sizeof(*t));
+		name = get_str(x, g, where, "name", true);
+		if (name) {
+			if (!*name || strlen(name) >= SL_TENANT_NAME_LEN)
+				bad(x, g, "%s.name: 1..%d characters", where, SL_TENANT_NAME_LEN - 1);
+			for (j = 0; j < c->n_tenants; j++)
+				if (!strcmp(c->tenants[j].name, name))
+					bad(x, g, "%s: tenant '%s' is defined twice", where, name);
+			snprintf(t->name, sizeof(t->name), "%s", name);
+			snprintf(where, sizeof(where), "tenant '%.31s'", name);
+		}
+		ls = config_setting_get_member(g, "listen");
+		if (!ls || (!config_setting_is_array(ls) && !config_setting_is_list(ls)) ||
+		    config_setting_length(ls) < 1) {
+			bad(x, ls ? ls : g, "%s.listen: expected [\"ADDR:PORT\", \"[ADDR6]:PORT\"]",
+			    where);
+		} else {
+			for (j = 0; j < config_setting_length(ls); j++) {
+				const config_setting_t *it = config_setting_get_elem(ls, (unsigned)j);
+				const char *str = config_setting_get_string(it);
+				bool protected_port = false;
+
+				if (t->n_listen >= SL_MAX_TENANT_LISTEN) {
+					bad(x, it, "%s.listen: at most %d", where, SL_MAX_TENANT_LISTEN);
+					break;
+				}
+				if (!str || parse_listen(str, &t->listen[t->n_listen].family,
+							 t->listen[t->n_listen].addr,
+							 &t->listen[t->n_listen].port)) {
+					bad(x, it, "%s.listen[%d]: '%s' is not ADDR:PORT or [ADDR6]:PORT",
+					    where, j, str ? str : "?");
+					continue;
+				}
+				for (k = 0; k < c->n_ports; k++)
+					if (c->ports[k].port == t->listen[t->n_listen].port)
+						protected_port = true;
+				if (!protected_port)
+					bad(x, it, "%s.listen[%d]: port %u is not in edge.ports, so this "
+					    "budget would never be charged", where, j,
+					    t->listen[t->n_listen].port);
+				t->n_listen++;
+			}
+		}
+		if (get_num(x, g, where, "rate", true, 0.0, 1e9, &d)) {
+			if (d <= 0.0)
+				bad(x, config_setting_get_member(g, "rate"),
+				    "%s.rate: must be above 0", where);
+			t->rate = d;
+		}
+		if (get_num(x, g, where, "burst", true, 0.0, 1e9, &d)) {
+			if (d < max_cost)
+				bad(x, config_setting_get_member(g, "burst"),
+				    "%s.burst: %g is below the cost of one SYN (%u)", where, d,
+				    max_cost);
+			t->burst = d;
+		}
+		t->static_rate = t->rate / 4.0;
+		t->static_burst = t->burst / 4.0 > max_cost ? t->burst / 4.0 : max_cost;
+		if (get_num(x, g, where, "static_rate", false, 0.0, 1e9, &d)) {
+			if (d <= 0.0)
+				bad(x, config_setting_get_member(g, "static_rate"),
+				    "%s.static_rate: must be above 0", where);
+			t->static_rate = d;
+		}
+		if (get_num(x, g, where, "static_burst", false, 0.0, 1e9, &d)) {
+			if (d < max_cost)
+				bad(x, config_setting_get_member(g, "static_burst"),
+				    "%s.static_burst: %g is below the cost of one SYN (%u)", where, d,
+				    max_cost);
+			t->static_burst = d;
+		}
+		t->lease_ttl_s = 3;
+		if (get_int(x, g, where, "lease_ttl", false, 1, 3600, &v))
+			t->lease_ttl_s = (uint32_t)v;
+		e = get_enum(x, g, where, "mode", mode_names, SL_MODE_ENFORCE);
+		if (e >= 0)
+			t->mode = (uint8_t)e;
+		c->n_tenants++;
+	}
+	/* One destination, one tenant. */
+	for (i = 0; i < c->n_tenants; i++)
+		for (j = 0; j < c->tenants[i].n_listen; j++)
+			for (k = i; k < c->n_tenants; k++) {
+				int l;
+
+				for (l = (k == i ? j + 1 : 0); l < c->tenants[k].n_listen; l++)
+					if (c->tenants[i].listen[j].family ==
+						    c->tenants[k].listen[l].family &&
+					    c->tenants[i].listen[j].port == c->tenants[k].listen[l].port &&
+					    !memcmp(c->tenants[i].listen[j].addr,
+						    c->tenants[k].listen[l].addr, 16))
+						bad(x, list, "tenants: '%s' and '%s' both listen on the same "
+						    "address and port", c->tenants[i].name,
+						    c->tenants[k].name);
+			}
+}
+
 static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "control_socket", "log_level", NULL };
@@ -576,7 +808,7 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 int sl_config_load(const char *path, const char *base_dir, struct sl_config *out, char *err,
 		   size_t errlen)
 {
-	static const char *const top_keys[] = { "edge", "classes", "daemon", NULL };
+	static const char *const top_keys[] = { "edge", "classes", "tenants", "daemon", NULL };
 	struct vctx x = { .file = path, .err = err, .errlen = errlen };
 	struct sl_config *c;
 	config_t cfg;
@@ -614,6 +846,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	check_keys(&x, config_root_setting(&cfg), "the top level", top_keys);
 	load_edge(&x, config_root_setting(&cfg), c, base_dir);
 	load_classes(&x, config_root_setting(&cfg), c);
+	load_tenants(&x, config_root_setting(&cfg), c);
 	load_daemon(&x, config_root_setting(&cfg), c);
 	if (x.nerr) {
 		ret = -EINVAL;

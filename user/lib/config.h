@@ -41,6 +41,22 @@ struct sl_port_cfg {
 	uint32_t cost;
 };
 
+#define SL_MAX_TENANT_LISTEN 8
+
+struct sl_tenant_cfg {
+	char name[SL_TENANT_NAME_LEN];
+	struct {
+		uint8_t family;
+		uint8_t addr[16];
+		uint16_t port;
+	} listen[SL_MAX_TENANT_LISTEN];
+	int n_listen;
+	double rate, burst;               /* this node's lease, until leases come from Redis */
+	double static_rate, static_burst; /* the conservative rate once a lease has expired */
+	uint32_t lease_ttl_s;
+	uint8_t mode;
+};
+
 struct sl_config {
 	char path[PATH_MAX];
 
@@ -56,6 +72,12 @@ struct sl_config {
 	uint8_t malformed_action;
 	uint8_t fragment_action;
 	char pin_path[PATH_MAX];
+	uint32_t retry_after[SL_MAX_RETRY_LEVELS]; /* seconds, by shed streak */
+	int n_retry;
+	uint32_t streak_decay_s;
+	uint32_t event_sample;
+	uint32_t cookie_rotate_s;
+	uint16_t mss4, mss6;
 
 	/* daemon */
 	char ctl_socket[PATH_MAX];
@@ -64,6 +86,9 @@ struct sl_config {
 	struct sl_class_cfg classes[SL_MAX_CLASSES];
 	int n_classes;
 	int unknown_class;
+
+	struct sl_tenant_cfg tenants[SL_MAX_TENANTS];
+	int n_tenants;
 };
 
 /* Fill @c with every default (no classes, no ports, no interfaces). */

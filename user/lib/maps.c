@@ -76,8 +76,17 @@ uint64_t sl_now_ns(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int64_t sl_wall_offset_ns(void)
+{
+	struct timespec rt;
+
+	clock_gettime(CLOCK_REALTIME, &rt);
+	return (int64_t)((uint64_t)rt.tv_sec * 1000000000ull + (uint64_t)rt.tv_nsec) -
+	       (int64_t)sl_now_ns();
 }
 
 int sl_maps_read_settings(const struct sl_maps *m, struct sl_settings *s)
@@ -168,6 +177,16 @@ int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 	set.fragment_action = c->fragment_action;
 	set.new_key_credit = (__u16)(c->new_key_credit * 1000.0 + 0.5);
 	set.generation = generation;
+	set.n_tenants = (__u32)c->n_tenants;
+	set.event_sample = c->event_sample;
+	/* In the datapath's ~1.07 s ticks (2^30 ns). */
+	set.streak_decay_s = (__u32)(((uint64_t)c->streak_decay_s * 1000000000ull) >> 30);
+	set.n_retry_levels = (__u32)c->n_retry;
+	memset(set.retry_after, 0, sizeof(set.retry_after));
+	for (i = 0; i < (__u32)c->n_retry && i < SL_MAX_RETRY_LEVELS; i++)
+		set.retry_after[i] = c->retry_after[i];
+	set.mss4 = c->mss4;
+	set.mss6 = c->mss6;
 	if (bpf_map_update_elem(m->settings, &zero, &set, BPF_ANY))
 		ret = -errno;
 out:
@@ -392,4 +411,168 @@ int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, stru
 	if (bpf_map_lookup_elem(m->buckets, k, b))
 		return -errno;
 	return 0;
+}
+
+int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c)
+{
+	struct sl_tenant_key k, next;
+	void *prev = NULL;
+	__u32 i;
+	int j;
+
+	/* Drop keys that no longer map to the same tenant. */
+	while (!bpf_map_get_next_key(m->tenant_keys, prev, &next)) {
+		__u32 id;
+		bool keep = false;
+
+		k = next;
+		prev = &k;
+		if (bpf_map_lookup_elem(m->tenant_keys, &k, &id))
+			continue;
+		if ((int)id < c->n_tenants)
+			for (j = 0; j < c->tenants[id].n_listen; j++)
+				if (c->tenants[id].listen[j].family == k.family &&
+				    c->tenants[id].listen[j].port == k.port &&
+				    !memcmp(c->tenants[id].listen[j].addr, k.addr, 16))
+					keep = true;
+		if (!keep) {
+			bpf_map_delete_elem(m->tenant_keys, &k);
+			prev = NULL; /* the walk restarts: deleting under it is not stable */
+		}
+	}
+	for (i = 0; i < SL_MAX_TENANTS; i++) {
+		struct sl_tenant t;
+
+		memset(&t, 0, sizeof(t));
+		if ((int)i < c->n_tenants) {
+			const struct sl_tenant_cfg *tc = &c->tenants[i];
+
+			t.valid = 1;
+			t.mode = tc->mode;
+			rate_of(&t.lease, tc->rate, tc->burst);
+			rate_of(&t.fallback, tc->static_rate, tc->static_burst);
+			t.lease_expires_ns = sl_now_ns() + (uint64_t)tc->lease_ttl_s * 1000000000ull;
+			snprintf(t.name, sizeof(t.name), "%s", tc->name);
+		}
+		if (bpf_map_update_elem(m->tenants, &i, &t, BPF_ANY))
+			return -errno;
+		if ((int)i >= c->n_tenants)
+			continue;
+		for (j = 0; j < c->tenants[i].n_listen; j++) {
+			memset(&k, 0, sizeof(k));
+			k.family = c->tenants[i].listen[j].family;
+			k.port = c->tenants[i].listen[j].port;
+			memcpy(k.addr, c->tenants[i].listen[j].addr, 16);
+			if (bpf_map_update_elem(m->tenant_keys, &k, &i, BPF_ANY))
+				return -errno;
+		}
+	}
+	return 0;
+}
+
+int sl_maps_refresh_leases(const struct sl_maps *m, const struct sl_config *c)
+{
+	__u32 i;
+
+	for (i = 0; i < (__u32)c->n_tenants; i++) {
+		struct sl_tenant t;
+
+		if (bpf_map_lookup_elem(m->tenants, &i, &t))
+			return -errno;
+		t.lease_expires_ns = sl_now_ns() +
+				     (uint64_t)c->tenants[i].lease_ttl_s * 1000000000ull;
+		if (bpf_map_update_elem(m->tenants, &i, &t, BPF_ANY))
+			return -errno;
+	}
+	return 0;
+}
+
+static void random_bytes(void *p, size_t n)
+{
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r = getrandom((char *)p + got, n - got, 0);
+
+		if (r <= 0)
+			continue;
+		got += (size_t)r;
+	}
+}
+
+int sl_maps_cookie_keys(const struct sl_maps *m, int rotate, uint32_t every_s)
+{
+	struct sl_cookie_keys k;
+	__u32 zero = 0;
+	uint8_t marker;
+
+	if (bpf_map_lookup_elem(m->cookie_keys, &zero, &k))
+		return -errno;
+	if (k.cur[0] || k.cur[1]) {
+		if (!rotate && (uint64_t)time(NULL) < k.rotated_unix + every_s)
+			return 0;
+		/* The old key stays good for one more cookie slot (2^36 ns, ~69 s). */
+		memcpy(k.prev, k.cur, sizeof(k.prev));
+		k.prev_marker = k.cur_marker;
+		k.prev_until_ns = sl_now_ns() + (2ull << 36);
+	}
+	random_bytes(k.cur, sizeof(k.cur));
+	random_bytes(&marker, 1);
+	k.cur_marker = marker & 7;
+	k.rotated_unix = (uint64_t)time(NULL);
+	if (bpf_map_update_elem(m->cookie_keys, &zero, &k, BPF_ANY))
+		return -errno;
+	return 1;
+}
+
+int sl_maps_verdict_put(const struct sl_maps *m, const struct sl_prefix *p,
+			const struct sl_verdict *v)
+{
+	struct sl_lpm_key k;
+	uint32_t live;
+
+	sl_prefix_to_lpm(p, &k);
+	if (bpf_map_update_elem(m->verdicts, &k, v, BPF_ANY))
+		return -errno;
+	return sl_maps_verdict_sweep(m, &live) < 0 ? -errno : 0;
+}
+
+int sl_maps_verdict_del(const struct sl_maps *m, const struct sl_prefix *p)
+{
+	struct sl_lpm_key k;
+	uint32_t live;
+
+	sl_prefix_to_lpm(p, &k);
+	if (bpf_map_delete_elem(m->verdicts, &k))
+		return -errno;
+	return sl_maps_verdict_sweep(m, &live) < 0 ? -errno : 0;
+}
+
+int sl_maps_verdict_sweep(const struct sl_maps *m, uint32_t *live)
+{
+	struct sl_lpm_key k, next;
+	struct sl_verdict v;
+	uint64_t now = sl_now_ns();
+	void *prev = NULL;
+	__u32 zero = 0, n = 0;
+	int swept = 0;
+
+	while (!bpf_map_get_next_key(m->verdicts, prev, &next)) {
+		k = next;
+		prev = &k;
+		if (bpf_map_lookup_elem(m->verdicts, &k, &v))
+			continue;
+		if (now >= v.expires_ns) {
+			bpf_map_delete_elem(m->verdicts, &k);
+			swept++;
+			prev = NULL; /* restart: the trie walk is not stable under deletion */
+			n = 0;
+			continue;
+		}
+		n++;
+	}
+	*live = n;
+	if (bpf_map_update_elem(m->vcount, &zero, &n, BPF_ANY))
+		return -errno;
+	return swept;
 }

@@ -15,13 +15,17 @@
 #include "sluice/abi.h"
 
 #define SL_MAP_NAMES { "sl_buckets", "sl_ghosts", "sl_asn", "sl_asn_dir", "sl_classes", \
-		       "sl_ports", "sl_settings", "sl_stats", "sl_meta" }
-#define SL_N_MAPS 9
+		       "sl_ports", "sl_settings", "sl_stats", "sl_meta", "sl_cookie_keys", \
+		       "sl_conns", "sl_tenant_keys", "sl_tenants", "sl_tenant_state", \
+		       "sl_verdicts", "sl_vcount", "sl_events" }
+#define SL_N_MAPS 17
 
 struct sl_maps {
 	union {
 		struct {
 			int buckets, ghosts, asn, asn_dir, classes, ports, settings, stats, meta;
+			int cookie_keys, conns, tenant_keys, tenants, tenant_state, verdicts;
+			int vcount, events;
 		};
 		int fd[SL_N_MAPS];
 	};
@@ -57,7 +61,27 @@ int sl_maps_lookup_asn(const struct sl_maps *m, const struct sl_prefix *a, struc
 /* The bucket at @k: 0, or -ENOENT when the key has no state. */
 int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket *b);
 
-/* ns on the clock the datapath uses (bpf_ktime_get_ns == CLOCK_MONOTONIC). */
+/* Tenants: names, listen keys, lease (with @lease_ttl_s from now) and static fallback.
+ * Keys of tenants no longer configured are removed. */
+int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c);
+/* Refresh every tenant's lease expiry (the controller is alive and its lease stands). */
+int sl_maps_refresh_leases(const struct sl_maps *m, const struct sl_config *c);
+
+/* Cookie keys: make one if there is none; rotate when @rotate or when older than @every_s.
+ * Returns 1 when a key was made or rotated, 0 when nothing changed, < 0 on error. */
+int sl_maps_cookie_keys(const struct sl_maps *m, int rotate, uint32_t every_s);
+
+/* Verdicts. */
+int sl_maps_verdict_put(const struct sl_maps *m, const struct sl_prefix *p,
+			const struct sl_verdict *v);
+int sl_maps_verdict_del(const struct sl_maps *m, const struct sl_prefix *p);
+/* Delete verdicts past their expiry; recount the live ones into sl_vcount.
+ * Returns the number swept, or < 0. */
+int sl_maps_verdict_sweep(const struct sl_maps *m, uint32_t *live);
+
+/* ns on the clock the datapath uses (bpf_ktime_get_coarse_ns == CLOCK_MONOTONIC_COARSE). */
 uint64_t sl_now_ns(void);
+/* CLOCK_REALTIME - datapath clock, in ns: add it to a datapath time to get wall time. */
+int64_t sl_wall_offset_ns(void);
 
 #endif

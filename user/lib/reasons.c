@@ -24,6 +24,13 @@ static const char *const names[] = {
 	[SL_R_MAL_TCP] = "malformed_tcp",
 	[SL_R_MAL_TCP_DOFF] = "malformed_tcp_doff",
 	[SL_R_STATE_ERROR] = "state_error",
+	[SL_R_SHED_TENANT] = "shed_tenant",
+	[SL_R_WOULD_SHED_TENANT] = "would_shed_tenant",
+	[SL_R_SHED_VERDICT] = "shed_verdict",
+	[SL_R_COOKIE_ACK] = "cookie_ack",
+	[SL_R_REPLIED_429] = "replied_429",
+	[SL_R_COOKIE_FIN] = "cookie_fin",
+	[SL_R_COOKIE_DROP] = "cookie_drop",
 };
 _Static_assert(sizeof(names) / sizeof(names[0]) == SL_R__MAX, "a reason has no name");
 

@@ -39,6 +39,13 @@
 #endif
 
 struct ctl {
+	char action[16];
+	double factor;
+	long ttl;
+	char reason[SL_VERDICT_REASON_LEN];
+	uint32_t code;
+	long count;
+	double timeout;
 	char config[PATH_MAX];
 	bool config_given;
 	char pin_path[PATH_MAX];
@@ -61,13 +68,21 @@ static void usage(FILE *f)
 		"  asn load FILE          validate FILE (prefix,asn,class) and swap it in whole\n"
 		"  reload                 re-read the config; a bad file is reported, not applied\n"
 		"  detach                 take sluice off every interface and remove its pins\n"
+		"  verdict add PREFIX --action block|tighten|reply [--factor F] --ttl SECONDS\n"
+		"              --reason TEXT [--code N]\n"
+		"                         block: drop its SYNs; reply: shed them with the port's\n"
+		"                         action (429 on reply ports); tighten: rate and burst x F\n"
+		"  verdict list           live verdicts, with time left\n"
+		"  verdict del PREFIX     remove one\n"
+		"  events [--count N] [--timeout S]\n"
+		"                         stream sampled shed events (one line each; --json lines)\n"
 		"\n"
 		"Options:\n"
 		"  -c, --config FILE      config file (default %s)\n"
 		"      --pin-path DIR     pinned maps (default: from the config, else %s)\n"
 		"      --socket PATH      control socket (default: from the pins or the config)\n"
 		"  -p, --port PORT        port for `prefix show` (default: the first protected)\n"
-		"  -j, --json             print one JSON document\n"
+		"  -j, --json             print one JSON document (events: one per line)\n"
 		"  -V, --version          print the version\n"
 		"  -h, --help             this text\n"
 		"\n"
@@ -667,6 +682,306 @@ static int detach_offline(const struct ctl *c)
 	return failed ? 1 : 0;
 }
 
+/* ---- verdicts --------------------------------------------------------------------------- */
+
+static const char *verdict_action_name(uint8_t a)
+{
+	switch (a) {
+	case SL_VERDICT_BLOCK:
+		return "block";
+	case SL_VERDICT_TIGHTEN:
+		return "tighten";
+	case SL_VERDICT_REPLY:
+		return "reply";
+	default:
+		return "?";
+	}
+}
+
+static int cmd_verdict_add(const struct ctl *c, const char *prefix)
+{
+	struct sl_verdict v;
+	struct sl_prefix p;
+	struct sl_maps m;
+	char err[160], buf[64];
+	int ret;
+
+	if (sl_prefix_parse(prefix, &p, 1, err, sizeof(err))) {
+		fprintf(stderr, "sluicectl: %s\n", err);
+		return 2;
+	}
+	memset(&v, 0, sizeof(v));
+	if (!strcmp(c->action, "block")) {
+		v.action = SL_VERDICT_BLOCK;
+	} else if (!strcmp(c->action, "reply")) {
+		v.action = SL_VERDICT_REPLY;
+	} else if (!strcmp(c->action, "tighten")) {
+		v.action = SL_VERDICT_TIGHTEN;
+		if (!(c->factor > 0.0 && c->factor < 1.0)) {
+			fprintf(stderr, "sluicectl: tighten needs --factor between 0 and 1 "
+				"(0.25 = a quarter of the rate and burst)\n");
+			return 2;
+		}
+		v.factor = (uint16_t)(c->factor * 1000.0 + 0.5);
+		if (!v.factor)
+			v.factor = 1;
+	} else {
+		fprintf(stderr, "sluicectl: --action must be block, tighten or reply\n");
+		return 2;
+	}
+	if (c->ttl <= 0 || c->ttl > 30L * 86400) {
+		fprintf(stderr, "sluicectl: --ttl must be 1..2592000 seconds (verdicts always "
+			"expire)\n");
+		return 2;
+	}
+	if (!c->reason[0]) {
+		fprintf(stderr, "sluicectl: --reason is required: say why, for whoever reads "
+			"the list next\n");
+		return 2;
+	}
+	v.expires_ns = sl_now_ns() + (uint64_t)c->ttl * 1000000000ull;
+	v.created_unix = (uint64_t)time(NULL);
+	v.reason_code = c->code;
+	snprintf(v.reason, sizeof(v.reason), "%s", c->reason);
+	if (open_pins(c, &m))
+		return 1;
+	ret = sl_maps_verdict_put(&m, &p, &v);
+	sl_maps_close(&m);
+	if (ret) {
+		fprintf(stderr, "sluicectl: cannot add the verdict: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "command", "verdict add");
+		json_bool(&j, "ok", true);
+		json_str(&j, "prefix", sl_prefix_str(&p, buf, sizeof(buf)));
+		json_str(&j, "action", verdict_action_name(v.action));
+		json_i64(&j, "ttl", c->ttl);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("verdict %s on %s for %lds: %s\n", verdict_action_name(v.action),
+		       sl_prefix_str(&p, buf, sizeof(buf)), c->ttl, v.reason);
+	}
+	return 0;
+}
+
+static int cmd_verdict_del(const struct ctl *c, const char *prefix)
+{
+	struct sl_prefix p;
+	struct sl_maps m;
+	char err[160];
+	int ret;
+
+	if (sl_prefix_parse(prefix, &p, 1, err, sizeof(err))) {
+		fprintf(stderr, "sluicectl: %s\n", err);
+		return 2;
+	}
+	if (open_pins(c, &m))
+		return 1;
+	ret = sl_maps_verdict_del(&m, &p);
+	sl_maps_close(&m);
+	if (ret == -ENOENT) {
+		fprintf(stderr, "sluicectl: no verdict on %s\n", prefix);
+		return 1;
+	}
+	if (ret) {
+		fprintf(stderr, "sluicectl: cannot delete: %s\n", strerror(-ret));
+		return 1;
+	}
+	if (c->json)
+		printf("{\"command\":\"verdict del\",\"ok\":true}\n");
+	else
+		printf("verdict on %s removed\n", prefix);
+	return 0;
+}
+
+static void lpm_to_prefix(const struct sl_lpm_key *k, struct sl_prefix *p)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	memset(p, 0, sizeof(*p));
+	if (k->prefixlen >= SL_V4_MAPPED_PLEN && !memcmp(k->addr, mapped, 12)) {
+		p->family = SL_FAM_V4;
+		p->plen = (uint8_t)(k->prefixlen - SL_V4_MAPPED_PLEN);
+		memcpy(p->addr, &k->addr[12], 4);
+	} else {
+		p->family = SL_FAM_V6;
+		p->plen = (uint8_t)k->prefixlen;
+		memcpy(p->addr, k->addr, 16);
+	}
+}
+
+static int cmd_verdict_list(const struct ctl *c)
+{
+	struct sl_lpm_key k, next;
+	struct sl_verdict v;
+	struct sl_maps m;
+	struct json j;
+	uint64_t now = sl_now_ns();
+	void *prev = NULL;
+	int n = 0;
+
+	if (open_pins(c, &m))
+		return 1;
+	if (c->json) {
+		json_init(&j, stdout);
+		json_arr_begin(&j, NULL);
+	} else {
+		printf("%-28s %-8s %7s %8s  %s\n", "prefix", "action", "factor", "expires",
+		       "reason");
+	}
+	while (!bpf_map_get_next_key(m.verdicts, prev, &next)) {
+		struct sl_prefix p;
+		char buf[64];
+		long left;
+
+		k = next;
+		prev = &k;
+		if (bpf_map_lookup_elem(m.verdicts, &k, &v))
+			continue;
+		lpm_to_prefix(&k, &p);
+		left = v.expires_ns > now ? (long)((v.expires_ns - now) / 1000000000ull) : 0;
+		if (c->json) {
+			json_obj_begin(&j, NULL);
+			json_str(&j, "prefix", sl_prefix_str(&p, buf, sizeof(buf)));
+			json_str(&j, "action", verdict_action_name(v.action));
+			if (v.action == SL_VERDICT_TIGHTEN)
+				json_double(&j, "factor", v.factor / 1000.0);
+			else
+				json_null(&j, "factor");
+			json_i64(&j, "expires_in", left);
+			json_bool(&j, "expired", v.expires_ns <= now);
+			json_str(&j, "reason", v.reason);
+			json_u64(&j, "reason_code", v.reason_code);
+			json_u64(&j, "created_unix", v.created_unix);
+			json_obj_end(&j);
+		} else {
+			char f[16] = "-";
+
+			if (v.action == SL_VERDICT_TIGHTEN)
+				snprintf(f, sizeof(f), "%.3f", v.factor / 1000.0);
+			printf("%-28s %-8s %7s %7lds  %s%s\n", sl_prefix_str(&p, buf, sizeof(buf)),
+			       verdict_action_name(v.action), f, left, v.reason,
+			       v.expires_ns <= now ? " (expired, not applied)" : "");
+		}
+		n++;
+	}
+	if (c->json) {
+		json_arr_end(&j);
+		json_end(&j);
+	} else if (!n) {
+		printf("(no verdicts)\n");
+	}
+	sl_maps_close(&m);
+	return 0;
+}
+
+/* ---- events ----------------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_events;
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop_events = 1;
+}
+
+struct ev_ctx {
+	const struct ctl *c;
+	const struct sl_maps *m;
+	int64_t wall_off;
+	long seen;
+};
+
+static int on_event(void *arg, void *data, size_t len)
+{
+	struct ev_ctx *x = arg;
+	const struct sl_event *e = data;
+	struct sl_prefix p = { 0 };
+	char buf[64], cls[32], when[64];
+	int64_t wall;
+	time_t secs;
+	struct tm tm;
+
+	if (len < sizeof(*e))
+		return 0;
+	p.family = e->family;
+	p.plen = e->plen;
+	memcpy(p.addr, e->addr, 16);
+	wall = (int64_t)e->ts_ns + x->wall_off;
+	secs = (time_t)(wall / 1000000000);
+	gmtime_r(&secs, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03dZ",
+		 (int)((wall / 1000000) % 1000));
+	class_name(x->m, e->class_id, cls, sizeof(cls));
+	if (x->c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "time", when);
+		json_str(&j, "prefix", sl_prefix_str(&p, buf, sizeof(buf)));
+		json_str(&j, "class", cls);
+		json_str(&j, "reason", sl_reason_name(e->reason));
+		json_str(&j, "action", sl_action_name(e->action));
+		json_u64(&j, "retry_after", e->retry_after);
+		json_u64(&j, "port", e->dport);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("%s %-24s %-12s %-14s %-5s", when, sl_prefix_str(&p, buf, sizeof(buf)), cls,
+		       sl_reason_name(e->reason), sl_action_name(e->action));
+		if (e->retry_after)
+			printf(" retry_after=%u", e->retry_after);
+		printf(" port=%u\n", e->dport);
+		fflush(stdout);
+	}
+	x->seen++;
+	if (x->c->count > 0 && x->seen >= x->c->count)
+		stop_events = 1;
+	return 0;
+}
+
+static int cmd_events(const struct ctl *c)
+{
+	struct ring_buffer *rb;
+	struct sl_maps m;
+	struct ev_ctx x = { .c = c };
+	uint64_t start = sl_now_ns();
+
+	if (open_pins(c, &m))
+		return 1;
+	x.m = &m;
+	x.wall_off = sl_wall_offset_ns();
+	rb = ring_buffer__new(m.events, on_event, &x, NULL);
+	if (!rb) {
+		fprintf(stderr, "sluicectl: cannot read the event ring: %s\n", strerror(errno));
+		sl_maps_close(&m);
+		return 1;
+	}
+	signal(SIGINT, on_stop);
+	signal(SIGTERM, on_stop);
+	if (!c->json)
+		fprintf(stderr, "sluicectl: streaming sampled shed events (Ctrl-C to stop)\n");
+	while (!stop_events) {
+		int r = ring_buffer__poll(rb, 200);
+
+		if (r < 0 && r != -EINTR)
+			break;
+		if (c->timeout > 0 && (double)(sl_now_ns() - start) / 1e9 >= c->timeout)
+			break;
+	}
+	ring_buffer__free(rb);
+	sl_maps_close(&m);
+	return 0;
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 static void resolve_paths(struct ctl *c, bool pin_given, bool sock_given)
@@ -700,6 +1015,13 @@ int main(int argc, char **argv)
 		{ "socket", required_argument, NULL, 'S' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "action", required_argument, NULL, 'A' },
+		{ "factor", required_argument, NULL, 'F' },
+		{ "ttl", required_argument, NULL, 'T' },
+		{ "reason", required_argument, NULL, 'R' },
+		{ "code", required_argument, NULL, 'C' },
+		{ "count", required_argument, NULL, 'n' },
+		{ "timeout", required_argument, NULL, 't' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -740,6 +1062,27 @@ int main(int argc, char **argv)
 		case 'j':
 			c.json = true;
 			break;
+		case 'A':
+			snprintf(c.action, sizeof(c.action), "%s", optarg);
+			break;
+		case 'F':
+			c.factor = atof(optarg);
+			break;
+		case 'T':
+			c.ttl = strtol(optarg, NULL, 10);
+			break;
+		case 'R':
+			snprintf(c.reason, sizeof(c.reason), "%s", optarg);
+			break;
+		case 'C':
+			c.code = (uint32_t)strtoul(optarg, NULL, 10);
+			break;
+		case 'n':
+			c.count = strtol(optarg, NULL, 10);
+			break;
+		case 't':
+			c.timeout = atof(optarg);
+			break;
 		case 'V':
 			printf("sluicectl %s\n", SLUICE_VERSION);
 			return 0;
@@ -765,6 +1108,14 @@ int main(int argc, char **argv)
 		return cmd_stats(&c);
 	if (!strcmp(cmd, "prefix") && sub && !strcmp(sub, "show") && optind + 3 == argc)
 		return cmd_prefix_show(&c, argv[optind + 2]);
+	if (!strcmp(cmd, "verdict") && sub && !strcmp(sub, "add") && optind + 3 == argc)
+		return cmd_verdict_add(&c, argv[optind + 2]);
+	if (!strcmp(cmd, "verdict") && sub && !strcmp(sub, "del") && optind + 3 == argc)
+		return cmd_verdict_del(&c, argv[optind + 2]);
+	if (!strcmp(cmd, "verdict") && sub && !strcmp(sub, "list") && optind + 2 == argc)
+		return cmd_verdict_list(&c);
+	if (!strcmp(cmd, "events") && !sub)
+		return cmd_events(&c);
 	if (!strcmp(cmd, "reload") && !sub)
 		return run_ctl(&c, "reload", "reload");
 	if (!strcmp(cmd, "asn") && sub && !strcmp(sub, "load") && optind + 3 == argc) {

@@ -133,6 +133,14 @@ static void maps_from_skel(struct edge *e)
 	m->settings = bpf_map__fd(e->skel->maps.sl_settings);
 	m->stats = bpf_map__fd(e->skel->maps.sl_stats);
 	m->meta = bpf_map__fd(e->skel->maps.sl_meta);
+	m->cookie_keys = bpf_map__fd(e->skel->maps.sl_cookie_keys);
+	m->conns = bpf_map__fd(e->skel->maps.sl_conns);
+	m->tenant_keys = bpf_map__fd(e->skel->maps.sl_tenant_keys);
+	m->tenants = bpf_map__fd(e->skel->maps.sl_tenants);
+	m->tenant_state = bpf_map__fd(e->skel->maps.sl_tenant_state);
+	m->verdicts = bpf_map__fd(e->skel->maps.sl_verdicts);
+	m->vcount = bpf_map__fd(e->skel->maps.sl_vcount);
+	m->events = bpf_map__fd(e->skel->maps.sl_events);
 }
 
 static void write_meta(struct edge *e, const struct sl_config *c, bool running)
@@ -362,6 +370,12 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	ret = sl_maps_write_config(&e->maps, c, e->generation);
 	if (!ret)
 		ret = set_asn(e, asn, c->asn_table, (uint32_t)c->unknown_class);
+	if (!ret)
+		ret = sl_maps_write_tenants(&e->maps, c);
+	if (!ret) {
+		ret = sl_maps_cookie_keys(&e->maps, 0, c->cookie_rotate_s);
+		ret = ret < 0 ? ret : 0;
+	}
 	if (ret) {
 		log_error("cannot program the maps: %s", strerror(-ret));
 		goto fail;
@@ -400,6 +414,8 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	ret = sl_maps_write_config(&e->maps, c, e->generation + 1);
 	if (!ret)
 		ret = set_asn(e, asn, c->asn_table, (uint32_t)c->unknown_class);
+	if (!ret)
+		ret = sl_maps_write_tenants(&e->maps, c);
 	if (ret) {
 		edge_note_failure(e, "cannot program the maps");
 		return ret;
@@ -455,6 +471,26 @@ int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *so
 		sl_maps_write_meta(&e->maps, &meta);
 	}
 	return 0;
+}
+
+void edge_tick(struct edge *e, const struct sl_config *c)
+{
+	uint32_t live;
+	int ret;
+
+	if (!e->skel)
+		return;
+	ret = sl_maps_refresh_leases(&e->maps, c);
+	if (ret)
+		log_warn("cannot refresh tenant leases: %s", strerror(-ret));
+	ret = sl_maps_cookie_keys(&e->maps, 0, c->cookie_rotate_s);
+	if (ret < 0)
+		log_warn("cannot rotate the cookie key: %s", strerror(-ret));
+	else if (ret > 0)
+		log_info("cookie key rotated; the previous one is accepted for one more slot");
+	ret = sl_maps_verdict_sweep(&e->maps, &live);
+	if (ret > 0)
+		log_info("swept %d expired verdict(s); %u live", ret, live);
 }
 
 void edge_note_failure(struct edge *e, const char *why)

@@ -33,6 +33,7 @@
 
 struct daemon {
 	struct event_base *base;
+	struct event *tick;
 	struct ctl_server *ctl;
 	struct edge edge;
 	struct sl_config cfg;
@@ -185,6 +186,15 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 	}
 }
 
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+
+	(void)fd;
+	(void)what;
+	edge_tick(&d->edge, &d->cfg);
+}
+
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
@@ -334,12 +344,23 @@ int main(int argc, char **argv)
 			goto out_edge;
 		}
 	}
+	{
+		struct timeval one = { .tv_sec = 1 };
+
+		d.tick = event_new(d.base, -1, EV_PERSIST, on_tick, &d);
+		if (!d.tick || event_add(d.tick, &one)) {
+			log_error("cannot start the timer");
+			goto out_edge;
+		}
+	}
 	log_info("sluiced %s running: config %s, generation %u, %d interface(s), %u ASN rows",
 		 SLUICE_VERSION, d.config_path, d.edge.generation, d.edge.n_ifaces,
 		 d.edge.asn_entries);
 	event_base_dispatch(d.base);
 	ret = 0;
 out_edge:
+	if (d.tick)
+		event_free(d.tick);
 	for (i = 0; i < 4; i++)
 		if (sigs[i])
 			event_free(sigs[i]);

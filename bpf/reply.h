@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Replies XDP writes itself and sends back out of the interface they came in on (XDP_TX):
+ * the cookie SYN-ACK, the single `HTTP/1.1 429` segment with FIN, and the ACK of the client's
+ * FIN. Each reply is a fresh frame written over the one it answers: the Ethernet addresses
+ * and VLAN tags are kept (swapped), IP is rebuilt without options or extension headers, and
+ * both checksums are computed from scratch (veth and many NICs hand XDP partial checksums, so
+ * an incremental update of the incoming ones would be wrong).
+ *
+ * Amplification: a reply is never larger than what it answers plus the fixed 429 payload.
+ */
+#ifndef SLUICE_REPLY_H
+#define SLUICE_REPLY_H
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/tcp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+
+#include "sluice/abi.h"
+#include "parse.h"
+
+/*
+ * The 429. Fixed length, a multiple of 4 so one bpf_csum_diff covers it: the Retry-After value
+ * sits in a 5-character field, digits then spaces (trailing whitespace in a field value is
+ * optional whitespace in HTTP, which every parser strips).
+ */
+#define SL_429_TEXT                                                                    \
+	"HTTP/1.1 429 Too Many Requests\r\n"                                           \
+	"Retry-After: 1    \r\n"                                                       \
+	"Content-Length: 0\r\n"                                                        \
+	"Connection: close\r\n"                                                        \
+	"\r\n"
+#define SL_429_LEN 92
+#define SL_429_RA_OFF 45 /* offset of the Retry-After value */
+_Static_assert(sizeof(SL_429_TEXT) - 1 == SL_429_LEN, "the 429 text changed length");
+_Static_assert(SL_429_LEN % 4 == 0, "the checksum walks the payload in 4-byte words");
+
+/*
+ * A global, not a static: clang puts a static string array in .rodata.str1.1, where libbpf
+ * cannot place its BTF variable, and the kernel then refuses the object's whole BTF (and
+ * with it the bpf_loop callback below). A function-local static fails the same way.
+ */
+const char sl_429_text[SL_429_LEN + 1] = SL_429_TEXT;
+
+enum reply_kind {
+	REPLY_SYNACK,
+	REPLY_429,
+	REPLY_ACK,
+	REPLY_FINACK,
+};
+
+/* Everything a reply needs, saved before the frame is rewritten (which invalidates every
+ * packet pointer). Addresses and ports are already the reply's (swapped). */
+struct reply {
+	__u8 dmac[6], smac[6];
+	__be16 vlan[4];      /* up to SL_MAX_VLAN (TPID, TCI) pairs, as they came */
+	__u8 n_vlan;
+	__u8 family;
+	__u8 kind;           /* enum reply_kind */
+	__u8 ws;             /* SYN-ACK: announce window scaling (our shift) when nonzero */
+	__u8 sack;           /* SYN-ACK: announce SACK-permitted */
+	__u8 saddr[16], daddr[16];
+	__be16 sport, dport;
+	__u32 seq, ack;      /* host order */
+	__u16 mss;           /* SYN-ACK: announced MSS */
+	__u16 retry_after;   /* 429: seconds */
+};
+
+#define SL_SYNACK_WS 7 /* our window scale in SYN-ACKs: 64 KB << 7 */
+
+/*
+ * The client's SYN options: MSS, window scale, SACK-permitted. The options (at most 40
+ * bytes) are copied to the stack and walked by bpf_loop, one option per step: an open-coded
+ * walk over packet pointers, branching on every kind, took the verifier past its 1M
+ * instruction budget. Anything malformed ends the walk and keeps what was read.
+ */
+struct syn_opts {
+	__u8 buf[64];
+	__u32 i, len;
+	__u16 mss;
+	__u8 ws, sack;
+};
+
+static long syn_opt_step(__u32 idx, struct syn_opts *o)
+{
+	__u32 i = o->i;
+	__u8 kind, len;
+
+	if (i >= o->len || i >= 40)
+		return 1;
+	kind = o->buf[i & 63];
+	if (kind == 0)
+		return 1;
+	if (kind == 1) {
+		o->i = i + 1;
+		return 0;
+	}
+	if (i + 1 >= o->len)
+		return 1;
+	len = o->buf[(i + 1) & 63];
+	if (len < 2 || i + len > o->len)
+		return 1;
+	if (kind == 2 && len == 4)
+		o->mss = ((__u16)o->buf[(i + 2) & 63] << 8) | o->buf[(i + 3) & 63];
+	else if (kind == 3 && len == 3)
+		o->ws = (o->buf[(i + 2) & 63] > 14 ? 14 : o->buf[(i + 2) & 63]) + 1;
+	else if (kind == 4 && len == 2)
+		o->sack = 1;
+	o->i = i + len;
+	return 0;
+}
+
+static __always_inline void parse_syn_opts(struct xdp_md *ctx, __u32 th_off, __u8 doff,
+					   __u16 *mss, __u8 *ws, __u8 *sack)
+{
+	struct syn_opts o = { .mss = 536 };
+	__u32 off = th_off + 20;
+	__u32 len = doff * 4;
+
+	len = len > 20 ? len - 20 : 0;
+	if (len > 40)
+		len = 40;
+	if (len && !bpf_xdp_load_bytes(ctx, off, o.buf, len)) {
+		o.len = len;
+		bpf_loop(40, syn_opt_step, &o, 0);
+	}
+	*mss = o.mss;
+	*ws = o.ws;
+	*sack = o.sack;
+}
+
+static __always_inline __u16 csum_fold(__u64 csum)
+{
+	csum = (csum & 0xffffffff) + (csum >> 32);
+	csum = (csum & 0xffff) + (csum >> 16);
+	csum = (csum & 0xffff) + (csum >> 16);
+	return (__u16)~csum;
+}
+
+struct pseudo4 {
+	__u8 saddr[4], daddr[4];
+	__u8 zero, proto;
+	__be16 len;
+};
+
+struct pseudo6 {
+	__u8 saddr[16], daddr[16];
+	__be32 len;
+	__u8 zero[3], proto;
+};
+
+static __always_inline void write_tcp(struct tcphdr *th, const struct reply *r, __u8 doff,
+				      __u8 flags)
+{
+	th->source = r->sport;
+	th->dest = r->dport;
+	th->seq = bpf_htonl(r->seq);
+	th->ack_seq = bpf_htonl(r->ack);
+	((__u8 *)th)[12] = doff << 4;
+	((__u8 *)th)[13] = flags;
+	th->window = bpf_htons(65535);
+	th->check = 0;
+	th->urg_ptr = 0;
+}
+
+/* TCP flags byte */
+#define TF_FIN 0x01
+#define TF_SYN 0x02
+#define TF_PSH 0x08
+#define TF_ACK 0x10
+
+/*
+ * Rewrite the frame in @ctx into the reply @r and return XDP_TX, or XDP_DROP if the frame
+ * cannot be resized (the connection then simply times out on the client's side).
+ * Grows at the head, where drivers (veth among them) keep room; shrinks at the tail.
+ */
+static __always_inline int emit_reply(struct xdp_md *ctx, const struct reply *r)
+{
+	__u32 l2 = 14 + 4 * (r->n_vlan & 3);
+	__u32 l3 = r->family == SL_FAM_V4 ? 20 : 40;
+	__u32 l4 = r->kind == REPLY_SYNACK ? 32 : 20;
+	__u32 pl = r->kind == REPLY_429 ? SL_429_LEN : 0;
+	__u32 want = l2 + l3 + l4 + pl;
+	void *data = xdp_data(ctx), *end = xdp_data_end(ctx);
+	long have = end - data, delta = (long)want - have;
+	struct tcphdr *th;
+	__u8 *p, flags;
+	__u64 sum;
+
+	if (l2 > 22)
+		return XDP_DROP;
+	if (delta > 0) {
+		if (bpf_xdp_adjust_head(ctx, (int)-delta))
+			return XDP_DROP;
+	} else if (delta < 0) {
+		if (bpf_xdp_adjust_tail(ctx, (int)delta))
+			return XDP_DROP;
+	}
+	/* Every packet pointer died with the adjust: derive them again. */
+	data = xdp_data(ctx);
+	end = xdp_data_end(ctx);
+	p = data;
+	if ((void *)(p + 22) > end)
+		return XDP_DROP;
+	__builtin_memcpy(p, r->dmac, 6);
+	__builtin_memcpy(p + 6, r->smac, 6);
+	if (r->n_vlan == 0) {
+		*(__be16 *)(p + 12) = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP : ETH_P_IPV6);
+	} else {
+		*(__be16 *)(p + 12) = r->vlan[0];
+		*(__be16 *)(p + 14) = r->vlan[1];
+		if (r->n_vlan == 1) {
+			*(__be16 *)(p + 16) = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP :
+							ETH_P_IPV6);
+		} else {
+			*(__be16 *)(p + 16) = r->vlan[2];
+			*(__be16 *)(p + 18) = r->vlan[3];
+			*(__be16 *)(p + 20) = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP :
+							ETH_P_IPV6);
+		}
+	}
+	p += l2;
+
+	switch (r->kind) {
+	case REPLY_SYNACK:
+		flags = TF_SYN | TF_ACK;
+		break;
+	case REPLY_429:
+		flags = TF_FIN | TF_PSH | TF_ACK;
+		break;
+	case REPLY_FINACK:
+		flags = TF_FIN | TF_ACK;
+		break;
+	default:
+		flags = TF_ACK;
+		break;
+	}
+
+	if (r->family == SL_FAM_V4) {
+		struct iphdr *iph = (struct iphdr *)p;
+		struct pseudo4 ph;
+
+		if ((void *)(p + 20 + 20) > end)
+			return XDP_DROP;
+		iph->version = 4;
+		iph->ihl = 5;
+		iph->tos = 0;
+		iph->tot_len = bpf_htons(20 + l4 + pl);
+		iph->id = 0;
+		iph->frag_off = bpf_htons(0x4000); /* DF */
+		iph->ttl = 64;
+		iph->protocol = IPPROTO_TCP;
+		iph->check = 0;
+		__builtin_memcpy(&iph->saddr, r->saddr, 4);
+		__builtin_memcpy(&iph->daddr, r->daddr, 4);
+		iph->check = csum_fold((__u64)bpf_csum_diff(NULL, 0, (__be32 *)iph, 20, 0));
+
+		th = (struct tcphdr *)(p + 20);
+		__builtin_memcpy(ph.saddr, r->saddr, 4);
+		__builtin_memcpy(ph.daddr, r->daddr, 4);
+		ph.zero = 0;
+		ph.proto = IPPROTO_TCP;
+		ph.len = bpf_htons(l4 + pl);
+		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)&ph, sizeof(ph), 0);
+	} else {
+		struct ipv6hdr *ip6 = (struct ipv6hdr *)p;
+		struct pseudo6 ph = {};
+
+		if ((void *)(p + 40 + 20) > end)
+			return XDP_DROP;
+		*(__be32 *)ip6 = bpf_htonl(0x60000000);
+		ip6->payload_len = bpf_htons(l4 + pl);
+		ip6->nexthdr = IPPROTO_TCP;
+		ip6->hop_limit = 64;
+		__builtin_memcpy(&ip6->saddr, r->saddr, 16);
+		__builtin_memcpy(&ip6->daddr, r->daddr, 16);
+
+		th = (struct tcphdr *)(p + 40);
+		__builtin_memcpy(ph.saddr, r->saddr, 16);
+		__builtin_memcpy(ph.daddr, r->daddr, 16);
+		ph.len = bpf_htonl(l4 + pl);
+		ph.proto = IPPROTO_TCP;
+		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)&ph, sizeof(ph), 0);
+	}
+
+	if (r->kind == REPLY_SYNACK) {
+		__u8 *o = (__u8 *)(th + 1);
+
+		if ((void *)(o + 12) > end)
+			return XDP_DROP;
+		write_tcp(th, r, 8, flags);
+		/* MSS, NOP NOP SACK-permitted (or four NOPs), NOP window-scale (or four NOPs). */
+		o[0] = 2;
+		o[1] = 4;
+		o[2] = r->mss >> 8;
+		o[3] = r->mss & 0xff;
+		o[4] = 1;
+		o[5] = 1;
+		o[6] = r->sack ? 4 : 1;
+		o[7] = r->sack ? 2 : 1;
+		o[8] = 1;
+		o[9] = r->ws ? 3 : 1;
+		o[10] = r->ws ? 3 : 1;
+		o[11] = r->ws ? SL_SYNACK_WS : 1;
+		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 32, (__u32)sum);
+	} else if (r->kind == REPLY_429) {
+		__u8 *body = (__u8 *)(th + 1);
+		__u32 ra = r->retry_after, pow, i;
+		__u64 field = 0;
+		int n;
+
+		if ((void *)(body + SL_429_LEN) > end)
+			return XDP_DROP;
+		write_tcp(th, r, 5, flags);
+		__builtin_memcpy(body, sl_429_text, SL_429_LEN);
+		if (ra == 0)
+			ra = 1;
+		if (ra > 99999)
+			ra = 99999;
+		/*
+		 * Up to five digits, left-aligned, spaces after: built in a register byte by
+		 * byte (a variable index into a stack buffer makes clang emit pointer
+		 * arithmetic the verifier refuses).
+		 */
+		n = ra >= 10000 ? 5 : ra >= 1000 ? 4 : ra >= 100 ? 3 : ra >= 10 ? 2 : 1;
+		pow = n == 5 ? 10000 : n == 4 ? 1000 : n == 3 ? 100 : n == 2 ? 10 : 1;
+#pragma unroll
+		for (i = 0; i < 5; i++) {
+			__u64 c = ' ';
+
+			if ((int)i < n) {
+				c = '0' + (ra / pow) % 10;
+				pow /= 10;
+			}
+			field |= c << (8 * i);
+		}
+#pragma unroll
+		for (i = 0; i < 5; i++)
+			body[SL_429_RA_OFF + i] = (field >> (8 * i)) & 0xff;
+		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 20 + SL_429_LEN, (__u32)sum);
+	} else {
+		if ((void *)(th + 1) > end)
+			return XDP_DROP;
+		write_tcp(th, r, 5, flags);
+		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 20, (__u32)sum);
+	}
+	th->check = csum_fold(sum);
+	return XDP_TX;
+}
+
+#endif
