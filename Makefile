@@ -125,11 +125,13 @@ $(BUILD)/san/tests/unit/%: tests/unit/%.c $(LIB_SAN_A) $(HDRS) | $(BUILD)/.dirs
 	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_SAN_A) \
 		$(CMOCKA_LIBS) $(LDLIBS)
 
-$(BUILD)/tests/bpf/fixtures: tests/bpf/fixtures.c tests/lib/frames.h $(SKELS) $(LIB_A) | $(BUILD)/.dirs
+BPF_TEST_BINS := $(patsubst tests/bpf/%.c,$(BUILD)/tests/bpf/%,$(wildcard tests/bpf/*.c))
+
+$(BUILD)/tests/bpf/%: tests/bpf/%.c tests/lib/frames.h tests/lib/bpfenv.h $(SKELS) $(LIB_A) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)
 
-TEST_BINS := $(UNIT_BINS) $(UNIT_SAN) $(BUILD)/tests/bpf/fixtures
+TEST_BINS := $(UNIT_BINS) $(UNIT_SAN) $(BPF_TEST_BINS)
 
 test: $(BINS) $(TEST_BINS)
 	$(Q)BUILD=$(BUILD) tests/run.sh
@@ -137,7 +139,7 @@ test: $(BINS) $(TEST_BINS)
 unit: $(UNIT_BINS) $(UNIT_SAN)
 	$(Q)BUILD=$(BUILD) tests/run.sh unit
 
-bpf-test: $(BUILD)/tests/bpf/fixtures
+bpf-test: $(BPF_TEST_BINS)
 	$(Q)BUILD=$(BUILD) tests/run.sh bpf
 
 net-test: $(BINS)

@@ -51,7 +51,9 @@ for suite in "${suites[@]}"; do
 			CMOCKA_MESSAGE_OUTPUT=TAP run_tap "asan+ubsan $(basename "$t")" "$t"
 		done ;;
 	bpf)
-		run_tap "bpf fixtures" "$BUILD/tests/bpf/fixtures" ;;
+		for t in "$BUILD"/tests/bpf/*; do
+			run_tap "bpf $(basename "$t")" "$t"
+		done ;;
 	net)
 		for t in tests/net/test_*.sh; do
 			run_tap "net $(basename "$t" .sh)" bash "$t"

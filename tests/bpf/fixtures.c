@@ -8,54 +8,7 @@
  *
  * Output is TAP. Without root or BPF, the suite is skipped with the reason.
  */
-#include <errno.h>
-#include <stdarg.h>
-#include <stdbool.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
-
-#include "addr.h"
-#include "asn.h"
-#include "config.h"
-#include "frames.h"
-#include "log.h"
-#include "maps.h"
-#include "reasons.h"
-#include "sluice.skel.h"
-#include "sluice/gcra.h"
-
-static int n_test, n_fail;
-
-__attribute__((format(printf, 2, 3)))
-static void tap(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", ok ? "" : "not ", ++n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	if (!ok)
-		n_fail++;
-	fflush(stdout);
-}
-
-#define diag(...) (printf("# " __VA_ARGS__), printf("\n"))
-
-/* ---- environment -------------------------------------------------------------------- */
-
-struct env {
-	struct sluice_bpf *skel;
-	struct sl_maps maps;
-	struct sl_config cfg;
-	int prog_fd;
-};
+#include "bpfenv.h"
 
 #define BASE_CONF \
 	"edge: { interfaces = [\"lo\"];\n" \
@@ -80,150 +33,13 @@ static const char *asn_csv =
 	"198.18.0.0/16,64510,residential\n"
 	"198.18.5.128/25,64511,hosting\n";
 
-static int env_config(struct env *e, uint32_t state_entries, const char *malformed,
-		      const char *fragments)
+
+static char conf_buf[4096];
+
+static const char *fixture_conf(uint32_t state_entries, const char *malformed)
 {
-	char path[] = "/tmp/sluice-fixture-XXXXXX", err[2048];
-	struct sl_asn_table t;
-	FILE *f;
-	int fd, ret;
-
-	fd = mkstemp(path);
-	if (fd < 0)
-		return -errno;
-	f = fdopen(fd, "w");
-	fprintf(f, BASE_CONF, state_entries, malformed, fragments);
-	fclose(f);
-	ret = sl_config_load(path, NULL, &e->cfg, err, sizeof(err));
-	unlink(path);
-	if (ret) {
-		diag("config: %s", err);
-		return -EBADMSG;
-	}
-	if (!e->skel)
-		return 0;
-	ret = sl_maps_write_config(&e->maps, &e->cfg, 1);
-	if (ret)
-		return ret;
-	ret = sl_asn_parse("fixture.csv", asn_csv, strlen(asn_csv), &e->cfg, &t, err, sizeof(err));
-	if (ret) {
-		diag("asn: %s", err);
-		return -EBADMSG;
-	}
-	ret = sl_maps_swap_asn(&e->maps, &t, (uint32_t)e->cfg.unknown_class);
-	sl_asn_free(&t);
-	return ret;
-}
-
-static int env_open(struct env *e, uint32_t state_entries, const char *malformed)
-{
-	struct bpf_map *m;
-	uint32_t ghosts = sl_ghost_entries(state_entries);
-	int ret;
-
-	memset(e, 0, sizeof(*e));
-	ret = env_config(e, state_entries, malformed, "pass");
-	if (ret)
-		return ret;
-	e->skel = sluice_bpf__open();
-	if (!e->skel)
-		return -errno;
-	/* Fixtures must never touch a real installation's pins. */
-	bpf_object__for_each_map(m, e->skel->obj)
-		bpf_map__set_pin_path(m, NULL);
-	bpf_map__set_max_entries(e->skel->maps.sl_buckets, state_entries);
-	bpf_map__set_max_entries(e->skel->maps.sl_ghosts, ghosts);
-	e->skel->rodata->ghost_mask = ghosts - 1;
-	ret = sluice_bpf__load(e->skel);
-	if (ret)
-		return ret;
-	sl_maps_init(&e->maps);
-	e->maps.buckets = bpf_map__fd(e->skel->maps.sl_buckets);
-	e->maps.ghosts = bpf_map__fd(e->skel->maps.sl_ghosts);
-	e->maps.asn = bpf_map__fd(e->skel->maps.sl_asn);
-	e->maps.asn_dir = bpf_map__fd(e->skel->maps.sl_asn_dir);
-	e->maps.classes = bpf_map__fd(e->skel->maps.sl_classes);
-	e->maps.ports = bpf_map__fd(e->skel->maps.sl_ports);
-	e->maps.settings = bpf_map__fd(e->skel->maps.sl_settings);
-	e->maps.stats = bpf_map__fd(e->skel->maps.sl_stats);
-	e->maps.meta = bpf_map__fd(e->skel->maps.sl_meta);
-	e->prog_fd = bpf_program__fd(e->skel->progs.sluice_xdp);
-	return env_config(e, state_entries, malformed, "pass");
-}
-
-static void env_close(struct env *e)
-{
-	if (e->skel)
-		sluice_bpf__destroy(e->skel);
-	e->skel = NULL;
-}
-
-/* Run one frame; returns the XDP action or -1. */
-static int run(struct env *e, const uint8_t *frame, size_t len)
-{
-	uint8_t out[1024];
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (__u32)len,
-		    .data_out = out, .data_size_out = sizeof(out), .repeat = 1);
-
-	if (bpf_prog_test_run_opts(e->prog_fd, &o)) {
-		diag("test_run: %s", strerror(errno));
-		return -1;
-	}
-	return (int)o.retval;
-}
-
-static int class_row(const struct env *e, const char *name)
-{
-	if (!strcmp(name, "none"))
-		return SL_CLASS_NONE;
-	return sl_config_class(&e->cfg, name);
-}
-
-static const char *act_name(int a)
-{
-	switch (a) {
-	case XDP_PASS:
-		return "XDP_PASS";
-	case XDP_DROP:
-		return "XDP_DROP";
-	case XDP_TX:
-		return "XDP_TX";
-	default:
-		return "?";
-	}
-}
-
-/* Run @frame and check its verdict and that exactly the counter (@cls, @reason) moved. */
-static bool expect(struct env *e, const char *what, const uint8_t *frame, size_t len,
-		   int want_act, const char *cls, unsigned int reason)
-{
-	struct sl_counters before[SL_STATS_ROWS], after[SL_STATS_ROWS];
-	int row = class_row(e, cls), act, r, k;
-	long moved = 0, want_moved = 0;
-	bool ok;
-
-	sl_maps_read_stats(&e->maps, before);
-	act = run(e, frame, len);
-	sl_maps_read_stats(&e->maps, after);
-	for (r = 0; r < SL_STATS_ROWS; r++)
-		for (k = 0; k < SL_REASON_SLOTS; k++) {
-			long d = (long)(after[r].pkts[k] - before[r].pkts[k]);
-
-			moved += d;
-			if (r == row && (unsigned)k == reason)
-				want_moved = d;
-		}
-	ok = act == want_act && want_moved == 1 && moved == 1;
-	tap(ok, "%s -> %s, %s/%s", what, act_name(want_act), cls, sl_reason_name(reason));
-	if (!ok) {
-		diag("  got %s; counter %s/%s moved by %ld; %ld counters moved in all",
-		     act_name(act), cls, sl_reason_name(reason), want_moved, moved);
-		for (r = 0; r < SL_STATS_ROWS; r++)
-			for (k = 0; k < SL_REASON_SLOTS; k++)
-				if (after[r].pkts[k] != before[r].pkts[k])
-					diag("  moved: row %d %s", r, sl_reason_name((unsigned)k));
-	}
-	return ok;
+	snprintf(conf_buf, sizeof(conf_buf), BASE_CONF, state_entries, malformed, "pass");
+	return conf_buf;
 }
 
 /* ---- single-frame fixtures ---------------------------------------------------------- */
@@ -472,7 +288,7 @@ static void eviction_keeps_spent_keys_spent(void)
 	int i, row;
 	bool evicted;
 
-	if (env_open(&e, 64, "pass")) {
+	if (env_open(&e, fixture_conf(64, "pass"), asn_csv)) {
 		tap(false, "eviction env");
 		env_close(&e);
 		return;
@@ -510,7 +326,7 @@ static void malformed_policy_drop(void)
 	struct fspec f = { V4("203.0.113.9", 80), .ihl = 4 };
 	struct fbuilt b;
 
-	if (env_open(&e, 1024, "drop")) {
+	if (env_open(&e, fixture_conf(1024, "drop"), asn_csv)) {
 		tap(false, "malformed=drop env");
 		env_close(&e);
 		return;
@@ -537,7 +353,7 @@ int main(void)
 		printf("1..0 # SKIP BPF_PROG_TEST_RUN needs root\n");
 		return 0;
 	}
-	ret = env_open(&e, 1024, "pass");
+	ret = env_open(&e, fixture_conf(1024, "pass"), asn_csv);
 	if (ret == -EBADMSG) {
 		printf("Bail out! the fixture config does not load\n");
 		return 1;

@@ -36,8 +36,11 @@ struct fspec {
 	int ip6_ext;        /* destination-options headers before TCP */
 	int ip6_frag;       /* add a fragment header */
 	int doff;           /* override TCP data offset (0 = 5, or 7 with options) */
-	int tcp_opts;       /* add MSS + SACK-permitted + padding (8 bytes) */
-	int payload;        /* bytes of payload after the L4 header */
+	int tcp_opts;       /* 1: MSS 1460 + SACK-permitted (8 bytes); 2: also window scale 7 */
+	int payload;        /* bytes of payload after the L4 header ('x') */
+	const char *data;   /* payload text (overrides payload) */
+	uint32_t seq, ack;  /* 0: seq 0x01020304, ack 0 */
+	const uint8_t *smac;/* 0: 02:00:00:00:00:01 */
 };
 
 struct fbuilt {
@@ -59,13 +62,14 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 	static const uint8_t smac[6] = { 0x02, 0, 0, 0, 0, 0x01 };
 	struct fbuilt b = { 0 };
 	uint8_t l4 = s->l4 ? s->l4 : IPPROTO_TCP;
+	int payload = s->data ? (int)strlen(s->data) : s->payload;
 	size_t off = 12, l4len, iplen;
 	uint16_t et = s->ethertype ? s->ethertype : (s->family == 6 ? ETH_P_IPV6 : ETH_P_IP);
 	int i;
 
 	memset(out, 0, 512);
 	memcpy(out, dmac, 6);
-	memcpy(out + 6, smac, 6);
+	memcpy(out + 6, s->smac ? s->smac : smac, 6);
 	for (i = 0; i < s->vlans; i++) {
 		off += put16(out + off, (s->vlans > 1 && i == 0) ? ETH_P_8021AD : ETH_P_8021Q);
 		off += put16(out + off, (uint16_t)(100 + i));
@@ -78,7 +82,7 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 		return b;
 	}
 
-	l4len = l4 == IPPROTO_TCP ? 20 + (s->tcp_opts ? 8 : 0) : 8;
+	l4len = l4 == IPPROTO_TCP ? 20 + (s->tcp_opts == 2 ? 12 : s->tcp_opts ? 8 : 0) : 8;
 	if (s->family == 6) {
 		struct ipv6hdr *ip6 = (struct ipv6hdr *)(out + off);
 		uint8_t *next = &ip6->nexthdr;
@@ -106,7 +110,7 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 			ext += 8;
 		}
 		*next = l4;
-		iplen = ext + l4len + (size_t)s->payload;
+		iplen = ext + l4len + (size_t)payload;
 		ip6->payload_len = htons((uint16_t)iplen);
 	} else {
 		struct iphdr *ip = (struct iphdr *)(out + off);
@@ -121,7 +125,7 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 		inet_pton(AF_INET, s->src, &ip->saddr);
 		inet_pton(AF_INET, s->dst, &ip->daddr);
 		memset(out + off + 20, 1, hl - 20); /* NOP options */
-		ip->tot_len = htons((uint16_t)(hl + l4len + (size_t)s->payload));
+		ip->tot_len = htons((uint16_t)(hl + l4len + (size_t)payload));
 		off += hl;
 	}
 	b.l4 = off;
@@ -131,8 +135,9 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 
 		th->source = htons(s->sport ? s->sport : 40000);
 		th->dest = htons(s->dport);
-		th->seq = htonl(0x01020304);
-		th->doff = s->doff ? (unsigned)s->doff : (s->tcp_opts ? 7u : 5u);
+		th->seq = htonl(s->seq ? s->seq : 0x01020304);
+		th->ack_seq = htonl(s->ack);
+		th->doff = s->doff ? (unsigned)s->doff : (unsigned)(l4len / 4);
 		out[off + 13] = flags;
 		th->window = htons(64240);
 		if (s->tcp_opts) {
@@ -140,15 +145,21 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 
 			o[0] = 2; o[1] = 4; o[2] = 0x05; o[3] = 0xb4; /* MSS 1460 */
 			o[4] = 4; o[5] = 2; o[6] = 1; o[7] = 1;       /* SACK ok, NOP, NOP */
+			if (s->tcp_opts == 2) {
+				o[8] = 1; o[9] = 3; o[10] = 3; o[11] = 7; /* NOP, WS 7 */
+			}
 		}
 	} else {
 		put16(out + off, 5353);
 		put16(out + off + 2, s->dport);
-		put16(out + off + 4, (uint16_t)(8 + s->payload));
+		put16(out + off + 4, (uint16_t)(8 + payload));
 	}
 	off += l4len;
-	memset(out + off, 'x', (size_t)s->payload);
-	off += (size_t)s->payload;
+	if (s->data)
+		memcpy(out + off, s->data, (size_t)payload);
+	else
+		memset(out + off, 'x', (size_t)payload);
+	off += (size_t)payload;
 	b.len = off;
 	return b;
 }

@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Shared by the BPF_PROG_TEST_RUN suites: TAP output, loading the real datapath object
+ * unpinned, programming it through the library sluiced uses, running frames, and checking
+ * that a frame moved exactly one counter.
+ */
+#ifndef SLUICE_TEST_BPFENV_H
+#define SLUICE_TEST_BPFENV_H
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "addr.h"
+#include "asn.h"
+#include "config.h"
+#include "frames.h"
+#include "log.h"
+#include "maps.h"
+#include "reasons.h"
+#include "sluice.skel.h"
+#include "sluice/gcra.h"
+
+static int n_test, n_fail;
+
+__attribute__((format(printf, 2, 3)))
+static void tap(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", ok ? "" : "not ", ++n_test);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	if (!ok)
+		n_fail++;
+	fflush(stdout);
+}
+
+#define diag(...) (printf("# " __VA_ARGS__), printf("\n"))
+
+/* ---- environment -------------------------------------------------------------------- */
+
+struct env {
+	struct sluice_bpf *skel;
+	struct sl_maps maps;
+	struct sl_config cfg;
+	const char *asn_csv;
+	int prog_fd;
+};
+
+/* @conf is the whole config text. */
+static int env_config(struct env *e, const char *conf)
+{
+	char path[] = "/tmp/sluice-fixture-XXXXXX", err[2048];
+	struct sl_asn_table t;
+	FILE *f;
+	int fd, ret;
+
+	fd = mkstemp(path);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "w");
+	fputs(conf, f);
+	fclose(f);
+	ret = sl_config_load(path, NULL, &e->cfg, err, sizeof(err));
+	unlink(path);
+	if (ret) {
+		diag("config: %s", err);
+		return -EBADMSG;
+	}
+	if (!e->skel)
+		return 0;
+	ret = sl_maps_write_config(&e->maps, &e->cfg, 1);
+	if (ret)
+		return ret;
+	ret = sl_asn_parse("fixture.csv", e->asn_csv, strlen(e->asn_csv), &e->cfg, &t, err,
+			   sizeof(err));
+	if (ret) {
+		diag("asn: %s", err);
+		return -EBADMSG;
+	}
+	ret = sl_maps_swap_asn(&e->maps, &t, (uint32_t)e->cfg.unknown_class);
+	sl_asn_free(&t);
+	if (!ret)
+		ret = sl_maps_write_tenants(&e->maps, &e->cfg);
+	if (!ret && sl_maps_cookie_keys(&e->maps, 0, 3600) < 0)
+		ret = -EIO;
+	return ret;
+}
+
+/* Load the object sized by @conf's state_entries and program it with @conf and @asn_csv. */
+static int env_open(struct env *e, const char *conf, const char *asn_csv)
+{
+	struct bpf_map *m;
+	uint32_t ghosts, state_entries;
+	int ret;
+
+	memset(e, 0, sizeof(*e));
+	e->asn_csv = asn_csv;
+	ret = env_config(e, conf);
+	if (ret)
+		return ret;
+	state_entries = e->cfg.state_entries;
+	ghosts = sl_ghost_entries(state_entries);
+	e->skel = sluice_bpf__open();
+	if (!e->skel)
+		return -errno;
+	/* Fixtures must never touch a real installation's pins. */
+	bpf_object__for_each_map(m, e->skel->obj)
+		bpf_map__set_pin_path(m, NULL);
+	bpf_map__set_max_entries(e->skel->maps.sl_buckets, state_entries);
+	bpf_map__set_max_entries(e->skel->maps.sl_ghosts, ghosts);
+	e->skel->rodata->ghost_mask = ghosts - 1;
+	ret = sluice_bpf__load(e->skel);
+	if (ret)
+		return ret;
+	sl_maps_init(&e->maps);
+	e->maps.buckets = bpf_map__fd(e->skel->maps.sl_buckets);
+	e->maps.ghosts = bpf_map__fd(e->skel->maps.sl_ghosts);
+	e->maps.asn = bpf_map__fd(e->skel->maps.sl_asn);
+	e->maps.asn_dir = bpf_map__fd(e->skel->maps.sl_asn_dir);
+	e->maps.classes = bpf_map__fd(e->skel->maps.sl_classes);
+	e->maps.ports = bpf_map__fd(e->skel->maps.sl_ports);
+	e->maps.settings = bpf_map__fd(e->skel->maps.sl_settings);
+	e->maps.stats = bpf_map__fd(e->skel->maps.sl_stats);
+	e->maps.meta = bpf_map__fd(e->skel->maps.sl_meta);
+	e->maps.cookie_keys = bpf_map__fd(e->skel->maps.sl_cookie_keys);
+	e->maps.conns = bpf_map__fd(e->skel->maps.sl_conns);
+	e->maps.tenant_keys = bpf_map__fd(e->skel->maps.sl_tenant_keys);
+	e->maps.tenants = bpf_map__fd(e->skel->maps.sl_tenants);
+	e->maps.tenant_state = bpf_map__fd(e->skel->maps.sl_tenant_state);
+	e->maps.verdicts = bpf_map__fd(e->skel->maps.sl_verdicts);
+	e->maps.vcount = bpf_map__fd(e->skel->maps.sl_vcount);
+	e->maps.events = bpf_map__fd(e->skel->maps.sl_events);
+	e->prog_fd = bpf_program__fd(e->skel->progs.sluice_xdp);
+	return env_config(e, conf);
+}
+
+static void env_close(struct env *e)
+{
+	if (e->skel)
+		sluice_bpf__destroy(e->skel);
+	e->skel = NULL;
+}
+
+/* Run one frame; returns the XDP action or -1. The frame the program left behind goes to
+ * @out (at least 1024 bytes) and its length to *@out_len, when given. */
+static int run_out(struct env *e, const uint8_t *frame, size_t len, uint8_t *out,
+		   size_t *out_len)
+{
+	uint8_t buf[1024];
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (__u32)len,
+		    .data_out = out ? out : buf, .data_size_out = sizeof(buf), .repeat = 1);
+
+	if (bpf_prog_test_run_opts(e->prog_fd, &o)) {
+		diag("test_run: %s", strerror(errno));
+		return -1;
+	}
+	if (out_len)
+		*out_len = o.data_size_out;
+	return (int)o.retval;
+}
+
+static int run(struct env *e, const uint8_t *frame, size_t len)
+{
+	return run_out(e, frame, len, NULL, NULL);
+}
+
+static int class_row(const struct env *e, const char *name)
+{
+	if (!strcmp(name, "none"))
+		return SL_CLASS_NONE;
+	return sl_config_class(&e->cfg, name);
+}
+
+static const char *act_name(int a)
+{
+	switch (a) {
+	case XDP_PASS:
+		return "XDP_PASS";
+	case XDP_DROP:
+		return "XDP_DROP";
+	case XDP_TX:
+		return "XDP_TX";
+	default:
+		return "?";
+	}
+}
+
+/* Run @frame and check its verdict and that exactly the counter (@cls, @reason) moved. */
+static __attribute__((unused)) bool expect(struct env *e, const char *what, const uint8_t *frame, size_t len,
+		   int want_act, const char *cls, unsigned int reason)
+{
+	struct sl_counters before[SL_STATS_ROWS], after[SL_STATS_ROWS];
+	int row = class_row(e, cls), act, r, k;
+	long moved = 0, want_moved = 0;
+	bool ok;
+
+	sl_maps_read_stats(&e->maps, before);
+	act = run(e, frame, len);
+	sl_maps_read_stats(&e->maps, after);
+	for (r = 0; r < SL_STATS_ROWS; r++)
+		for (k = 0; k < SL_REASON_SLOTS; k++) {
+			long d = (long)(after[r].pkts[k] - before[r].pkts[k]);
+
+			moved += d;
+			if (r == row && (unsigned)k == reason)
+				want_moved = d;
+		}
+	ok = act == want_act && want_moved == 1 && moved == 1;
+	tap(ok, "%s -> %s, %s/%s", what, act_name(want_act), cls, sl_reason_name(reason));
+	if (!ok) {
+		diag("  got %s; counter %s/%s moved by %ld; %ld counters moved in all",
+		     act_name(act), cls, sl_reason_name(reason), want_moved, moved);
+		for (r = 0; r < SL_STATS_ROWS; r++)
+			for (k = 0; k < SL_REASON_SLOTS; k++)
+				if (after[r].pkts[k] != before[r].pkts[k])
+					diag("  moved: row %d %s", r, sl_reason_name((unsigned)k));
+	}
+	return ok;
+}
+
+
+#endif
