@@ -627,6 +627,38 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, const struct pkt *pk)
 			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
 		}
 	}
+
+	/*
+	 * Marked like our cookie but not one: a forged or stale ACK, or (one time in eight) a
+	 * segment of a connection the kernel admitted. Only a socket lookup tells them apart,
+	 * and only these few segments pay for it. Forgeries are dropped in silence, so the
+	 * cookie space answers no questions.
+	 */
+	if (sl_cookie_marked(ack - 1, now, keys)) {
+		struct bpf_sock_tuple t = {};
+		struct bpf_sock *sk;
+		int established = 0;
+
+		if (s->family == SL_FAM_V4) {
+			__builtin_memcpy(&t.ipv4.saddr, s->saddr, 4);
+			__builtin_memcpy(&t.ipv4.daddr, s->daddr, 4);
+			t.ipv4.sport = bpf_htons(sport);
+			t.ipv4.dport = bpf_htons(dport);
+			sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+		} else {
+			__builtin_memcpy(t.ipv6.saddr, s->saddr, 16);
+			__builtin_memcpy(t.ipv6.daddr, s->daddr, 16);
+			t.ipv6.sport = bpf_htons(sport);
+			t.ipv6.dport = bpf_htons(dport);
+			sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+		}
+		if (sk) {
+			established = sk->state != BPF_TCP_LISTEN;
+			bpf_sk_release(sk);
+		}
+		if (!established)
+			return record(SL_CLASS_NONE, SL_R_COOKIE_BAD, XDP_DROP);
+	}
 	return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 }
 

@@ -70,6 +70,9 @@ enum sl_reason {
 	SL_R_COOKIE_FIN,         /* the client's FIN after our 429: acknowledged */
 	SL_R_COOKIE_DROP,        /* anything else of a shed cookie connection (RST, ACKs, more
 				  * data): dropped, never passed to a kernel with no socket */
+	SL_R_COOKIE_BAD,         /* a cookie-marked ACK whose MAC is wrong and that belongs to no
+				  * connection: forged, dropped without a word (the kernel would
+				  * have answered it with a reset) */
 	SL_R__MAX
 };
 _Static_assert(SL_R__MAX <= SL_REASON_SLOTS, "reasons outgrew the reserved counter slots");

@@ -31,6 +31,7 @@ static const char *const names[] = {
 	[SL_R_REPLIED_429] = "replied_429",
 	[SL_R_COOKIE_FIN] = "cookie_fin",
 	[SL_R_COOKIE_DROP] = "cookie_drop",
+	[SL_R_COOKIE_BAD] = "cookie_bad",
 };
 _Static_assert(sizeof(names) / sizeof(names[0]) == SL_R__MAX, "a reason has no name");
 
