@@ -45,6 +45,7 @@ nt_teardown() {
 		return
 	fi
 	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
+	[ -n "${HTTP_PID:-}" ] && kill "$HTTP_PID" 2>/dev/null && wait "$HTTP_PID" 2>/dev/null
 	pkill -f "sluiced -c $NT_DIR/" 2>/dev/null
 	ip netns del "$NS_C" 2>/dev/null
 	ip netns del "$NS_S" 2>/dev/null
@@ -106,3 +107,48 @@ probe() {
 
 # xdp_attached: is any XDP program on the server veth?
 xdp_attached() { ip -n "$NS_S" -d link show vs | grep -q "prog/xdp"; }
+
+# nt_client_addr ADDR...: give the client these source addresses (/32, /128) to really connect from.
+nt_client_addr() {
+	local a
+	for a in "$@"; do
+		case "$a" in
+		*:*) ip -n "$NS_C" addr add "$a/128" dev vc nodad ;;
+		*) ip -n "$NS_C" addr add "$a/32" dev vc ;;
+		esac
+	done
+}
+
+# nt_client_xdp_pass: XDP_TX on a veth is only delivered if the peer runs XDP too (any program,
+# an XDP_PASS one will do). A real NIC has no such need.
+nt_client_xdp_pass() {
+	ip -n "$NS_C" link set dev vc xdpdrv obj "$BUILD/bpf/bare_pass.bpf.o" sec xdp
+}
+
+# nt_http_server: a real HTTP server on port 80 (IPv4 and IPv6) in the server namespace.
+HTTP_PID=
+nt_http_server() {
+	mkdir -p "$NT_DIR/www"
+	echo "hello from the real server" >"$NT_DIR/www/index.html"
+	ip netns exec "$NS_S" $PY -m http.server 80 --bind :: --directory "$NT_DIR/www" \
+		>"$NT_DIR/http.log" 2>&1 &
+	HTTP_PID=$!
+	local i
+	for i in $(seq 1 50); do
+		ip netns exec "$NS_S" ss -ltn 2>/dev/null | grep -q ':80 ' && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# tcp_mib NAME: a TCP counter (InSegs, OutSegs, OutRsts, PassiveOpens...) in the server netns.
+tcp_mib() {
+	ip netns exec "$NS_S" awk -v want="$1" '
+		/^Tcp:/ { if (!hdr) { for (i = 1; i <= NF; i++) col[$i] = i; hdr = 1 }
+			  else print $col[want] }' /proc/net/snmp
+}
+
+# ccurl SRC URL: curl from the client namespace, from source SRC; prints headers and body.
+ccurl() {
+	ip netns exec "$NS_C" curl -s -i -m 5 --interface "$1" "$2"
+}

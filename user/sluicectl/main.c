@@ -46,6 +46,7 @@ struct ctl {
 	uint32_t code;
 	long count;
 	double timeout;
+	bool backlog;
 	char config[PATH_MAX];
 	bool config_given;
 	char pin_path[PATH_MAX];
@@ -74,8 +75,9 @@ static void usage(FILE *f)
 		"                         action (429 on reply ports); tighten: rate and burst x F\n"
 		"  verdict list           live verdicts, with time left\n"
 		"  verdict del PREFIX     remove one\n"
-		"  events [--count N] [--timeout S]\n"
-		"                         stream sampled shed events (one line each; --json lines)\n"
+		"  events [--count N] [--timeout S] [--backlog]\n"
+		"                         stream sampled shed events (one line each; --json lines);\n"
+		"                         --backlog also prints those queued before it started\n"
 		"\n"
 		"Options:\n"
 		"  -c, --config FILE      config file (default %s)\n"
@@ -895,6 +897,7 @@ struct ev_ctx {
 	const struct ctl *c;
 	const struct sl_maps *m;
 	int64_t wall_off;
+	uint64_t since_ns; /* skip the backlog: events from before we started */
 	long seen;
 };
 
@@ -908,7 +911,7 @@ static int on_event(void *arg, void *data, size_t len)
 	time_t secs;
 	struct tm tm;
 
-	if (len < sizeof(*e))
+	if (len < sizeof(*e) || e->ts_ns < x->since_ns)
 		return 0;
 	p.family = e->family;
 	p.plen = e->plen;
@@ -959,6 +962,9 @@ static int cmd_events(const struct ctl *c)
 		return 1;
 	x.m = &m;
 	x.wall_off = sl_wall_offset_ns();
+	/* Nobody drains the ring between readers: what is in it now is old news. The coarse
+	 * clock may lag by a tick, hence the 10 ms of slack. */
+	x.since_ns = c->backlog ? 0 : start - 10000000ull;
 	rb = ring_buffer__new(m.events, on_event, &x, NULL);
 	if (!rb) {
 		fprintf(stderr, "sluicectl: cannot read the event ring: %s\n", strerror(errno));
@@ -1022,6 +1028,7 @@ int main(int argc, char **argv)
 		{ "code", required_argument, NULL, 'C' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "backlog", no_argument, NULL, 'B' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -1082,6 +1089,9 @@ int main(int argc, char **argv)
 			break;
 		case 't':
 			c.timeout = atof(optarg);
+			break;
+		case 'B':
+			c.backlog = true;
 			break;
 		case 'V':
 			printf("sluicectl %s\n", SLUICE_VERSION);
