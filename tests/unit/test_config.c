@@ -380,7 +380,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown top-level key", GOOD_EDGE
 	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
 	  "deamon: { log_level = \"info\"; };\n",
-	  6, "unknown key 'deamon' in the top level (known: edge, classes, daemon)", 1, 0, NULL },
+	  6, "unknown key 'deamon' in the top level (known: edge, classes, tenants, daemon)", 1, 0, NULL },
 	{ "no class named unknown", GOOD_EDGE
 	  "\n"
 	  "classes = (\n"
