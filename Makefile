@@ -150,7 +150,7 @@ demo: $(BINS)
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
 $(BUILD)/bench/xdp_cost: bench/xdp_cost.c tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h \
-		$(BUILD)/parts.skel.h $(LIB_A) | $(BUILD)/.dirs
+		$(BUILD)/parts.skel.h $(BUILD)/restore.skel.h $(LIB_A) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)
 

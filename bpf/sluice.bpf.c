@@ -339,17 +339,15 @@ static __always_inline int charge_tenant(const struct src *s, __u16 dport, __u64
 }
 
 /* Judge one SYN to a protected port (a global function: see struct pkt). */
-__noinline int sl_judge_syn(const struct pkt *pk, const struct sl_port *port, __u64 now,
-			    struct decision *d)
+__noinline int sl_judge_syn(const struct pkt *pk, const struct sl_port *port,
+			    const struct sl_settings *set, __u64 now, struct decision *d)
 {
 	const struct src *s;
-	const struct sl_settings *set;
 	__u32 zero = 0, *vcount;
 	__u16 dport;
 
 	if (!pk || !port || !d)
 		return 0;
-	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	if (!set) {
 		d->class_id = SL_CLASS_NONE;
 		d->reason = SL_R_STATE_ERROR;
@@ -735,13 +733,13 @@ int sluice_xdp(struct xdp_md *ctx)
 	struct cursor c = { .pos = xdp_data(ctx), .end = xdp_data_end(ctx) };
 	struct sl_settings *set;
 	struct sl_port *port;
-	struct iphdr *iph;
-	struct ipv6hdr *ip6;
+	struct iphdr *iph = NULL;
+	struct ipv6hdr *ip6 = NULL;
 	struct tcphdr *th;
-	struct pkt pk = {};
+	struct pkt pk;
 	struct src *sp = &pk.s;
-	struct decision d = {};
-	__u32 zero = 0, dport, l4len = 0;
+	struct decision d;
+	__u32 zero = 0, dport, l4len, n_vlan;
 	void *l3;
 	int proto, reason;
 	__u64 now;
@@ -750,30 +748,15 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (proto < 0)
 		goto malformed;
 	l3 = c.pos;
-	pk.n_vlan = ((__u32)(l3 - xdp_data(ctx)) - 14) >> 2;
+	n_vlan = ((__u32)(l3 - xdp_data(ctx)) - 14) >> 2;
 	if (proto == bpf_htons(ETH_P_IP)) {
 		proto = parse_ip4(&c, &iph);
 		if (proto < 0)
 			goto malformed;
-		sp->family = SL_FAM_V4;
-		__builtin_memcpy(sp->saddr, &iph->saddr, 4);
-		__builtin_memcpy(sp->daddr, &iph->daddr, 4);
-		l4len = bpf_ntohs(iph->tot_len);
-		l4len = l4len > iph->ihl * 4 ? l4len - iph->ihl * 4 : 0;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		proto = parse_ip6(&c, &ip6);
 		if (proto < 0)
 			goto malformed;
-		sp->family = SL_FAM_V6;
-		__builtin_memcpy(sp->saddr, &ip6->saddr, 16);
-		__builtin_memcpy(sp->daddr, &ip6->daddr, 16);
-		/* Payload length counts extension headers, which the cursor has walked. */
-		l4len = bpf_ntohs(ip6->payload_len);
-		{
-			__u32 ext = (__u32)(c.pos - (void *)(ip6 + 1));
-
-			l4len = l4len > ext ? l4len - ext : 0;
-		}
 	} else {
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
 	}
@@ -787,22 +770,45 @@ int sluice_xdp(struct xdp_md *ctx)
 	port = bpf_map_lookup_elem(&sl_ports, &dport);
 	if (!port || !port->protected)
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
-	/* Settings are read only here and below: the fast path above never needs them. */
-	set = bpf_map_lookup_elem(&sl_settings, &zero);
-	if (!set)
+	if ((!th->syn || th->ack) && (port->action != SL_ACT_REPLY || th->syn))
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+
+	/* Only segments sluice judges get this far: everything above touched no state and
+	 * zeroed nothing, which is most of what keeps the fast path fast. */
+	__builtin_memset(&pk, 0, sizeof(pk));
+	__builtin_memset(&d, 0, sizeof(d));
+	pk.n_vlan = n_vlan;
+	if (iph) {
+		sp->family = SL_FAM_V4;
+		__builtin_memcpy(sp->saddr, &iph->saddr, 4);
+		__builtin_memcpy(sp->daddr, &iph->daddr, 4);
+		l4len = bpf_ntohs(iph->tot_len);
+		l4len = l4len > iph->ihl * 4 ? l4len - iph->ihl * 4 : 0;
+	} else if (ip6) {
+		__u32 ext = (__u32)((void *)th - (void *)(ip6 + 1));
+
+		sp->family = SL_FAM_V6;
+		__builtin_memcpy(sp->saddr, &ip6->saddr, 16);
+		__builtin_memcpy(sp->daddr, &ip6->daddr, 16);
+		/* Payload length counts extension headers, which the cursor has walked. */
+		l4len = bpf_ntohs(ip6->payload_len);
+		l4len = l4len > ext ? l4len - ext : 0;
+	} else {
 		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
+	}
+	fill_tcp(&pk, ctx, th);
 	if (!th->syn || th->ack) {
-		if (port->action != SL_ACT_REPLY || th->syn)
-			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 		/* The IP length, not the frame length: Ethernet may pad short frames. */
 		pk.payload = l4len > th->doff * 4 ? l4len - th->doff * 4 : 0;
-		fill_tcp(&pk, ctx, th);
 		return sl_cookie_segment(ctx, &pk);
 	}
 
+	/* Settings are read only from here on: the fast path above never needs them. */
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	if (!set)
+		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
 	now = bpf_ktime_get_coarse_ns();
-	fill_tcp(&pk, ctx, th);
-	sl_judge_syn(&pk, port, now, &d);
+	sl_judge_syn(&pk, port, set, now, &d);
 	switch (d.reason) {
 	case SL_R_SHED_PREFIX:
 	case SL_R_SHED_PARENT:

@@ -346,6 +346,8 @@ int sl_maps_read_stats(const struct sl_maps *m, struct sl_counters *rows)
 			rows[r].key_new += per[c].key_new;
 			rows[r].key_returned += per[c].key_returned;
 			rows[r].cas_busy += per[c].cas_busy;
+			rows[r].synacks += per[c].synacks;
+			rows[r].events_lost += per[c].events_lost;
 		}
 	}
 	free(per);

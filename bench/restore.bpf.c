@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * For benchmarking programs that rewrite their frame (the SYN-ACK, the 429): BPF_PROG_TEST_RUN
+ * runs every repeat on the same buffer, so without this the second repeat would see the first
+ * one's reply. restore_then puts the original frame back (size, then bytes) and tail-calls the
+ * program under test. xdp_cost runs it in front of a bare XDP_PASS too, and subtracts.
+ */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+struct bench_frame {
+	__u32 len;
+	__u32 pad;
+	__u8 data[512];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct bench_frame);
+} bench_frame SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} bench_next SEC(".maps");
+
+SEC("xdp")
+int restore_then(struct xdp_md *ctx)
+{
+	struct bench_frame *f;
+	__u32 zero = 0, len;
+	long cur;
+
+	f = bpf_map_lookup_elem(&bench_frame, &zero);
+	if (!f)
+		return XDP_ABORTED;
+	cur = (long)ctx->data_end - (long)ctx->data;
+	/* The programs under test grow frames at the head and shrink them at the tail: undo
+	 * exactly that, so the head stays where it started. */
+	if (cur > f->len) {
+		if (bpf_xdp_adjust_head(ctx, (int)(cur - f->len)))
+			return XDP_ABORTED;
+	} else if (cur < f->len) {
+		if (bpf_xdp_adjust_tail(ctx, (int)(f->len - cur)))
+			return XDP_ABORTED;
+	}
+	len = f->len;
+	if (len < 14 || len > sizeof(f->data))
+		return XDP_ABORTED;
+	if (bpf_xdp_store_bytes(ctx, 0, f->data, len))
+		return XDP_ABORTED;
+	bpf_tail_call(ctx, &bench_next, 0);
+	return XDP_ABORTED;
+}
