@@ -61,7 +61,7 @@ BPF_HDRS   := $(wildcard bpf/*.h include/sluice/*.h)
 
 BINS := $(BUILD)/sluiced $(BUILD)/sluicectl
 
-.PHONY: all deps test unit bpf-test net-test demo bench install uninstall clean
+.PHONY: all deps test unit bpf-test net-test demo bench bench-reply install uninstall clean
 all: $(BINS)
 
 # Installs missing Debian packages (quiet when everything is there). Every build depends on
@@ -154,8 +154,15 @@ $(BUILD)/bench/xdp_cost: bench/xdp_cost.c tests/lib/frames.h $(SKELS) $(BUILD)/b
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)
 
-bench: $(BUILD)/bench/xdp_cost
+$(BUILD)/bench/h1load: bench/h1load.c | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
+bench: $(BUILD)/bench/xdp_cost bench-reply
 	$(Q)$(BUILD)/bench/xdp_cost
+
+bench-reply: $(BINS) $(BUILD)/bench/h1load $(BUILD)/bpf/bare_pass.bpf.o
+	$(Q)BUILD=$(BUILD) bench/reply_rate.sh
 
 # ---- install -----------------------------------------------------------------------------
 install: $(BINS)
