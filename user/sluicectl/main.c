@@ -280,6 +280,33 @@ static int cmd_status(const struct ctl *c)
 		json_u64(&j, "state_capacity", cap);
 		json_u64(&j, "asn_entries", meta.asn_entries);
 		json_str(&j, "asn_source", meta.asn_source);
+		json_arr_begin(&j, "tenants");
+		for (i = 0; i < SL_MAX_TENANTS; i++) {
+			struct sl_tenant t;
+			const struct sl_rate *r;
+			bool leased;
+
+			if (bpf_map_lookup_elem(m.tenants, &i, &t) || !t.valid)
+				continue;
+			leased = sl_now_ns() < t.lease_expires_ns;
+			r = leased ? &t.lease : &t.fallback;
+			json_obj_begin(&j, NULL);
+			json_str(&j, "name", t.name);
+			json_str(&j, "mode", sl_mode_name(t.mode));
+			json_bool(&j, "lease_live", leased);
+			json_double(&j, "rate", r->emission_ns ? 1e9 / (double)r->emission_ns : 0);
+			json_double(&j, "burst", r->emission_ns ? (double)r->tolerance_ns /
+							       (double)r->emission_ns : 0);
+			json_obj_end(&j);
+		}
+		json_arr_end(&j);
+		{
+			struct sl_cookie_keys k;
+			__u32 zero = 0;
+
+			if (!bpf_map_lookup_elem(m.cookie_keys, &zero, &k))
+				json_u64(&j, "cookie_key_rotated_unix", k.rotated_unix);
+		}
 		json_obj_end(&j);
 		json_end(&j);
 	} else {
@@ -305,6 +332,20 @@ static int cmd_status(const struct ctl *c)
 		printf("state:       %ld of %u buckets\n", entries, cap);
 		printf("asn table:   %u rows from %s\n", meta.asn_entries,
 		       meta.asn_source[0] ? meta.asn_source : "(none)");
+		for (i = 0; i < SL_MAX_TENANTS; i++) {
+			struct sl_tenant t;
+			const struct sl_rate *r;
+			bool leased;
+
+			if (bpf_map_lookup_elem(m.tenants, &i, &t) || !t.valid)
+				continue;
+			leased = sl_now_ns() < t.lease_expires_ns;
+			r = leased ? &t.lease : &t.fallback;
+			printf("tenant:      %s %s rate %.3g burst %.3g%s\n", t.name,
+			       leased ? "leased" : "lease expired, static", 1e9 / (double)r->emission_ns,
+			       (double)r->tolerance_ns / (double)r->emission_ns,
+			       t.mode == SL_MODE_MONITOR ? " (monitor)" : "");
+		}
 	}
 	sl_maps_close(&m);
 	return 0;
@@ -332,7 +373,7 @@ static int cmd_stats(const struct ctl *c)
 	struct sl_counters rows[SL_STATS_ROWS], all;
 	struct totals t = { 0 };
 	struct sl_maps m;
-	uint64_t key_new = 0, key_ret = 0, cas = 0;
+	uint64_t key_new = 0, key_ret = 0, cas = 0, synacks = 0, lost = 0;
 	char nb[32];
 	long entries;
 	uint32_t r, k;
@@ -353,6 +394,8 @@ static int cmd_stats(const struct ctl *c)
 		key_new += rows[r].key_new;
 		key_ret += rows[r].key_returned;
 		cas += rows[r].cas_busy;
+		synacks += rows[r].synacks;
+		lost += rows[r].events_lost;
 	}
 
 	if (c->json) {
@@ -373,6 +416,9 @@ static int cmd_stats(const struct ctl *c)
 		json_u64(&j, "keys_new", key_new);
 		json_u64(&j, "keys_returned", key_ret);
 		json_u64(&j, "cas_busy", cas);
+		json_u64(&j, "synacks", synacks);
+		json_u64(&j, "replied_429", all.pkts[SL_R_REPLIED_429]);
+		json_u64(&j, "events_lost", lost);
 		json_obj_begin(&j, "by_class");
 		for (r = 0; r < SL_MAX_CLASSES; r++) {
 			struct sl_class_policy p;
