@@ -4,15 +4,18 @@
  * not admitted, so that the connection costs no state until its first request segment comes
  * back carrying ack = cookie + 1. Shared by BPF (make, check) and the host (tests).
  *
- *   31..29  marker: 3 bits fixed per key, so 7 of 8 segments of ordinary connections are
- *           told apart without hashing
- *   28      parity of the time slot it was made in (slots are 2^36 ns, ~69 s); a cookie is
+ *   31      parity of the time slot it was made in (slots are 2^36 ns, ~69 s); a cookie is
  *           good in its own slot and the next
- *   27..25  MSS index into SL_COOKIE_MSS
- *   24..21  window scale + 1 the client offered (0: none)
- *   20      the client offered SACK
- *   19..0   MAC: SipHash-2-4 under the cookie key over the addresses, ports, the client's
- *           ISN, the full slot and bits 28..20, truncated
+ *   30..28  MSS index into SL_COOKIE_MSS
+ *   27..24  window scale + 1 the client offered (0: none)
+ *   23      the client offered SACK
+ *   22..4   MAC: SipHash-2-4 under the cookie key over the addresses, ports, the client's
+ *           ISN, the full slot and bits 31..23, truncated to 19 bits
+ *   3..0    marker: 4 bits fixed per key. A segment whose ack - 1 does not end in them is
+ *           not a handshake ACK or first request, and passes without a hash: 15 in 16
+ *           segments of connections the kernel made (SYN front), and, once the server has
+ *           sent anything, 15 in 16 segments of connections sluice handed to the kernel
+ *           (stateless front, where every ISN is a cookie).
  *
  * The option bits are what a later hand-off to a real socket needs (bpf_sk_assign_tcp_reqsk
  * takes MSS, window scales and SACK); the 429 path only needs the MAC. The key rotates: the
@@ -27,8 +30,10 @@
 #include "sluice/siphash.h"
 
 #define SL_COOKIE_SLOT_SHIFT 36
-#define SL_COOKIE_MAC_BITS 20
+#define SL_COOKIE_MAC_BITS 19
 #define SL_COOKIE_MAC_MASK ((1u << SL_COOKIE_MAC_BITS) - 1)
+#define SL_COOKIE_MAC_SHIFT 4
+#define SL_COOKIE_MARKER_MASK 15u
 #define SL_COOKIE_MSS { 536, 1220, 1360, 1400, 1440, 1452, 1460, 8960 }
 
 /* The connection a cookie is bound to: addresses in network order, ports and ISN in host
@@ -86,8 +91,8 @@ static __always_inline __u32 sl_cookie_make(const struct sl_conn_id *c, __u64 no
 	__u32 bits = ((__u32)(slot & 1) << 8) | ((__u32)(o->mss_idx & 7) << 5) |
 		     ((__u32)(o->wscale & 15) << 1) | (o->sack & 1);
 
-	return ((__u32)(k->cur_marker & 7) << 29) | (bits << 20) |
-	       sl_cookie_mac(c, slot, bits, k->cur);
+	return (bits << 23) | (sl_cookie_mac(c, slot, bits, k->cur) << SL_COOKIE_MAC_SHIFT) |
+	       (k->cur_marker & SL_COOKIE_MARKER_MASK);
 }
 
 /*
@@ -98,15 +103,17 @@ static __always_inline int sl_cookie_check(const struct sl_conn_id *c, __u32 coo
 					   __u64 now_ns, const struct sl_cookie_keys *k,
 					   struct sl_cookie_opts *o)
 {
-	__u32 marker = cookie >> 29, bits = (cookie >> 20) & 0x1ff, mac = cookie & SL_COOKIE_MAC_MASK;
+	__u32 marker = cookie & SL_COOKIE_MARKER_MASK, bits = cookie >> 23;
+	__u32 mac = (cookie >> SL_COOKIE_MAC_SHIFT) & SL_COOKIE_MAC_MASK;
 	__u64 slot = now_ns >> SL_COOKIE_SLOT_SHIFT;
 	int ok = 0;
 
 	if ((slot & 1) != (bits >> 8))
 		slot -= 1; /* made in the previous slot: still good */
-	if (marker == (k->cur_marker & 7u) && sl_cookie_mac(c, slot, bits, k->cur) == mac)
+	if (marker == (k->cur_marker & SL_COOKIE_MARKER_MASK) &&
+	    sl_cookie_mac(c, slot, bits, k->cur) == mac)
 		ok = 1;
-	else if (now_ns < k->prev_until_ns && marker == (k->prev_marker & 7u) &&
+	else if (now_ns < k->prev_until_ns && marker == (k->prev_marker & SL_COOKIE_MARKER_MASK) &&
 		 sl_cookie_mac(c, slot, bits, k->prev) == mac)
 		ok = 1;
 	if (!ok)
@@ -121,10 +128,11 @@ static __always_inline int sl_cookie_check(const struct sl_conn_id *c, __u32 coo
 static __always_inline int sl_cookie_marked(__u32 cookie, __u64 now_ns,
 					    const struct sl_cookie_keys *k)
 {
-	__u32 marker = cookie >> 29;
+	__u32 marker = cookie & SL_COOKIE_MARKER_MASK;
 
-	return marker == (k->cur_marker & 7u) ||
-	       (now_ns < k->prev_until_ns && marker == (k->prev_marker & 7u));
+	return marker == (k->cur_marker & SL_COOKIE_MARKER_MASK) ||
+	       (now_ns < k->prev_until_ns &&
+		marker == (k->prev_marker & SL_COOKIE_MARKER_MASK));
 }
 
 #endif

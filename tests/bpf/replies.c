@@ -379,8 +379,8 @@ static void no_answer_without_a_cookie(struct env *e)
 	int act;
 
 	synack(e, &c, "SYN for forgery tests", false);
-	/* Flip one MAC bit: marker and slot still match, the MAC does not. */
-	act = send_expect(e, &c, F_ACK | 0x08, c.isn + 1, (c.cookie ^ 1) + 1, request,
+	/* Flip one MAC bit (bit 4): marker and slot still match, the MAC does not. */
+	act = send_expect(e, &c, F_ACK | 0x08, c.isn + 1, (c.cookie ^ 0x10) + 1, request,
 			  SL_R_COOKIE_BAD, NULL);
 	tap(act == XDP_DROP, "a request with a forged cookie and no socket: dropped, no 429, "
 	    "and no reset from the kernel either");
@@ -388,16 +388,16 @@ static void no_answer_without_a_cookie(struct env *e)
 			  NULL);
 	tap(act == XDP_DROP, "a segment that is not the first request gets no 429");
 	{
-		/* An ack whose marker is no live key's: how 7 in 8 segments of ordinary
-		 * connections look. (The eighth is told apart by a socket lookup.) */
+		/* An ack whose marker is no live key's: how 15 in 16 segments of ordinary
+		 * connections look. (The sixteenth is told apart by a socket lookup.) */
 		struct sl_cookie_keys k;
 		__u32 zero = 0, m;
 
 		bpf_map_lookup_elem(e->maps.cookie_keys, &zero, &k);
-		for (m = 0; m < 8; m++)
+		for (m = 0; m < 16; m++)
 			if (m != k.cur_marker && m != k.prev_marker)
 				break;
-		act = send_expect(e, &c, F_ACK, c.isn + 1, (m << 29 | 0x12345) + 1, NULL,
+		act = send_expect(e, &c, F_ACK, c.isn + 1, (0x12345670 | m) + 1, NULL,
 				  SL_R_NOT_SYN, NULL);
 		tap(act == XDP_PASS, "an ordinary ACK on the reply port passes untouched");
 	}

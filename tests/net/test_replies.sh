@@ -109,7 +109,7 @@ got = []
 sn = AsyncSniffer(iface="vc", filter="tcp and src port 80 and dst port 33333", prn=lambda p: got.append(str(p[TCP].flags)))
 sn.start(); time.sleep(0.3)
 req = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
-bad = Ether(dst=mac) / IP(src="198.51.100.99", dst="10.200.0.2") / TCP(sport=33333, dport=80, flags="PA", seq=1001, ack=((cookie ^ 1) + 1) & 0xffffffff) / req
+bad = Ether(dst=mac) / IP(src="198.51.100.99", dst="10.200.0.2") / TCP(sport=33333, dport=80, flags="PA", seq=1001, ack=((cookie ^ 0x10) + 1) & 0xffffffff) / req
 sendp(bad, iface="vc")
 time.sleep(1.0); sn.stop()
 print(json.dumps({"synack": True, "replies": got}))

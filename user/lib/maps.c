@@ -16,6 +16,7 @@
 
 #include "log.h"
 #include "maps.h"
+#include "sluice/cookie.h"
 #include "sluice/gcra.h"
 
 static const char *const map_names[SL_N_MAPS] = SL_MAP_NAMES;
@@ -520,7 +521,7 @@ int sl_maps_cookie_keys(const struct sl_maps *m, int rotate, uint32_t every_s)
 	}
 	random_bytes(k.cur, sizeof(k.cur));
 	random_bytes(&marker, 1);
-	k.cur_marker = marker & 7;
+	k.cur_marker = marker & SL_COOKIE_MARKER_MASK;
 	k.rotated_unix = (uint64_t)time(NULL);
 	if (bpf_map_update_elem(m->cookie_keys, &zero, &k, BPF_ANY))
 		return -errno;
