@@ -26,7 +26,7 @@ BPF_ARCH  := $(subst x86_64,x86,$(subst aarch64,arm64,$(ARCH)))
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
 # pkg-config runs after scripts/deps.sh has had its chance: recursive variables, memoized.
-PKGS := libbpf libxdp libevent libconfig
+PKGS := libbpf libxdp libevent libevent_pthreads libconfig libargon2 libsodium
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
 CMOCKA_LIBS = $(eval CMOCKA_LIBS := $(shell pkg-config --libs cmocka))$(CMOCKA_LIBS)
@@ -35,7 +35,7 @@ CMOCKA_LIBS = $(eval CMOCKA_LIBS := $(shell pkg-config --libs cmocka))$(CMOCKA_L
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-unused-parameter \
 	-Wno-format-truncation
 CFLAGS   ?= -O2 -g
-override CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Iuser/lib -I$(BUILD)
+override CFLAGS += -std=gnu11 $(WARN) -D_GNU_SOURCE -Iinclude -Iuser/lib -Iuser/gateway -I$(BUILD)
 LDLIBS   = $(PKG_LIBS) -lelf -lz -lm -lpthread
 
 SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -43,20 +43,23 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
 	-Iinclude -Ibpf $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH))
 
-BPF_PROGS := sluice
+BPF_PROGS := sluice handoff
 BENCH_BPF := bare_pass
 SKELS     := $(patsubst %,$(BUILD)/%.skel.h,$(BPF_PROGS))
 
 LIB_SRCS   := $(wildcard user/lib/*.c)
 LIB_OBJS   := $(patsubst %.c,$(BUILD)/%.o,$(LIB_SRCS))
 LIB_A      := $(BUILD)/libsluice.a
+GW_SRCS    := $(wildcard user/gateway/*.c)
+GW_A       := $(BUILD)/libgateway.a
+GW_SAN_A   := $(BUILD)/san/libgateway.a
 LIB_SAN_A  := $(BUILD)/san/libsluice.a
 D_SRCS     := $(wildcard user/sluiced/*.c)
 CTL_SRCS   := $(wildcard user/sluicectl/*.c)
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 UNIT_SAN   := $(patsubst tests/unit/%.c,$(BUILD)/san/tests/unit/%,$(UNIT_SRCS))
-HDRS       := $(wildcard include/sluice/*.h user/lib/*.h)
+HDRS       := $(wildcard include/sluice/*.h user/lib/*.h user/gateway/*.h)
 BPF_HDRS   := $(wildcard bpf/*.h include/sluice/*.h)
 
 BINS := $(BUILD)/sluiced $(BUILD)/sluicectl
@@ -70,8 +73,9 @@ deps:
 	$(Q)scripts/deps.sh
 
 $(BUILD)/.dirs: | deps
-	$(Q)mkdir -p $(BUILD)/bpf $(BUILD)/user/lib $(BUILD)/tests/unit $(BUILD)/tests/bpf \
-		$(BUILD)/san/user/lib $(BUILD)/san/tests/unit $(BUILD)/bench
+	$(Q)mkdir -p $(BUILD)/bpf $(BUILD)/user/lib $(BUILD)/user/gateway $(BUILD)/tests/unit \
+		$(BUILD)/tests/bpf $(BUILD)/san/user/lib $(BUILD)/san/user/gateway \
+		$(BUILD)/san/tests/unit $(BUILD)/bench
 	$(Q)touch $@
 
 # ---- BPF ---------------------------------------------------------------------------------
@@ -97,11 +101,21 @@ $(LIB_A): $(LIB_OBJS)
 	$(call msg,AR,$@)
 	$(Q)$(AR) rcs $@ $^
 
-$(BUILD)/sluiced: $(patsubst %.c,$(BUILD)/%.o,$(D_SRCS)) $(LIB_A)
+# The gateway (user/gateway) is its own library: sluiced and its tests link it, sluicectl
+# only where it needs the credential store.
+$(GW_A): $(patsubst %.c,$(BUILD)/%.o,$(GW_SRCS))
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(GW_SAN_A): $(patsubst %.c,$(BUILD)/san/%.o,$(GW_SRCS))
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/sluiced: $(patsubst %.c,$(BUILD)/%.o,$(D_SRCS)) $(GW_A) $(LIB_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-$(BUILD)/sluicectl: $(patsubst %.c,$(BUILD)/%.o,$(CTL_SRCS)) $(LIB_A)
+$(BUILD)/sluicectl: $(patsubst %.c,$(BUILD)/%.o,$(CTL_SRCS)) $(GW_A) $(LIB_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -116,14 +130,15 @@ $(LIB_SAN_A): $(patsubst %.c,$(BUILD)/san/%.o,$(LIB_SRCS))
 	$(Q)$(AR) rcs $@ $^
 
 # ---- tests -------------------------------------------------------------------------------
-$(BUILD)/tests/unit/%: tests/unit/%.c $(LIB_A) $(HDRS) | $(BUILD)/.dirs
+$(BUILD)/tests/unit/%: tests/unit/%.c $(GW_A) $(LIB_A) $(HDRS) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
-	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(CMOCKA_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(GW_A) $(LIB_A) $(CMOCKA_LIBS) \
+		$(LDLIBS)
 
-$(BUILD)/san/tests/unit/%: tests/unit/%.c $(LIB_SAN_A) $(HDRS) | $(BUILD)/.dirs
+$(BUILD)/san/tests/unit/%: tests/unit/%.c $(GW_SAN_A) $(LIB_SAN_A) $(HDRS) | $(BUILD)/.dirs
 	$(call msg,CC-SAN,$@)
-	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_SAN_A) \
-		$(CMOCKA_LIBS) $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) $(SAN_FLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(GW_SAN_A) \
+		$(LIB_SAN_A) $(CMOCKA_LIBS) $(LDLIBS)
 
 BPF_TEST_BINS := $(patsubst tests/bpf/%.c,$(BUILD)/tests/bpf/%,$(wildcard tests/bpf/*.c))
 
@@ -157,6 +172,14 @@ $(BUILD)/bench/xdp_cost: bench/xdp_cost.c tests/lib/frames.h $(SKELS) $(BUILD)/b
 $(BUILD)/bench/h1load: bench/h1load.c | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
+# Other benchmark programs: one C file each, linked with the libraries (bench/*.c that
+# are not xdp_cost or h1load).
+BENCH_C := $(filter-out bench/xdp_cost.c bench/h1load.c,$(wildcard bench/*.c))
+BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_C))
+$(BENCH_BINS): $(BUILD)/bench/%: bench/%.c $(GW_A) $(LIB_A) $(HDRS) | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(GW_A) $(LIB_A) $(LDLIBS)
 
 bench: $(BUILD)/bench/xdp_cost bench-reply
 	$(Q)$(BUILD)/bench/xdp_cost

@@ -86,6 +86,19 @@ enum sl_mode {
 
 enum sl_front {
 	SL_FRONT_SYN = 0,        /* decide at the SYN */
+	SL_FRONT_STATELESS = 1,  /* cookie every SYN; decide on the first request (route, tenant) */
+};
+
+enum sl_proto {
+	SL_PROTO_HTTP = 0,       /* plaintext HTTP/1.x: method, path, Host */
+	SL_PROTO_TLS = 1,        /* TLS: the ClientHello's SNI */
+};
+
+/* HTTP methods as the route table keys them. */
+enum sl_method {
+	SL_M_OTHER = 0,
+	SL_M_GET, SL_M_POST, SL_M_PUT, SL_M_DELETE, SL_M_PATCH, SL_M_HEAD, SL_M_OPTIONS,
+	SL_M__MAX
 };
 
 enum sl_action {
@@ -182,8 +195,9 @@ struct sl_port {
 	__u8 protected;
 	__u8 front;     /* enum sl_front */
 	__u8 action;    /* enum sl_action, applied to shed packets */
-	__u8 pad;
-	__u32 cost;     /* cost units a SYN to this port charges */
+	__u8 proto;     /* enum sl_proto (stateless front) */
+	__u32 cost;     /* cost units a SYN (syn front), or a first request whose route is
+			 * unknown or unreadable (stateless front), charges */
 };
 
 #define SL_MAX_RETRY_LEVELS 8

@@ -122,9 +122,10 @@ static void sample_config_loads(void **state)
 	assert_int_equal(c.ports[1].port, 443);
 	for (int i = 0; i < 2; i++) {
 		assert_int_equal(c.ports[i].cost, 1);
-		assert_int_equal(c.ports[i].action, SL_ACT_DROP);
 		assert_int_equal(c.ports[i].front, SL_FRONT_SYN);
 	}
+	assert_int_equal(c.ports[0].action, SL_ACT_REPLY); /* plaintext HTTP: told why */
+	assert_int_equal(c.ports[1].action, SL_ACT_DROP);  /* TLS: cannot be */
 	assert_int_equal(c.state_entries, 1048576);
 	assert_string_equal(c.asn_table, "/etc/sluice/asn.csv"); /* absolute: base ignored */
 	assert_true(c.new_key_credit == 0.5);
@@ -380,7 +381,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown top-level key", GOOD_EDGE
 	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
 	  "deamon: { log_level = \"info\"; };\n",
-	  6, "unknown key 'deamon' in the top level (known: edge, classes, tenants, daemon)", 1, 0, NULL },
+	  6, "unknown key 'deamon' in the top level (known: edge, classes, tenants, routes, gateway, daemon)", 1, 0, NULL },
 	{ "no class named unknown", GOOD_EDGE
 	  "\n"
 	  "classes = (\n"

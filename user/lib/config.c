@@ -197,7 +197,8 @@ static int get_enum(struct vctx *x, const config_setting_t *g, const char *where
 
 static const char *const mode_names[] = { "enforce", "monitor", NULL };
 static const char *const action_names[] = { "pass", "drop", "reply", NULL };
-static const char *const front_names[] = { "syn", NULL };
+static const char *const front_names[] = { "syn", "stateless", NULL };
+static const char *const proto_names[] = { "http", "tls", NULL };
 static const char *const pass_drop[] = { "pass", "drop", NULL };
 static const char *const xdp_mode_names[] = { "native", "generic", NULL };
 static const char *const level_names[] = { "error", "warn", "info", "debug", NULL };
@@ -214,7 +215,60 @@ const char *sl_action_name(uint8_t action)
 
 const char *sl_front_name(uint8_t front)
 {
-	return front < 1 ? front_names[front] : "?";
+	return front < 2 ? front_names[front] : "?";
+}
+
+static const char *const method_names[] = { "*", "GET", "POST", "PUT", "DELETE", "PATCH",
+					     "HEAD", "OPTIONS", NULL };
+
+int sl_method_parse(const char *m)
+{
+	int i;
+
+	for (i = 0; method_names[i]; i++)
+		if (!strcmp(m, method_names[i]))
+			return i;
+	return -1;
+}
+
+const char *sl_method_name(uint8_t m)
+{
+	return m < SL_M__MAX ? method_names[m] : "?";
+}
+
+int sl_config_tenant_by_host(const struct sl_config *c, const char *host)
+{
+	int i, j;
+
+	for (i = 0; i < c->n_tenants; i++)
+		for (j = 0; j < c->tenants[i].n_hosts; j++)
+			if (!strcmp(c->tenants[i].hosts[j], host))
+				return i;
+	return c->default_tenant;
+}
+
+int sl_config_route(const struct sl_config *c, uint8_t method, const char *path)
+{
+	size_t best_len = 0;
+	int i, best = -1;
+
+	for (i = 0; i < c->n_routes; i++) {
+		const struct sl_route_cfg *r = &c->routes[i];
+		size_t len = strlen(r->path);
+
+		if (r->method != SL_M_OTHER && r->method != method)
+			continue;
+		if (strncmp(path, r->path, len))
+			continue;
+		/* Longest prefix wins; at equal length an exact method beats "any". */
+		if (best < 0 || len > best_len ||
+		    (len == best_len && r->method != SL_M_OTHER &&
+		     c->routes[best].method == SL_M_OTHER)) {
+			best = i;
+			best_len = len;
+		}
+	}
+	return best;
 }
 
 void sl_config_defaults(struct sl_config *c)
@@ -239,6 +293,19 @@ void sl_config_defaults(struct sl_config *c)
 	c->cookie_rotate_s = 3600;
 	c->mss4 = 1460;
 	c->mss6 = 1440;
+	c->default_tenant = -1;
+	c->gw.target_wait_ms = 200;
+	c->gw.lifo_after_ms = 100;
+	c->gw.codel_interval_ms = 100;
+	c->gw.default_deadline_ms = 3000;
+	c->gw.max_deadline_ms = 10000;
+	c->gw.m_cost_kib = 65536;
+	c->gw.t_cost = 3;
+	c->gw.parallelism = 1;
+	c->gw.memory_budget_mib = 512;
+	c->gw.admission = 1;
+	c->gw.max_body = 16384;
+	c->gw.max_headers = 8192;
 }
 
 int sl_config_class(const struct sl_config *c, const char *name)
@@ -275,7 +342,7 @@ static void resolve_path(char *dst, size_t n, const char *base, const char *p)
 
 static void load_ports(struct vctx *x, const config_setting_t *edge, struct sl_config *c)
 {
-	static const char *const keys[] = { "port", "front", "action", "cost", NULL };
+	static const char *const keys[] = { "port", "front", "action", "cost", "protocol", NULL };
 	const config_setting_t *ports = config_setting_get_member(edge, "ports");
 	int i, j, n;
 
@@ -323,6 +390,13 @@ static void load_ports(struct vctx *x, const config_setting_t *edge, struct sl_c
 			bad(x, config_setting_get_member(p, "action"),
 			    "%s.action: a protected port sheds with \"drop\"; to let everything "
 			    "through, set the classes' mode = \"monitor\"", where);
+		e = get_enum(x, p, where, "protocol", proto_names, SL_PROTO_HTTP);
+		if (e >= 0)
+			pc->proto = (uint8_t)e;
+		if (pc->proto == SL_PROTO_TLS && pc->action == SL_ACT_REPLY)
+			bad(x, config_setting_get_member(p, "action"),
+			    "%s.action: a TLS port cannot be answered with an HTTP 429: use \"drop\"",
+			    where);
 		for (j = 0; j < c->n_ports; j++)
 			if (pc->port && c->ports[j].port == pc->port)
 				bad(x, p, "%s: port %u is listed twice", where, pc->port);
@@ -389,10 +463,9 @@ static void load_edge(struct vctx *x, const config_setting_t *root, struct sl_co
 	long v;
 	int i, e;
 
-	if (!edge) {
-		bad(x, NULL, "the 'edge' group is required");
-		return;
-	}
+	if (!edge)
+		return; /* gateway alone */
+	c->has_edge = 1;
 	if (!config_setting_is_group(edge)) {
 		bad(x, edge, "edge: expected a group { ... }");
 		return;
@@ -485,8 +558,9 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 	int i, n;
 
 	if (!list) {
-		bad(x, NULL, "the 'classes' list is required, with at least a class named "
-		    "\"unknown\"");
+		if (c->has_edge)
+			bad(x, NULL, "the 'classes' list is required, with at least a class named "
+			    "\"unknown\"");
 		return;
 	}
 	if (!config_setting_is_list(list)) {
@@ -643,10 +717,56 @@ static int parse_listen(const char *s, uint8_t *family, uint8_t *addr, uint16_t 
 	return 0;
 }
 
+static void lower(char *s)
+{
+	for (; *s; s++)
+		if (*s >= 'A' && *s <= 'Z')
+			*s = (char)(*s - 'A' + 'a');
+}
+
+/* A tenant's Host/SNI names: lowercase, no port, each belonging to one tenant only. */
+static void load_hosts(struct vctx *x, const config_setting_t *g, const char *where,
+		       struct sl_tenant_cfg *t, const struct sl_config *c)
+{
+	const config_setting_t *hs = config_setting_get_member(g, "hosts");
+	int j, k, l;
+
+	if (!hs)
+		return;
+	if (!config_setting_is_array(hs) && !config_setting_is_list(hs)) {
+		bad(x, hs, "%s.hosts: expected [\"name.example\", ...]", where);
+		return;
+	}
+	for (j = 0; j < config_setting_length(hs); j++) {
+		const config_setting_t *it = config_setting_get_elem(hs, (unsigned)j);
+		const char *h = config_setting_get_string(it);
+		size_t n;
+
+		if (t->n_hosts >= SL_MAX_TENANT_HOSTS) {
+			bad(x, it, "%s.hosts: at most %d", where, SL_MAX_TENANT_HOSTS);
+			break;
+		}
+		n = h ? strlen(h) : 0;
+		if (!n || n >= SL_HOST_LEN || strchr(h, ':') || strchr(h, ' ') || strchr(h, '/')) {
+			bad(x, it, "%s.hosts[%d]: expected a host name of 1..%d characters, without "
+			    "port", where, j, SL_HOST_LEN - 1);
+			continue;
+		}
+		snprintf(t->hosts[t->n_hosts], SL_HOST_LEN, "%s", h);
+		lower(t->hosts[t->n_hosts]);
+		for (k = 0; k < c->n_tenants; k++)
+			for (l = 0; l < c->tenants[k].n_hosts; l++)
+				if (!strcmp(c->tenants[k].hosts[l], t->hosts[t->n_hosts]))
+					bad(x, it, "%s.hosts: '%s' already belongs to tenant '%s'",
+					    where, h, c->tenants[k].name);
+		t->n_hosts++;
+	}
+}
+
 static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "name", "listen", "rate", "burst", "static_rate",
-		"static_burst", "lease_ttl", "mode", NULL };
+		"static_burst", "lease_ttl", "mode", "hosts", "reservation", NULL };
 	const config_setting_t *list = config_setting_get_member(root, "tenants");
 	uint32_t max_cost = 1;
 	int i, j, k, n;
@@ -693,11 +813,12 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 			snprintf(where, sizeof(where), "tenant '%.31s'", name);
 		}
 		ls = config_setting_get_member(g, "listen");
-		if (!ls || (!config_setting_is_array(ls) && !config_setting_is_list(ls)) ||
-		    config_setting_length(ls) < 1) {
-			bad(x, ls ? ls : g, "%s.listen: expected [\"ADDR:PORT\", \"[ADDR6]:PORT\"]",
-			    where);
-		} else {
+		t->edge_budget = config_setting_get_member(g, "rate") != NULL;
+		if (ls && (!config_setting_is_array(ls) && !config_setting_is_list(ls))) {
+			bad(x, ls, "%s.listen: expected [\"ADDR:PORT\", \"[ADDR6]:PORT\"]", where);
+		} else if (ls) {
+			if (!t->edge_budget)
+				bad(x, ls, "%s.listen: an edge budget needs rate and burst", where);
 			for (j = 0; j < config_setting_length(ls); j++) {
 				const config_setting_t *it = config_setting_get_elem(ls, (unsigned)j);
 				const char *str = config_setting_get_string(it);
@@ -723,6 +844,19 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 					    t->listen[t->n_listen].port);
 				t->n_listen++;
 			}
+		}
+		load_hosts(x, g, where, t, c);
+		if (get_num(x, g, where, "reservation", false, 0.0, 1e12, &d))
+			t->reservation = d;
+		if (!t->edge_budget) {
+			if (config_setting_get_member(g, "burst"))
+				bad(x, config_setting_get_member(g, "burst"),
+				    "%s.burst: an edge budget needs a rate too", where);
+			e = get_enum(x, g, where, "mode", mode_names, SL_MODE_ENFORCE);
+			if (e >= 0)
+				t->mode = (uint8_t)e;
+			c->n_tenants++;
+			continue;
 		}
 		if (get_num(x, g, where, "rate", true, 0.0, 1e9, &d)) {
 			if (d <= 0.0)
@@ -760,6 +894,9 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 			t->mode = (uint8_t)e;
 		c->n_tenants++;
 	}
+	for (i = 0; i < c->n_tenants; i++)
+		if (!strcmp(c->tenants[i].name, "default"))
+			c->default_tenant = i;
 	/* One destination, one tenant. */
 	for (i = 0; i < c->n_tenants; i++)
 		for (j = 0; j < c->tenants[i].n_listen; j++)
@@ -776,6 +913,200 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 						    "address and port", c->tenants[i].name,
 						    c->tenants[k].name);
 			}
+}
+
+static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	static const char *const keys[] = { "name", "method", "path", "cpu", "db", NULL };
+	const config_setting_t *list = config_setting_get_member(root, "routes");
+	int i, j, n;
+
+	if (!list)
+		return;
+	if (!config_setting_is_list(list)) {
+		bad(x, list, "routes: expected a list ( { method = ...; path = ...; }, ... )");
+		return;
+	}
+	n = config_setting_length(list);
+	if (n > SL_MAX_ROUTES) {
+		bad(x, list, "routes: at most %d (got %d)", SL_MAX_ROUTES, n);
+		n = SL_MAX_ROUTES;
+	}
+	for (i = 0; i < n; i++) {
+		const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
+		struct sl_route_cfg *r = &c->routes[c->n_routes];
+		const char *m, *p, *name;
+		char where[48];
+		double d;
+		int e;
+
+		snprintf(where, sizeof(where), "routes[%d]", i);
+		if (!config_setting_is_group(g)) {
+			bad(x, g, "%s: expected a group { method = ...; path = ...; }", where);
+			continue;
+		}
+		check_keys(x, g, where, keys);
+		memset(r, 0, sizeof(*r));
+		m = get_str(x, g, where, "method", true);
+		p = get_str(x, g, where, "path", true);
+		if (m) {
+			e = sl_method_parse(m);
+			if (e < 0)
+				bad(x, config_setting_get_member(g, "method"),
+				    "%s.method: '%s' is not GET, POST, PUT, DELETE, PATCH, HEAD, "
+				    "OPTIONS or *", where, m);
+			else
+				r->method = (uint8_t)e;
+		}
+		if (p) {
+			if (p[0] != '/' || strlen(p) >= SL_ROUTE_PATH_LEN || strpbrk(p, " ?#\r\n"))
+				bad(x, config_setting_get_member(g, "path"),
+				    "%s.path: expected a path prefix starting with '/', under %d "
+				    "characters, without spaces or query", where, SL_ROUTE_PATH_LEN);
+			else
+				snprintf(r->path, sizeof(r->path), "%s", p);
+		}
+		name = get_str(x, g, where, "name", false);
+		if (name && (!*name || strlen(name) >= SL_ROUTE_NAME_LEN))
+			bad(x, config_setting_get_member(g, "name"), "%s.name: 1..%d characters",
+			    where, SL_ROUTE_NAME_LEN - 1);
+		snprintf(r->name, sizeof(r->name), "%s", name ? name : r->path);
+		if (get_num(x, g, where, "cpu", false, 0.0, 1e9, &d))
+			r->cpu = d;
+		if (get_num(x, g, where, "db", false, 0.0, 1e6, &d))
+			r->db = d;
+		for (j = 0; j < c->n_routes; j++)
+			if (c->routes[j].method == r->method && !strcmp(c->routes[j].path, r->path))
+				bad(x, g, "%s: %s %s is listed twice", where, m ? m : "?", r->path);
+		c->n_routes++;
+	}
+}
+
+static uint32_t get_u32_or(struct vctx *x, const config_setting_t *g, const char *where,
+			   const char *name, long lo, long hi, uint32_t def)
+{
+	long v;
+
+	return get_int(x, g, where, name, false, lo, hi, &v) ? (uint32_t)v : def;
+}
+
+static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl_config *c,
+			 const char *base)
+{
+	static const char *const keys[] = { "listen", "credentials", "capacity", "queue",
+		"argon2", "trusted_hops", "admission", "max_body", "max_headers", NULL };
+	static const char *const cap_keys[] = { "cpu", "db", NULL };
+	static const char *const q_keys[] = { "target_wait_ms", "lifo_after_ms",
+		"codel_interval_ms", "default_deadline_ms", "max_deadline_ms", NULL };
+	static const char *const a_keys[] = { "m_cost_kib", "t_cost", "parallelism",
+		"memory_budget_mib", NULL };
+	const config_setting_t *g = config_setting_get_member(root, "gateway"), *sub;
+	struct sl_gateway_cfg *gw = &c->gw;
+	const char *str;
+	uint8_t fam, addr[16];
+	uint16_t port;
+	double d, sum = 0;
+	int i;
+
+	if (!g)
+		return;
+	if (!config_setting_is_group(g)) {
+		bad(x, g, "gateway: expected a group { ... }");
+		return;
+	}
+	gw->present = 1;
+	check_keys(x, g, "gateway", keys);
+	str = get_str(x, g, "gateway", "listen", true);
+	if (str) {
+		if (parse_listen(str, &fam, addr, &port))
+			bad(x, config_setting_get_member(g, "listen"),
+			    "gateway.listen: '%s' is not ADDR:PORT or [ADDR6]:PORT", str);
+		snprintf(gw->listen, sizeof(gw->listen), "%s", str);
+	}
+	str = get_str(x, g, "gateway", "credentials", false);
+	if (str)
+		resolve_path(gw->credentials, sizeof(gw->credentials), base, str);
+
+	sub = config_setting_get_member(g, "capacity");
+	if (!sub || !config_setting_is_group(sub)) {
+		bad(x, sub ? sub : g, "gateway.capacity: expected { cpu = UNITS; db = SLOTS; }");
+	} else {
+		check_keys(x, sub, "gateway.capacity", cap_keys);
+		if (get_num(x, sub, "gateway.capacity", "cpu", true, 0.0, 1e12, &d)) {
+			if (d <= 0)
+				bad(x, config_setting_get_member(sub, "cpu"),
+				    "gateway.capacity.cpu: must be above 0 units per second");
+			gw->cap_cpu = d;
+		}
+		gw->cap_db = 0;
+		if (get_num(x, sub, "gateway.capacity", "db", false, 0.0, 1e9, &d))
+			gw->cap_db = d;
+	}
+	sub = config_setting_get_member(g, "queue");
+	if (sub) {
+		if (!config_setting_is_group(sub)) {
+			bad(x, sub, "gateway.queue: expected a group { ... }");
+		} else {
+			check_keys(x, sub, "gateway.queue", q_keys);
+			gw->target_wait_ms = get_u32_or(x, sub, "gateway.queue", "target_wait_ms",
+							1, 60000, gw->target_wait_ms);
+			gw->lifo_after_ms = get_u32_or(x, sub, "gateway.queue", "lifo_after_ms", 1,
+						       60000, gw->lifo_after_ms);
+			gw->codel_interval_ms = get_u32_or(x, sub, "gateway.queue",
+							   "codel_interval_ms", 1, 60000,
+							   gw->codel_interval_ms);
+			gw->default_deadline_ms = get_u32_or(x, sub, "gateway.queue",
+							     "default_deadline_ms", 1, 600000,
+							     gw->default_deadline_ms);
+			gw->max_deadline_ms = get_u32_or(x, sub, "gateway.queue", "max_deadline_ms",
+							 1, 600000, gw->max_deadline_ms);
+			if (gw->default_deadline_ms > gw->max_deadline_ms)
+				bad(x, sub, "gateway.queue: default_deadline_ms %u is above "
+				    "max_deadline_ms %u", gw->default_deadline_ms,
+				    gw->max_deadline_ms);
+		}
+	}
+	sub = config_setting_get_member(g, "argon2");
+	if (sub) {
+		if (!config_setting_is_group(sub)) {
+			bad(x, sub, "gateway.argon2: expected a group { ... }");
+		} else {
+			check_keys(x, sub, "gateway.argon2", a_keys);
+			gw->m_cost_kib = get_u32_or(x, sub, "gateway.argon2", "m_cost_kib", 8,
+						    4 * 1024 * 1024, gw->m_cost_kib);
+			gw->t_cost = get_u32_or(x, sub, "gateway.argon2", "t_cost", 1, 100,
+						gw->t_cost);
+			gw->parallelism = get_u32_or(x, sub, "gateway.argon2", "parallelism", 1,
+						     64, gw->parallelism);
+			gw->memory_budget_mib = get_u32_or(x, sub, "gateway.argon2",
+							   "memory_budget_mib", 1, 1024 * 1024,
+							   gw->memory_budget_mib);
+		}
+	}
+	gw->workers = (uint32_t)(((uint64_t)gw->memory_budget_mib * 1024) / gw->m_cost_kib);
+	if (gw->workers > 256)
+		gw->workers = 256;
+	if (gw->workers < 1)
+		bad(x, sub ? sub : g, "gateway.argon2: a memory budget of %u MiB cannot hold one "
+		    "hash of %u KiB", gw->memory_budget_mib, gw->m_cost_kib);
+	gw->trusted_hops = get_u32_or(x, g, "gateway", "trusted_hops", 0, 16, 0);
+	gw->max_body = get_u32_or(x, g, "gateway", "max_body", 256, 1 << 20, gw->max_body);
+	gw->max_headers = get_u32_or(x, g, "gateway", "max_headers", 1024, 1 << 20,
+				     gw->max_headers);
+	sub = config_setting_get_member(g, "admission");
+	if (sub) {
+		if (config_setting_type(sub) != CONFIG_TYPE_BOOL)
+			bad(x, sub, "gateway.admission: expected true or false");
+		else
+			gw->admission = config_setting_get_bool(sub);
+	}
+	for (i = 0; i < c->n_tenants; i++)
+		sum += c->tenants[i].reservation;
+	if (gw->cap_cpu > 0 && sum > gw->cap_cpu)
+		bad(x, config_setting_get_member(root, "tenants"),
+		    "tenants: reservations add up to %g cpu units/s, above gateway.capacity.cpu "
+		    "%g: the promise could not be kept when every tenant is busy", sum,
+		    gw->cap_cpu);
 }
 
 static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_config *c)
@@ -808,7 +1139,8 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 int sl_config_load(const char *path, const char *base_dir, struct sl_config *out, char *err,
 		   size_t errlen)
 {
-	static const char *const top_keys[] = { "edge", "classes", "tenants", "daemon", NULL };
+	static const char *const top_keys[] = { "edge", "classes", "tenants", "routes", "gateway",
+		"daemon", NULL };
 	struct vctx x = { .file = path, .err = err, .errlen = errlen };
 	struct sl_config *c;
 	config_t cfg;
@@ -847,6 +1179,11 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	load_edge(&x, config_root_setting(&cfg), c, base_dir);
 	load_classes(&x, config_root_setting(&cfg), c);
 	load_tenants(&x, config_root_setting(&cfg), c);
+	load_routes(&x, config_root_setting(&cfg), c);
+	load_gateway(&x, config_root_setting(&cfg), c, base_dir);
+	if (!c->has_edge && !c->gw.present)
+		bad(&x, NULL, "nothing to run: the file has neither an 'edge' nor a 'gateway' "
+		    "section");
 	load_daemon(&x, config_root_setting(&cfg), c);
 	if (x.nerr) {
 		ret = -EINVAL;

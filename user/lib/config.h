@@ -38,7 +38,39 @@ struct sl_port_cfg {
 	uint16_t port;
 	uint8_t front;  /* enum sl_front */
 	uint8_t action; /* enum sl_action */
+	uint8_t proto;  /* enum sl_proto */
 	uint32_t cost;
+};
+
+#define SL_MAX_ROUTES 64
+#define SL_ROUTE_PATH_LEN 64
+#define SL_ROUTE_NAME_LEN 32
+
+/* A route: method + path prefix -> cost in each budget. One cost unit is 100 us of CPU. */
+struct sl_route_cfg {
+	char name[SL_ROUTE_NAME_LEN];
+	uint8_t method;                /* enum sl_method; SL_M_OTHER: any method */
+	char path[SL_ROUTE_PATH_LEN];  /* prefix, starting with '/' */
+	double cpu;                    /* cost units (the edge charges these) */
+	double db;                     /* concurrent database slots (the gateway) */
+};
+
+#define SL_MAX_TENANT_HOSTS 8
+#define SL_HOST_LEN 64
+
+struct sl_gateway_cfg {
+	int present;
+	char listen[128];              /* "ADDR:PORT" or "[ADDR6]:PORT" */
+	char credentials[PATH_MAX];    /* tenant,account,PHC-string; resolved like asn_table */
+	double cap_cpu, cap_db;        /* units per second per budget */
+	uint32_t target_wait_ms, lifo_after_ms, codel_interval_ms;
+	uint32_t default_deadline_ms, max_deadline_ms;
+	uint32_t m_cost_kib, t_cost, parallelism, memory_budget_mib;
+	uint32_t trusted_hops;
+	int admission;                 /* 0: unbounded FIFO, no deadline check (benchmarks) */
+	uint32_t max_body;             /* bytes */
+	uint32_t max_headers;          /* bytes */
+	uint32_t workers;              /* Argon2id threads: memory_budget / m_cost, capped */
 };
 
 #define SL_MAX_TENANT_LISTEN 8
@@ -55,6 +87,10 @@ struct sl_tenant_cfg {
 	double static_rate, static_burst; /* the conservative rate once a lease has expired */
 	uint32_t lease_ttl_s;
 	uint8_t mode;
+	int edge_budget;                  /* rate/burst given: the edge charges this tenant */
+	char hosts[SL_MAX_TENANT_HOSTS][SL_HOST_LEN]; /* lowercase, no port */
+	int n_hosts;
+	double reservation;               /* gateway: units/s always admitted (cpu budget) */
 };
 
 struct sl_config {
@@ -89,7 +125,23 @@ struct sl_config {
 
 	struct sl_tenant_cfg tenants[SL_MAX_TENANTS];
 	int n_tenants;
+	int default_tenant;               /* the tenant named "default", or -1 */
+
+	struct sl_route_cfg routes[SL_MAX_ROUTES];
+	int n_routes;
+
+	int has_edge;
+	struct sl_gateway_cfg gw;
 };
+
+/* Method name to enum sl_method; -1 if unknown. "*" is SL_M_OTHER (any). */
+int sl_method_parse(const char *s);
+const char *sl_method_name(uint8_t m);
+/* The tenant whose hosts list has @host (lowercase, no port), else default_tenant. */
+int sl_config_tenant_by_host(const struct sl_config *c, const char *host);
+/* The route for @method and @path: longest matching prefix, exact method beating "any";
+ * -1 if none. The edge's LPM table and the gateway both resolve routes this way. */
+int sl_config_route(const struct sl_config *c, uint8_t method, const char *path);
 
 /* Fill @c with every default (no classes, no ports, no interfaces). */
 void sl_config_defaults(struct sl_config *c);

@@ -447,7 +447,7 @@ int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c)
 		struct sl_tenant t;
 
 		memset(&t, 0, sizeof(t));
-		if ((int)i < c->n_tenants) {
+		if ((int)i < c->n_tenants && c->tenants[i].edge_budget) {
 			const struct sl_tenant_cfg *tc = &c->tenants[i];
 
 			t.valid = 1;
@@ -459,7 +459,7 @@ int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c)
 		}
 		if (bpf_map_update_elem(m->tenants, &i, &t, BPF_ANY))
 			return -errno;
-		if ((int)i >= c->n_tenants)
+		if ((int)i >= c->n_tenants || !c->tenants[i].edge_budget)
 			continue;
 		for (j = 0; j < c->tenants[i].n_listen; j++) {
 			memset(&k, 0, sizeof(k));
@@ -480,6 +480,8 @@ int sl_maps_refresh_leases(const struct sl_maps *m, const struct sl_config *c)
 	for (i = 0; i < (__u32)c->n_tenants; i++) {
 		struct sl_tenant t;
 
+		if (!c->tenants[i].edge_budget)
+			continue;
 		if (bpf_map_lookup_elem(m->tenants, &i, &t))
 			return -errno;
 		t.lease_expires_ns = sl_now_ns() +

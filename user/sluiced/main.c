@@ -114,7 +114,9 @@ static int reload(struct daemon *d, char *msg, size_t n)
 		free(nc);
 		return ret;
 	}
-	ret = edge_apply(&d->edge, nc, &asn);
+	if (nc->has_edge != d->cfg.has_edge)
+		log_warn("adding or removing the edge section takes effect at the next start");
+	ret = d->cfg.has_edge && nc->has_edge ? edge_apply(&d->edge, nc, &asn) : 0;
 	sl_asn_free(&asn);
 	if (ret) {
 		snprintf(msg, n, "cannot apply the config: %s", strerror(-ret));
@@ -159,6 +161,8 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 			evbuffer_add_printf(out, "error %s\n", msg);
 		else
 			evbuffer_add_printf(out, "ok %s\n", msg);
+	} else if (!d->cfg.has_edge && (!strncmp(line, "asn-load ", 9) || !strcmp(line, "detach"))) {
+		evbuffer_add_printf(out, "error this sluiced runs no edge (no 'edge' section)\n");
 	} else if (!strncmp(line, "asn-load ", 9)) {
 		const char *path = line + 9;
 		struct sl_asn_table asn;
@@ -192,7 +196,8 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	edge_tick(&d->edge, &d->cfg);
+	if (d->cfg.has_edge)
+		edge_tick(&d->edge, &d->cfg);
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -329,7 +334,7 @@ int main(int argc, char **argv)
 		log_error("control socket %s: %s", d.cfg.ctl_socket, strerror(errno));
 		goto out_base;
 	}
-	ret = edge_start(&d.edge, &d.cfg, &asn);
+	ret = d.cfg.has_edge ? edge_start(&d.edge, &d.cfg, &asn) : 0;
 	sl_asn_free(&asn);
 	if (ret) {
 		log_error("sluiced could not start the edge datapath");
@@ -364,7 +369,8 @@ out_edge:
 	for (i = 0; i < 4; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
-	edge_stop(&d.edge, d.handover);
+	if (d.cfg.has_edge)
+		edge_stop(&d.edge, d.handover);
 out_ctl:
 	ctl_close(d.ctl);
 out_base:
