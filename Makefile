@@ -59,7 +59,7 @@ CTL_SRCS   := $(wildcard user/sluicectl/*.c)
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/unit/%,$(UNIT_SRCS))
 UNIT_SAN   := $(patsubst tests/unit/%.c,$(BUILD)/san/tests/unit/%,$(UNIT_SRCS))
-HDRS       := $(wildcard include/sluice/*.h user/lib/*.h user/gateway/*.h)
+HDRS       := $(wildcard include/sluice/*.h user/lib/*.h user/gateway/*.h user/sluiced/*.h)
 BPF_HDRS   := $(wildcard bpf/*.h include/sluice/*.h)
 
 BINS := $(BUILD)/sluiced $(BUILD)/sluicectl

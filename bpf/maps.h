@@ -167,6 +167,40 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_events SEC(".maps");
 
+/* Stateless front: routes, hosts, and first-request outcomes by route and by tenant. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, SL_EDGE_ROUTES * SL_M__MAX);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sl_route_key);
+	__type(value, struct sl_route_val);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_routes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SL_MAX_TENANTS * 8);
+	__type(key, struct sl_host_key);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_hosts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SL_EDGE_ROUTES + 1);
+	__type(key, __u32);
+	__type(value, struct sl_outcome);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_route_stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SL_MAX_TENANTS + 1);
+	__type(key, __u32);
+	__type(value, struct sl_outcome);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_tenant_stats SEC(".maps");
+
 /* Controller metadata for sluicectl; never read here. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -27,6 +27,7 @@
 #include "parse.h"
 #include "maps.h"
 #include "reply.h"
+#include "request.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -43,6 +44,29 @@ struct {
 } sl_scratch SEC(".maps");
 
 static const __u16 sl_mss_tab[8] = SL_COOKIE_MSS;
+
+/*
+ * The cookie, made and checked in functions of their own: SipHash over six words kept in
+ * registers and spills took each caller's frame past what the verifier allows a call chain,
+ * and inlined at three sites it cost most of the verification budget.
+ */
+__noinline int sl_cookie_new(const struct sl_conn_id *id, __u64 now,
+			     const struct sl_cookie_opts *o, const struct sl_cookie_keys *k)
+{
+	if (!id || !o || !k)
+		return 0;
+	return (int)sl_cookie_make(id, now, o, k);
+}
+
+__noinline int sl_cookie_ok(const struct sl_conn_id *id, __u32 cookie, __u64 now,
+			    const struct sl_cookie_keys *k, struct sl_cookie_opts *o)
+{
+	if (!id || !o || !k)
+		return 0;
+	return sl_cookie_check(id, cookie, now, k, o);
+}
+
+
 
 /* How long a cookie connection that got its 429 keeps absorbing its own segments. */
 #define SL_CONN_TTL_NS (10ull * 1000000000ull)
@@ -69,8 +93,15 @@ struct pkt {
 	__u16 sport, dport;
 	__u8 flags;     /* TCP flags byte */
 	__u8 doff;
-	__u8 pad[2];
+	__u8 front;     /* the port's: enum sl_front */
+	__u8 proto;     /* enum sl_proto */
+	__u8 action;    /* enum sl_action */
+	__u8 pad[3];
+	__u32 cost;     /* what this segment's decision charges (port default, or its route) */
+	__u32 tenant;   /* tenant id from Host/SNI; SL_TENANT_BY_DEST: by destination */
 };
+
+#define SL_TENANT_BY_DEST (SL_MAX_TENANTS + 1)
 
 /* Zero the host bits of a 32-bit big-endian word holding bits [32*i, 32*i+32) of a prefix. */
 static __always_inline __u32 mask_word(__u32 word, int plen, int i)
@@ -168,15 +199,22 @@ enum charge_result {
 	CHARGE_NOSTATE,
 };
 
+struct charge_out {
+	__u64 inc;  /* what was charged, for a refund */
+	__u64 next; /* the new TAT */
+};
+
 /*
- * Charge @cost against @b with compare-and-swap; *@inc receives what was charged so that a
- * later denial elsewhere can refund it.
+ * Charge @cost against @b with compare-and-swap. A global function: inlined three times
+ * into the judgement, its retry loop multiplied the verifier's paths past its budget.
  */
-static __always_inline int charge_tat(struct sl_bucket *b, const struct sl_rate *r, __u64 cost,
-				      __u64 now, __u64 *next_out, __u64 *inc)
+__noinline int sl_charge_tat(struct sl_bucket *b, const struct sl_rate *r, __u64 cost,
+			     __u64 now, struct charge_out *out)
 {
 	int i;
 
+	if (!b || !r || !out)
+		return CHARGE_NOSTATE;
 	for (i = 0; i < SL_CAS_TRIES; i++) {
 		__u64 old = *(volatile __u64 *)&b->tat;
 		__u64 next;
@@ -189,8 +227,8 @@ static __always_inline int charge_tat(struct sl_bucket *b, const struct sl_rate 
 		}
 		if (__sync_val_compare_and_swap(&b->tat, old, next) != old)
 			continue;
-		*inc = next - (old > now ? old : now);
-		*next_out = next;
+		out->inc = next - (old > now ? old : now);
+		out->next = next;
 		return CHARGE_OK;
 	}
 	return CHARGE_BUSY;
@@ -203,7 +241,8 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 {
 	struct sl_bucket *b;
 	struct sl_ghost *ghost;
-	__u64 h, next = 0;
+	struct charge_out co = {};
+	__u64 h, next;
 	__u32 slot, tag;
 	int rc;
 
@@ -230,7 +269,9 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 			return CHARGE_NOSTATE;
 	}
 	*bucket = b;
-	rc = charge_tat(b, r, cost, now, &next, inc);
+	rc = sl_charge_tat(b, r, cost, now, &co);
+	*inc = co.inc;
+	next = co.next;
 	if (rc == CHARGE_BUSY && cnt)
 		cnt->cas_busy++;
 	/*
@@ -251,6 +292,12 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 	return rc;
 }
 
+static __always_inline int is_shed(__u32 reason)
+{
+	return reason == SL_R_SHED_PREFIX || reason == SL_R_SHED_PARENT ||
+	       reason == SL_R_SHED_TENANT || reason == SL_R_SHED_VERDICT;
+}
+
 /*
  * The one exit: count the reason in the class's per-CPU row. Per-CPU values need no atomics:
  * an XDP program runs to completion on one CPU with migration disabled, and no other CPU
@@ -263,7 +310,7 @@ static __always_inline int record(__u32 class_id, __u32 reason, int action)
 	cnt = bpf_map_lookup_elem(&sl_stats, &class_id);
 	if (cnt && reason < SL_REASON_SLOTS) {
 		cnt->pkts[reason]++;
-		if (action == XDP_TX && reason != SL_R_REPLIED_429 && reason != SL_R_COOKIE_FIN)
+		if (action == XDP_TX && (reason == SL_R_HANDSHAKE || is_shed(reason)))
 			cnt->synacks++;
 	}
 	return action;
@@ -306,6 +353,40 @@ struct decision {
 	struct sl_bkey key;
 };
 
+/* The record of the segment being judged, per CPU: on the stack it put the main frame plus
+ * the reply path's past the verifier's 512 bytes for a call chain. */
+struct seg_scratch {
+	struct pkt pk;
+	struct decision d;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct seg_scratch);
+} sl_segs SEC(".maps");
+
+/* Working memory of the cookie and first-request paths, per CPU: the first request's bytes
+ * and the keys read from them, and the cookie path's records, which on the stack took its
+ * call chain past the verifier's 512 bytes. */
+struct req_scratch {
+	struct req_buf rb;
+	struct sl_route_key rk;
+	struct sl_host_key hk;
+	struct sl_conn_id id;
+	struct sl_conn_key ck;
+	struct sl_cookie_opts o;
+	struct decision d;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct req_scratch);
+} sl_reqbuf SEC(".maps");
+
 static __always_inline void refund(struct sl_bucket *b, __u64 inc)
 {
 	if (b && inc)
@@ -315,38 +396,43 @@ static __always_inline void refund(struct sl_bucket *b, __u64 inc)
 /* Charge the destination tenant's edge bucket: its lease while it lasts, else the static
  * fallback. Returns CHARGE_OK when there is no tenant for this destination. */
 static __always_inline int charge_tenant(const struct src *s, __u16 dport, __u64 cost,
-					 __u64 now, const struct sl_settings *set, __u8 *mode)
+					 __u64 now, const struct sl_settings *set, __u8 *mode,
+					 __u32 hint)
 {
 	struct sl_tenant_key tk = { .family = s->family, .port = dport };
 	struct sl_tenant *t;
 	struct sl_bucket *st;
-	__u64 next, inc;
-	__u32 *id;
+	struct charge_out co;
+	__u32 *id, tid = hint;
 
 	if (!set->n_tenants)
 		return CHARGE_OK;
-	__builtin_memcpy(tk.addr, s->daddr, 16);
-	id = bpf_map_lookup_elem(&sl_tenant_keys, &tk);
-	if (!id)
-		return CHARGE_OK;
-	t = bpf_map_lookup_elem(&sl_tenants, id);
-	st = bpf_map_lookup_elem(&sl_tenant_state, id);
+	/* Host or SNI named the tenant (stateless front); else its address and port do. */
+	if (hint >= SL_MAX_TENANTS) {
+		__builtin_memcpy(tk.addr, s->daddr, 16);
+		id = bpf_map_lookup_elem(&sl_tenant_keys, &tk);
+		if (!id)
+			return CHARGE_OK;
+		tid = *id;
+	}
+	t = bpf_map_lookup_elem(&sl_tenants, &tid);
+	st = bpf_map_lookup_elem(&sl_tenant_state, &tid);
 	if (!t || !st || !t->valid)
 		return CHARGE_OK;
 	*mode = t->mode;
-	return charge_tat(st, now < t->lease_expires_ns ? &t->lease : &t->fallback, cost, now,
-			  &next, &inc);
+	return sl_charge_tat(st, now < t->lease_expires_ns ? &t->lease : &t->fallback, cost, now,
+			     &co);
 }
 
 /* Judge one SYN to a protected port (a global function: see struct pkt). */
-__noinline int sl_judge_syn(const struct pkt *pk, const struct sl_port *port,
-			    const struct sl_settings *set, __u64 now, struct decision *d)
+__noinline int sl_judge_syn(const struct pkt *pk, const struct sl_settings *set, __u64 now,
+			    struct decision *d)
 {
 	const struct src *s;
 	__u32 zero = 0, *vcount;
 	__u16 dport;
 
-	if (!pk || !port || !d)
+	if (!pk || !d)
 		return 0;
 	if (!set) {
 		d->class_id = SL_CLASS_NONE;
@@ -358,12 +444,12 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_port *port,
 	struct sl_class_policy *pol;
 	struct sl_bucket *pb = NULL, *qb = NULL;
 	struct sl_counters *cnt;
-	__u64 pinc = 0, qinc = 0, cost = port->cost;
+	__u64 pinc = 0, qinc = 0, cost = pk->cost;
 	__u32 cls = classify(s, set);
 	__u8 plen, parent, tmode = SL_MODE_ENFORCE;
 	int rc;
 
-	d->action = port->action;
+	d->action = pk->action;
 	pol = policy_of(&cls, set);
 	if (!pol) {
 		d->class_id = SL_CLASS_NONE;
@@ -429,7 +515,7 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_port *port,
 		d->reason = pol->mode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_PARENT : SL_R_SHED_PARENT;
 		return 0;
 	}
-	if (charge_tenant(s, dport, cost, now, set, &tmode) != CHARGE_OK) {
+	if (charge_tenant(s, dport, cost, now, set, &tmode, pk->tenant) != CHARGE_OK) {
 		/* The tenant's budget ran out: the source paid for nothing. */
 		refund(pb, pinc);
 		refund(qb, qinc);
@@ -441,14 +527,17 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_port *port,
 }
 
 /* Retry-After for a 429 to @s now: the prefix's streak picks the level, then +-20 % jitter. */
-static __always_inline __u16 retry_after(const struct src *s, const struct sl_settings *set,
-					 __u64 now, struct decision *d)
+__noinline int sl_retry_after(const struct src *s, const struct sl_settings *set, __u64 now,
+			      struct decision *d)
 {
 	struct sl_class_policy *pol;
 	struct sl_bucket *b;
-	__u32 cls = classify(s, set), level = 0, base, ticks = now >> 30, streak = 0;
-	__u32 n = set->n_retry_levels;
+	__u32 cls, level = 0, base, ticks = now >> 30, streak = 0, n;
 
+	if (!s || !set || !d)
+		return 1;
+	cls = classify(s, set);
+	n = set->n_retry_levels;
 	pol = policy_of(&cls, set);
 	d->class_id = pol ? cls : SL_CLASS_NONE;
 	if (pol) {
@@ -513,27 +602,102 @@ static __always_inline int reply_from(struct reply *r, const struct xdp_md *ctx,
 	return 0;
 }
 
+static __always_inline void outcome(void *map, __u32 idx, int shed)
+{
+	struct sl_outcome *o = bpf_map_lookup_elem(map, &idx);
+
+	if (o) {
+		if (shed)
+			o->shed++;
+		else
+			o->admitted++;
+	}
+}
+
 /*
- * A non-SYN segment to a `reply` port: ours if it belongs to a cookie connection, else the
- * kernel's. The marker bits send 7 of 8 ordinary segments on their way without a hash.
+ * Stateless front: what does this first request cost, and whose is it? Reads the request
+ * line and Host (or the SNI) and looks them up; anything unreadable keeps the port's default
+ * cost and the destination's tenant. Fills pk->cost and pk->tenant; returns the route id
+ * (SL_EDGE_ROUTES when none).
  */
-__noinline int sl_cookie_segment(struct xdp_md *ctx, const struct pkt *pk)
+__noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
+				const struct sl_settings *set)
+{
+	struct sl_route_val *rv = NULL, *ra;
+	struct req_scratch *rs;
+	__u32 zero = 0, off, len, route = SL_EDGE_ROUTES, *tid;
+	void *data = xdp_data(ctx), *end = xdp_data_end(ctx);
+	int got;
+
+	if (!ctx || !pk || !set)
+		return SL_EDGE_ROUTES;
+	pk->cost = pk->cost ? pk->cost : 1;
+	pk->tenant = SL_TENANT_BY_DEST;
+	rs = bpf_map_lookup_elem(&sl_reqbuf, &zero);
+	if (!rs)
+		return route;
+	off = pk->th_off + pk->doff * 4;
+	len = pk->payload;
+	if (off + len > (__u32)(end - data))
+		len = (__u32)(end - data) > off ? (__u32)(end - data) - off : 0;
+	if (len > SL_REQ_SCAN)
+		len = SL_REQ_SCAN;
+	if (len == 0 || off > 0xffff)
+		return route;
+	if (bpf_xdp_load_bytes(ctx, off, rs->rb.b, len))
+		return route;
+	__builtin_memset(&rs->rk, 0, sizeof(rs->rk));
+	__builtin_memset(&rs->hk, 0, sizeof(rs->hk));
+	if (pk->proto == SL_PROTO_TLS)
+		got = sl_parse_sni(&rs->rb, len, &rs->hk);
+	else
+		got = sl_parse_http(&rs->rb, len, &rs->rk, &rs->hk);
+
+	if (got & REQ_LINE) {
+		/* The method's own routes, then any-method ones: the longer path prefix wins,
+		 * the method's own at equal length. */
+		rv = bpf_map_lookup_elem(&sl_routes, &rs->rk);
+		rs->rk.data[0] = SL_M_OTHER;
+		ra = bpf_map_lookup_elem(&sl_routes, &rs->rk);
+		if (ra && (!rv || ra->path_len > rv->path_len))
+			rv = ra;
+		if (rv) {
+			pk->cost = rv->cost;
+			route = rv->route_id < SL_EDGE_ROUTES ? rv->route_id : SL_EDGE_ROUTES;
+		}
+	}
+	if (got & REQ_HOST) {
+		tid = bpf_map_lookup_elem(&sl_hosts, &rs->hk);
+		pk->tenant = tid ? *tid : set->default_tenant;
+	}
+	if (pk->tenant >= SL_MAX_TENANTS)
+		pk->tenant = SL_TENANT_BY_DEST;
+	return route;
+}
+
+/*
+ * A non-SYN segment to a `reply` port (SYN front) or to a stateless-front port.
+ *
+ * SYN front: ours only if it belongs to a cookie connection (one that was shed at its SYN);
+ * else the kernel's. Stateless front: every connection starts as ours; its first request is
+ * decided here, and admitted ones go on to the TC program that hands them to the listener.
+ * Either way the cookie's marker bits send 15 of 16 segments of established connections on
+ * their way without a hash.
+ */
+__noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 {
 	const struct sl_settings *set;
 	const struct src *s;
 	__u32 payload;
 	struct sl_cookie_keys *keys;
-	struct sl_conn_key ck;
-	struct sl_conn *conn;
-	struct sl_cookie_opts o;
-	struct sl_conn_id id;
-	struct decision d = {};
+	struct sl_conn *conn = NULL;
+	struct req_scratch *ws;
 	struct reply *rp;
 	__u32 zero = 0, ack, seq;
 	__u16 sport, dport;
 	__u8 fin, rst;
 	__u64 now;
-	int act;
+	int act, looked = 0, marked;
 
 	if (!ctx || !pk)
 		return XDP_PASS;
@@ -545,94 +709,142 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, const struct pkt *pk)
 	rst = pk->flags & 0x04;
 	if (!(pk->flags & TF_ACK))
 		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
-	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
-	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
-	if (!keys || !set || !rp)
+	if (!keys)
 		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
-	__builtin_memset(rp, 0, sizeof(*rp));
 	ack = pk->ack;
 	seq = pk->seq;
 	now = bpf_ktime_get_coarse_ns();
+	marked = sl_cookie_marked(ack - 1, now, keys);
+	/* The fast way out: no cookie connection in any state ends in this ack. */
+	if (!marked && !sl_cookie_marked(ack - SL_429_LEN - 1, now, keys) &&
+	    !sl_cookie_marked(ack - SL_429_LEN - 2, now, keys) &&
+	    !sl_cookie_marked(ack - 2, now, keys))
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 
-	if (sl_cookie_marked(ack - 1, now, keys)) {
-		__builtin_memset(&id, 0, sizeof(id));
-		id.family = s->family;
-		id.sport = sport;
-		id.dport = dport;
-		id.isn = seq - 1;
-		__builtin_memcpy(id.saddr, s->saddr, 16);
-		__builtin_memcpy(id.daddr, s->daddr, 16);
-		if (sl_cookie_check(&id, ack - 1, now, keys, &o)) {
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
+	ws = bpf_map_lookup_elem(&sl_reqbuf, &zero);
+	if (!set || !rp || !ws)
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+	__builtin_memset(rp, 0, sizeof(*rp));
+	__builtin_memset(&ws->d, 0, sizeof(ws->d));
+	conn_key_of(&ws->ck, s, sport, dport);
+
+	if (marked) {
+		__builtin_memset(&ws->id, 0, sizeof(ws->id));
+		ws->id.family = s->family;
+		ws->id.sport = sport;
+		ws->id.dport = dport;
+		ws->id.isn = seq - 1;
+		__builtin_memcpy(ws->id.saddr, s->saddr, 16);
+		__builtin_memcpy(ws->id.daddr, s->daddr, 16);
+		if (sl_cookie_ok(&ws->id, ack - 1, now, keys, &ws->o)) {
 			/* The handshake's own ACK, or a reset of it: nothing to answer. */
 			if (rst)
 				return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
 			if (!payload && !fin)
 				return record(SL_CLASS_NONE, SL_R_COOKIE_ACK, XDP_DROP);
-			if (reply_from(rp, ctx, pk))
-				return XDP_DROP;
-			conn_key_of(&ck, s, sport, dport);
-			if (payload) {
-				/* The first request: one 429 with FIN, and remember the
-				 * connection so that its leftovers are absorbed. */
-				struct sl_conn c = {};
+			/* A first segment decided before (a retransmission) is never decided
+			 * twice: one charge, and at most one 429, per connection. */
+			conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
+			looked = 1;
+			if (!conn || now >= conn->expires_ns) {
+				conn = NULL;
+				if (reply_from(rp, ctx, pk))
+					return XDP_DROP;
+				if (payload && pk->front == SL_FRONT_STATELESS) {
+					struct sl_conn c = { .expires_ns = now + SL_CONN_TTL_NS };
+					__u32 route = (__u32)sl_route_request(ctx, pk, set);
+					__u32 tix = pk->tenant < SL_MAX_TENANTS ? pk->tenant :
+						    SL_MAX_TENANTS;
 
-				rp->kind = REPLY_429;
+					sl_judge_syn(pk, set, now, &ws->d);
+					if (!is_shed(ws->d.reason)) {
+						c.state = SL_CONN_ADMITTED;
+						bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
+						outcome(&sl_route_stats, route, 0);
+						outcome(&sl_tenant_stats, tix, 0);
+						/* Monitor-mode verdicts are counted too. */
+						if (ws->d.reason != SL_R_PASSED)
+							record(ws->d.class_id, ws->d.reason, XDP_PASS);
+						return record(ws->d.class_id, SL_R_FIRST_ADMITTED, XDP_PASS);
+					}
+					outcome(&sl_route_stats, route, 1);
+					outcome(&sl_tenant_stats, tix, 1);
+					emit_event(set, s, &ws->d.key, ws->d.class_id, ws->d.reason, ws->d.action, dport,
+						   0, now);
+					if (ws->d.action != SL_ACT_REPLY) {
+						c.state = SL_CONN_SHED;
+						bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
+						return record(ws->d.class_id, ws->d.reason, XDP_DROP);
+					}
+					record(ws->d.class_id, ws->d.reason, -1); /* count; the 429 follows */
+				}
+				if (payload) {
+					/* The first request of a shed connection: one 429 with
+					 * FIN, and remember the connection so that its leftovers
+					 * are absorbed. */
+					struct sl_conn c = {};
+
+					rp->kind = REPLY_429;
+					rp->seq = ack;
+					rp->ack = seq + payload + (fin ? 1 : 0);
+					rp->retry_after = (__u16)sl_retry_after(s, set, now, &ws->d);
+					c.our_next = ack + SL_429_LEN + 1;
+					c.their_next = seq + payload + (fin ? 1 : 0);
+					c.expires_ns = now + SL_CONN_TTL_NS;
+					c.state = SL_CONN_SHED;
+					bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
+					emit_event(set, s, &ws->d.key, ws->d.class_id, SL_R_REPLIED_429,
+						   SL_ACT_REPLY, dport, rp->retry_after, now);
+					act = sl_emit_reply(ctx, rp);
+					return record(ws->d.class_id, SL_R_REPLIED_429, act);
+				}
+				/* A FIN straight after the handshake: close our side too. */
+				{
+					struct sl_conn c = { .our_next = ack + 1,
+							     .their_next = seq + 1,
+							     .expires_ns = now + SL_CONN_TTL_NS,
+							     .state = SL_CONN_SHED };
+
+					bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
+				}
+				rp->kind = REPLY_FINACK;
 				rp->seq = ack;
-				rp->ack = seq + payload + (fin ? 1 : 0);
-				rp->retry_after = retry_after(s, set, now, &d);
-				c.our_next = ack + SL_429_LEN + 1;
-				c.their_next = seq + payload + (fin ? 1 : 0);
-				c.expires_ns = now + SL_CONN_TTL_NS;
-				bpf_map_update_elem(&sl_conns, &ck, &c, BPF_ANY);
-				emit_event(set, s, &d.key, d.class_id, SL_R_REPLIED_429,
-					   SL_ACT_REPLY, dport, rp->retry_after, now);
-				act = emit_reply(ctx, rp);
-				return record(d.class_id, SL_R_REPLIED_429, act);
+				rp->ack = seq + 1;
+				act = sl_emit_reply(ctx, rp);
+				return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, act);
 			}
-			/* A FIN straight after the handshake: close our side too. */
-			{
-				struct sl_conn c = { .our_next = ack + 1, .their_next = seq + 1,
-						     .expires_ns = now + SL_CONN_TTL_NS };
-
-				bpf_map_update_elem(&sl_conns, &ck, &c, BPF_ANY);
-			}
-			rp->kind = REPLY_FINACK;
-			rp->seq = ack;
-			rp->ack = seq + 1;
-			act = emit_reply(ctx, rp);
-			return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, act);
 		}
 	}
 
-	/* After the 429: the client's ACKs, its FIN, a racing data segment, a reset. */
-	if (sl_cookie_marked(ack - 1, now, keys) ||
-	    sl_cookie_marked(ack - SL_429_LEN - 1, now, keys) ||
-	    sl_cookie_marked(ack - SL_429_LEN - 2, now, keys) ||
-	    sl_cookie_marked(ack - 2, now, keys)) {
-		conn_key_of(&ck, s, sport, dport);
-		conn = bpf_map_lookup_elem(&sl_conns, &ck);
-		if (conn && now < conn->expires_ns) {
-			if (fin && !rst) {
-				if (reply_from(rp, ctx, pk))
-					return XDP_DROP;
-				rp->kind = REPLY_ACK;
-				rp->seq = conn->our_next;
-				rp->ack = seq + payload + 1;
-				act = emit_reply(ctx, rp);
-				return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, act);
-			}
-			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+	/* A decided connection's other segments: racing ones of an admitted first burst pass;
+	 * after a 429, the client's ACKs and resets are absorbed and its FIN acknowledged. */
+	if (!looked)
+		conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
+	if (conn && now < conn->expires_ns) {
+		if (conn->state == SL_CONN_ADMITTED)
+			return record(SL_CLASS_NONE, SL_R_RACE_PASS, XDP_PASS);
+		if (fin && !rst) {
+			if (reply_from(rp, ctx, pk))
+				return XDP_DROP;
+			rp->kind = REPLY_ACK;
+			rp->seq = conn->our_next;
+			rp->ack = seq + payload + 1;
+			act = sl_emit_reply(ctx, rp);
+			return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, act);
 		}
+		return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
 	}
 
 	/*
-	 * Marked like our cookie but not one: a forged or stale ACK, or (one time in eight) a
-	 * segment of a connection the kernel admitted. Only a socket lookup tells them apart,
-	 * and only these few segments pay for it. Forgeries are dropped in silence, so the
-	 * cookie space answers no questions.
+	 * Marked like our cookie but not one: a forged or stale ACK, or (one time in sixteen) a
+	 * segment of an established connection. Only a socket lookup tells them apart, and
+	 * only these few segments pay for it. Forgeries are dropped in silence, so the cookie
+	 * space answers no questions and creates nothing.
 	 */
-	if (sl_cookie_marked(ack - 1, now, keys)) {
+	if (marked) {
 		struct bpf_sock_tuple t = {};
 		struct bpf_sock *sk;
 		int established = 0;
@@ -705,14 +917,14 @@ __noinline int sl_send_synack(struct xdp_md *ctx, const struct pkt *pk)
 	if (reply_from(rp, ctx, pk))
 		return XDP_DROP;
 	rp->kind = REPLY_SYNACK;
-	rp->seq = sl_cookie_make(&id, now, &o, keys);
+	rp->seq = (__u32)sl_cookie_new(&id, now, &o, keys);
 	rp->ack = id.isn + 1;
 	rp->mss = s->family == SL_FAM_V4 ? set->mss4 : set->mss6;
 	if (!rp->mss)
 		rp->mss = 536;
 	rp->ws = ws;
 	rp->sack = sack;
-	return emit_reply(ctx, rp);
+	return sl_emit_reply(ctx, rp);
 }
 
 static __always_inline void fill_tcp(struct pkt *pk, const struct xdp_md *ctx,
@@ -736,9 +948,10 @@ int sluice_xdp(struct xdp_md *ctx)
 	struct iphdr *iph = NULL;
 	struct ipv6hdr *ip6 = NULL;
 	struct tcphdr *th;
-	struct pkt pk;
-	struct src *sp = &pk.s;
-	struct decision d;
+	struct seg_scratch *ss;
+	struct pkt *pk;
+	struct src *sp;
+	struct decision *d;
 	__u32 zero = 0, dport, l4len, n_vlan;
 	void *l3;
 	int proto, reason;
@@ -770,14 +983,20 @@ int sluice_xdp(struct xdp_md *ctx)
 	port = bpf_map_lookup_elem(&sl_ports, &dport);
 	if (!port || !port->protected)
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
-	if ((!th->syn || th->ack) && (port->action != SL_ACT_REPLY || th->syn))
+	if ((!th->syn || th->ack) &&
+	    ((port->action != SL_ACT_REPLY && port->front != SL_FRONT_STATELESS) || th->syn))
 		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 
 	/* Only segments sluice judges get this far: everything above touched no state and
 	 * zeroed nothing, which is most of what keeps the fast path fast. */
-	__builtin_memset(&pk, 0, sizeof(pk));
-	__builtin_memset(&d, 0, sizeof(d));
-	pk.n_vlan = n_vlan;
+	ss = bpf_map_lookup_elem(&sl_segs, &zero);
+	if (!ss)
+		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
+	__builtin_memset(ss, 0, sizeof(*ss));
+	pk = &ss->pk;
+	d = &ss->d;
+	sp = &pk->s;
+	pk->n_vlan = n_vlan;
 	if (iph) {
 		sp->family = SL_FAM_V4;
 		__builtin_memcpy(sp->saddr, &iph->saddr, 4);
@@ -790,17 +1009,22 @@ int sluice_xdp(struct xdp_md *ctx)
 		sp->family = SL_FAM_V6;
 		__builtin_memcpy(sp->saddr, &ip6->saddr, 16);
 		__builtin_memcpy(sp->daddr, &ip6->daddr, 16);
-		/* Payload length counts extension headers, which the cursor has walked. */
+		/* Payload length counts extension headers, which the cursor has walked-> */
 		l4len = bpf_ntohs(ip6->payload_len);
 		l4len = l4len > ext ? l4len - ext : 0;
 	} else {
 		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
 	}
-	fill_tcp(&pk, ctx, th);
+	fill_tcp(pk, ctx, th);
+	pk->front = port->front;
+	pk->proto = port->proto;
+	pk->action = port->action;
+	pk->cost = port->cost;
+	pk->tenant = SL_TENANT_BY_DEST;
 	if (!th->syn || th->ack) {
 		/* The IP length, not the frame length: Ethernet may pad short frames. */
-		pk.payload = l4len > th->doff * 4 ? l4len - th->doff * 4 : 0;
-		return sl_cookie_segment(ctx, &pk);
+		pk->payload = l4len > th->doff * 4 ? l4len - th->doff * 4 : 0;
+		return sl_cookie_segment(ctx, pk);
 	}
 
 	/* Settings are read only from here on: the fast path above never needs them. */
@@ -808,18 +1032,21 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (!set)
 		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
 	now = bpf_ktime_get_coarse_ns();
-	sl_judge_syn(&pk, port, set, now, &d);
-	switch (d.reason) {
+	/* Stateless front: every SYN gets a cookie; the decision waits for the request. */
+	if (port->front == SL_FRONT_STATELESS)
+		return record(SL_CLASS_NONE, SL_R_HANDSHAKE, sl_send_synack(ctx, pk));
+	sl_judge_syn(pk, set, now, d);
+	switch (d->reason) {
 	case SL_R_SHED_PREFIX:
 	case SL_R_SHED_PARENT:
 	case SL_R_SHED_TENANT:
 	case SL_R_SHED_VERDICT:
-		emit_event(set, sp, &d.key, d.class_id, d.reason, d.action, (__u16)dport, 0, now);
-		if (d.action == SL_ACT_REPLY)
-			return record(d.class_id, d.reason, sl_send_synack(ctx, &pk));
-		return record(d.class_id, d.reason, XDP_DROP);
+		emit_event(set, sp, &d->key, d->class_id, d->reason, d->action, (__u16)dport, 0, now);
+		if (d->action == SL_ACT_REPLY)
+			return record(d->class_id, d->reason, sl_send_synack(ctx, pk));
+		return record(d->class_id, d->reason, XDP_DROP);
 	default:
-		return record(d.class_id, d.reason, XDP_PASS);
+		return record(d->class_id, d->reason, XDP_PASS);
 	}
 
 malformed:

@@ -73,6 +73,11 @@ enum sl_reason {
 	SL_R_COOKIE_BAD,         /* a cookie-marked ACK whose MAC is wrong and that belongs to no
 				  * connection: forged, dropped without a word (the kernel would
 				  * have answered it with a reset) */
+	SL_R_HANDSHAKE,          /* stateless front: a SYN answered with a cookie SYN-ACK */
+	SL_R_FIRST_ADMITTED,     /* stateless front: a first request admitted, passed to TC */
+	SL_R_RACE_PASS,          /* stateless front: a later segment of an admitted first burst */
+	SL_R_HANDOFF,            /* TC: a connection handed to its listener */
+	SL_R_HANDOFF_FAIL,       /* TC: no listener, or the kernel refused the request socket */
 	SL_R__MAX
 };
 _Static_assert(SL_R__MAX <= SL_REASON_SLOTS, "reasons outgrew the reserved counter slots");
@@ -218,7 +223,8 @@ struct sl_settings {
 	__u32 n_retry_levels;
 	__u32 retry_after[SL_MAX_RETRY_LEVELS]; /* seconds, by streak */
 	__u16 mss4, mss6;        /* MSS announced in cookie SYN-ACKs */
-	__u32 pad;
+	__u32 default_tenant;    /* stateless front: tenant for hosts in no tenant's list
+				  * (SL_MAX_TENANTS: none, charge by destination) */
 	__u64 reserved[4];
 };
 
@@ -284,10 +290,46 @@ struct sl_conn_key {
 	__u8 saddr[16], daddr[16];
 };
 
+enum sl_conn_state {
+	SL_CONN_SHED = 1,       /* answered (429) or dropped: absorb the rest */
+	SL_CONN_ADMITTED = 2,   /* stateless front: handed to the kernel, let the rest through */
+};
+
 struct sl_conn {
 	__u32 our_next;         /* our next sequence number (after 429 and FIN) */
 	__u32 their_next;       /* the client's next sequence number before its FIN */
 	__u64 expires_ns;
+	__u32 state;            /* enum sl_conn_state */
+	__u32 pad;
+};
+
+/* Stateless front: the route table, an LPM trie over (method, path) as one byte string, so
+ * the longest configured path prefix wins. Method 0 rows match any method. */
+#define SL_ROUTE_KEY_PATH 63
+#define SL_EDGE_ROUTES 64
+struct sl_route_key {
+	__u32 prefixlen;               /* bits: 8 * (1 + path prefix length) */
+	__u8 data[1 + SL_ROUTE_KEY_PATH]; /* method, then the path */
+};
+
+struct sl_route_val {
+	__u32 route_id;
+	__u32 cost;                    /* cost units of a first request on this route */
+	__u32 path_len;                /* to prefer the longer of a method and an any-method hit */
+	__u32 pad;
+};
+
+/* Host (HTTP Host or TLS SNI), lowercase, no port, zero padded -> tenant id. */
+#define SL_HOST_KEY_LEN 64
+struct sl_host_key {
+	char name[SL_HOST_KEY_LEN];
+};
+
+/* Per-CPU first-request outcomes by route (SL_EDGE_ROUTES = unrouted/default) and by tenant
+ * (SL_MAX_TENANTS = none). */
+struct sl_outcome {
+	__u64 admitted;
+	__u64 shed;
 };
 
 /* Sampled shed events on the ring buffer. */

@@ -92,6 +92,8 @@ static int env_config(struct env *e, const char *conf)
 	sl_asn_free(&t);
 	if (!ret)
 		ret = sl_maps_write_tenants(&e->maps, &e->cfg);
+	if (!ret)
+		ret = sl_maps_write_routes(&e->maps, &e->cfg);
 	if (!ret && sl_maps_cookie_keys(&e->maps, 0, 3600) < 0)
 		ret = -EIO;
 	return ret;
@@ -141,6 +143,10 @@ static int env_open(struct env *e, const char *conf, const char *asn_csv)
 	e->maps.verdicts = bpf_map__fd(e->skel->maps.sl_verdicts);
 	e->maps.vcount = bpf_map__fd(e->skel->maps.sl_vcount);
 	e->maps.events = bpf_map__fd(e->skel->maps.sl_events);
+	e->maps.routes = bpf_map__fd(e->skel->maps.sl_routes);
+	e->maps.hosts = bpf_map__fd(e->skel->maps.sl_hosts);
+	e->maps.route_stats = bpf_map__fd(e->skel->maps.sl_route_stats);
+	e->maps.tenant_stats = bpf_map__fd(e->skel->maps.sl_tenant_stats);
 	e->prog_fd = bpf_program__fd(e->skel->progs.sluice_xdp);
 	return env_config(e, conf);
 }

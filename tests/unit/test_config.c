@@ -106,6 +106,9 @@ static void sample_config_loads(void **state)
 	static struct sl_config c;
 	char path[PATH_MAX], err[ERRLEN];
 	const struct sl_class_cfg *h;
+	const struct sl_tenant_cfg *t;
+	static const uint8_t acme4[16] = { 192, 0, 2, 80 };
+	static const uint8_t acme6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x80 };
 
 	(void)state;
 	tree_file("examples/sluice.conf", path, sizeof(path));
@@ -160,6 +163,37 @@ static void sample_config_loads(void **state)
 	assert_int_equal(c.classes[2].v6_parent, 40);
 	assert_int_equal(c.classes[3].v6_prefix, 56);
 	assert_true(c.classes[3].burst == 300.0);
+
+	/* The reply knobs it spells out, and the MSS values it leaves to their defaults. */
+	assert_int_equal(c.n_retry, 4);
+	assert_int_equal(c.retry_after[0], 1);
+	assert_int_equal(c.retry_after[1], 5);
+	assert_int_equal(c.retry_after[2], 30);
+	assert_int_equal(c.retry_after[3], 120);
+	assert_int_equal(c.streak_decay_s, 60);
+	assert_int_equal(c.event_sample, 100);
+	assert_int_equal(c.cookie_rotate_s, 3600);
+	assert_int_equal(c.mss4, 1460);
+	assert_int_equal(c.mss6, 1440);
+
+	assert_int_equal(c.n_tenants, 1);
+	assert_int_equal(c.default_tenant, -1);
+	t = &c.tenants[0];
+	assert_string_equal(t->name, "acme");
+	assert_int_equal(t->edge_budget, 1);
+	assert_int_equal(t->n_listen, 2);
+	assert_int_equal(t->listen[0].family, SL_FAM_V4);
+	assert_memory_equal(t->listen[0].addr, acme4, 16);
+	assert_int_equal(t->listen[0].port, 80);
+	assert_int_equal(t->listen[1].family, SL_FAM_V6);
+	assert_memory_equal(t->listen[1].addr, acme6, 16);
+	assert_int_equal(t->listen[1].port, 80);
+	assert_true(t->rate == 200.0);
+	assert_true(t->burst == 400.0);
+	assert_true(t->static_rate == 50.0);
+	assert_true(t->static_burst == 100.0);
+	assert_int_equal(t->lease_ttl_s, 3);
+	assert_int_equal(t->mode, SL_MODE_ENFORCE);
 }
 
 static void minimal_config_gets_defaults(void **state)
@@ -188,6 +222,18 @@ static void minimal_config_gets_defaults(void **state)
 	assert_int_equal(c.fragment_action, SL_ACT_PASS);
 	assert_string_equal(c.pin_path, SL_DEFAULT_PIN_PATH);
 	assert_string_equal(c.ctl_socket, SL_DEFAULT_CTL_SOCKET);
+	assert_int_equal(c.n_retry, 4);
+	assert_int_equal(c.retry_after[0], 1);
+	assert_int_equal(c.retry_after[1], 5);
+	assert_int_equal(c.retry_after[2], 30);
+	assert_int_equal(c.retry_after[3], 120);
+	assert_int_equal(c.streak_decay_s, 60);
+	assert_int_equal(c.event_sample, 100);
+	assert_int_equal(c.cookie_rotate_s, 3600);
+	assert_int_equal(c.mss4, 1460);
+	assert_int_equal(c.mss6, 1440);
+	assert_int_equal(c.n_tenants, 0);
+	assert_int_equal(c.default_tenant, -1);
 
 	assert_int_equal(c.n_classes, 1);
 	assert_int_equal(c.unknown_class, 0);
@@ -269,6 +315,191 @@ static void relative_asn_table_uses_base_dir(void **state)
 	assert_string_equal(c.asn_table, want);
 }
 
+/* The classes every edge needs; GOOD_EDGE and this make lines 1..5. */
+#define GOOD_CLASSES "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+
+/* GOOD_EDGE left open at line 3: the case adds edge keys from line 4, then closes it. */
+#define EDGE_OPEN                                                                           \
+	"edge: {\n"                                                                         \
+	"  interfaces = [\"eth0\"];\n"                                                      \
+	"  ports = ( { port = 80; } );\n"
+#define EDGE_CLOSE "};\n" GOOD_CLASSES
+
+static void reply_action_and_knobs_are_read(void **state)
+{
+	static struct sl_config c;
+	char path[PATH_MAX], err[ERRLEN];
+
+	(void)state;
+	assert_int_equal(load_text("edge: {\n"
+				   "  interfaces = [\"eth0\"];\n"
+				   "  ports = ( { port = 80; action = \"reply\"; },\n"
+				   "            { port = 8080; action = \"reply\"; protocol = \"http\"; },\n"
+				   "            { port = 443; action = \"drop\"; protocol = \"tls\"; },\n"
+				   "            { port = 22; } );\n"
+				   "  retry_after = [2, 2, 10, 60, 600, 3600, 7200, 86400];\n"
+				   "  streak_decay = 300;\n"
+				   "  event_sample = 7;\n"
+				   "  cookie_rotate = 900;\n"
+				   "  mss_v4 = 1400;\n"
+				   "  mss_v6 = 1380;\n"
+				   "};\n" GOOD_CLASSES,
+				   NULL, &c, err, path, sizeof(path)),
+			 0);
+	assert_string_equal(err, "");
+	assert_int_equal(c.n_ports, 4);
+	assert_int_equal(c.ports[0].action, SL_ACT_REPLY);
+	assert_int_equal(SL_ACT_REPLY, 2);
+	assert_string_equal(sl_action_name(c.ports[0].action), "reply");
+	assert_int_equal(c.ports[0].proto, SL_PROTO_HTTP);
+	assert_int_equal(c.ports[1].port, 8080);
+	assert_int_equal(c.ports[1].action, SL_ACT_REPLY);
+	assert_int_equal(c.ports[2].action, SL_ACT_DROP);
+	assert_int_equal(c.ports[2].proto, SL_PROTO_TLS);
+	assert_int_equal(c.ports[3].action, SL_ACT_DROP); /* the default */
+
+	/* Eight levels, the most there is; equal neighbours are not a descent. */
+	assert_int_equal(c.n_retry, 8);
+	assert_int_equal(c.retry_after[0], 2);
+	assert_int_equal(c.retry_after[1], 2);
+	assert_int_equal(c.retry_after[2], 10);
+	assert_int_equal(c.retry_after[3], 60);
+	assert_int_equal(c.retry_after[4], 600);
+	assert_int_equal(c.retry_after[5], 3600);
+	assert_int_equal(c.retry_after[6], 7200);
+	assert_int_equal(c.retry_after[7], 86400);
+	assert_int_equal(c.streak_decay_s, 300);
+	assert_int_equal(c.event_sample, 7);
+	assert_int_equal(c.cookie_rotate_s, 900);
+	assert_int_equal(c.mss4, 1400);
+	assert_int_equal(c.mss6, 1380);
+}
+
+static void reply_knob_bounds_are_inclusive(void **state)
+{
+	static struct sl_config c;
+	char path[PATH_MAX], err[ERRLEN];
+
+	(void)state;
+	/* Every lower bound; a one-level ladder given as a list replaces all four defaults. */
+	assert_int_equal(load_text(EDGE_OPEN
+				   "  retry_after = ( 1 );\n"
+				   "  streak_decay = 1;\n"
+				   "  event_sample = 0;\n"
+				   "  cookie_rotate = 60;\n"
+				   "  mss_v4 = 536;\n"
+				   "  mss_v6 = 1220;\n"
+				   EDGE_CLOSE,
+				   NULL, &c, err, path, sizeof(path)),
+			 0);
+	assert_string_equal(err, "");
+	assert_int_equal(c.n_retry, 1);
+	assert_int_equal(c.retry_after[0], 1);
+	assert_int_equal(c.streak_decay_s, 1);
+	assert_int_equal(c.event_sample, 0);
+	assert_int_equal(c.cookie_rotate_s, 60);
+	assert_int_equal(c.mss4, 536);
+	assert_int_equal(c.mss6, 1220);
+
+	/* Every upper bound. */
+	assert_int_equal(load_text(EDGE_OPEN
+				   "  retry_after = [86400];\n"
+				   "  streak_decay = 86400;\n"
+				   "  event_sample = 1000000;\n"
+				   "  cookie_rotate = 604800;\n"
+				   "  mss_v4 = 9000;\n"
+				   "  mss_v6 = 9000;\n"
+				   EDGE_CLOSE,
+				   NULL, &c, err, path, sizeof(path)),
+			 0);
+	assert_string_equal(err, "");
+	assert_int_equal(c.n_retry, 1);
+	assert_int_equal(c.retry_after[0], 86400);
+	assert_int_equal(c.streak_decay_s, 86400);
+	assert_int_equal(c.event_sample, 1000000);
+	assert_int_equal(c.cookie_rotate_s, 604800);
+	assert_int_equal(c.mss4, 9000);
+	assert_int_equal(c.mss6, 9000);
+}
+
+static void tenants_are_read(void **state)
+{
+	static struct sl_config c;
+	char path[PATH_MAX], err[ERRLEN];
+	static const uint8_t a4[16] = { 10, 0, 0, 2 };
+	static const uint8_t a6[16] = { 0x20, 0x01, 0x0d, 0xb8, [15] = 0x02 };
+	static const uint8_t b4[16] = { 192, 0, 2, 7 };
+	static const uint8_t lo6[16] = { [15] = 1 };
+	const struct sl_tenant_cfg *t;
+
+	(void)state;
+	assert_int_equal(
+		load_text("edge: {\n"
+			  "  interfaces = [\"eth0\"];\n"
+			  "  ports = ( { port = 80; action = \"reply\"; }, { port = 443; cost = 4; } );\n"
+			  "};\n" GOOD_CLASSES
+			  "tenants = (\n"
+			  /* Defaults: static_rate = rate / 4; burst / 4 is below the cost of 4. */
+			  "  { name = \"acme\"; listen = [\"10.0.0.2:80\", \"[2001:db8::2]:80\"];\n"
+			  "    rate = 100.0; burst = 10.0; },\n"
+			  "  { name = \"beta\"; listen = [\"192.0.2.7:443\", \"[::1]:443\"];\n"
+			  "    rate = 8; burst = 40; static_rate = 1.5; static_burst = 4.0;\n"
+			  "    lease_ttl = 3600; mode = \"monitor\"; },\n"
+			  /* Same address as acme, another port: a destination of its own. */
+			  "  { name = \"default\"; listen = [\"10.0.0.2:443\"]; rate = 2.0; burst = 64.0;\n"
+			  "    lease_ttl = 1; mode = \"enforce\"; }\n"
+			  ");\n",
+			  NULL, &c, err, path, sizeof(path)),
+		0);
+	assert_string_equal(err, "");
+	assert_int_equal(c.n_tenants, 3);
+	assert_int_equal(c.default_tenant, 2);
+
+	t = &c.tenants[0];
+	assert_string_equal(t->name, "acme");
+	assert_int_equal(t->edge_budget, 1);
+	assert_int_equal(t->n_listen, 2);
+	assert_int_equal(t->listen[0].family, SL_FAM_V4);
+	assert_memory_equal(t->listen[0].addr, a4, 16); /* the 12 bytes past an IPv4 are zero */
+	assert_int_equal(t->listen[0].port, 80);
+	assert_int_equal(t->listen[1].family, SL_FAM_V6);
+	assert_memory_equal(t->listen[1].addr, a6, 16);
+	assert_int_equal(t->listen[1].port, 80);
+	assert_true(t->rate == 100.0);
+	assert_true(t->burst == 10.0);
+	assert_true(t->static_rate == 25.0);
+	assert_true(t->static_burst == 4.0); /* max(10 / 4, cost 4) */
+	assert_int_equal(t->lease_ttl_s, 3);
+	assert_int_equal(t->mode, SL_MODE_ENFORCE);
+
+	t = &c.tenants[1];
+	assert_string_equal(t->name, "beta");
+	assert_int_equal(t->n_listen, 2);
+	assert_int_equal(t->listen[0].family, SL_FAM_V4);
+	assert_memory_equal(t->listen[0].addr, b4, 16);
+	assert_int_equal(t->listen[0].port, 443);
+	assert_int_equal(t->listen[1].family, SL_FAM_V6);
+	assert_memory_equal(t->listen[1].addr, lo6, 16);
+	assert_int_equal(t->listen[1].port, 443);
+	assert_true(t->rate == 8.0); /* integers are accepted where numbers are */
+	assert_true(t->burst == 40.0);
+	assert_true(t->static_rate == 1.5);
+	assert_true(t->static_burst == 4.0);
+	assert_int_equal(t->lease_ttl_s, 3600);
+	assert_int_equal(t->mode, SL_MODE_MONITOR);
+
+	t = &c.tenants[2];
+	assert_string_equal(t->name, "default");
+	assert_int_equal(t->n_listen, 1);
+	assert_int_equal(t->listen[0].family, SL_FAM_V4);
+	assert_memory_equal(t->listen[0].addr, a4, 16);
+	assert_int_equal(t->listen[0].port, 443);
+	assert_true(t->static_rate == 0.5);
+	assert_true(t->static_burst == 16.0); /* max(64 / 4, cost 4) */
+	assert_int_equal(t->lease_ttl_s, 1);
+	assert_int_equal(t->mode, SL_MODE_ENFORCE);
+}
+
 struct bad_case {
 	const char *what;
 	const char *text;
@@ -278,6 +509,22 @@ struct bad_case {
 	int line2;          /* and, when nonzero, a second problem */
 	const char *reason2;
 };
+
+/* An edge whose largest port cost is 4, and its classes: lines 1..5, tenants from line 6. */
+#define TENANT_EDGE                                                                         \
+	"edge: {\n"                                                                         \
+	"  interfaces = [\"eth0\"];\n"                                                      \
+	"  ports = ( { port = 80; }, { port = 443; cost = 4; } );\n"                        \
+	"};\n" GOOD_CLASSES
+
+/* Tenant 'a' on TENANT_EDGE whose second listen entry, alone on line 9, is @entry. */
+#define TENANT_LISTEN(entry)                                                                \
+	TENANT_EDGE                                                                         \
+	"tenants = (\n"                                                                     \
+	"  { name = \"a\"; rate = 10.0; burst = 20.0;\n"                                    \
+	"    listen = [\"10.0.0.9:80\",\n"                                                  \
+	"      " entry " ]; }\n"                                                            \
+	");\n"
 
 static const struct bad_case bad_cases[] = {
 	{ "v4_prefix 0", GOOD_EDGE
@@ -534,6 +781,275 @@ static const struct bad_case bad_cases[] = {
 	  "classes = ( { name = \"unknown\";\n"
 	  "  rate = ; burst = 5.0; } );\n",
 	  6, "syntax error", 1, 0, NULL },
+
+	/* edge.ports[].action beyond "pass" */
+	{ "reply on a TLS port",
+	  "edge: {\n"
+	  "  interfaces = [\"eth0\"];\n"
+	  "  ports = ( { port = 443; protocol = \"tls\";\n"
+	  "              action = \"reply\"; } );\n"
+	  "};\n" GOOD_CLASSES,
+	  4, "edge.ports[0].action: a TLS port cannot be answered with an HTTP 429: use \"drop\"",
+	  1, 0, NULL },
+	{ "unknown port action",
+	  "edge: {\n"
+	  "  interfaces = [\"eth0\"];\n"
+	  "  ports = ( { port = 80; }, { port = 81;\n"
+	  "              action = \"rst\"; } );\n"
+	  "};\n" GOOD_CLASSES,
+	  4, "edge.ports[1].action: 'rst' is not one of the allowed values", 1, 0, NULL },
+
+	/* edge.retry_after */
+	{ "retry_after a number", EDGE_OPEN
+	  "  retry_after = 5;\n" EDGE_CLOSE,
+	  4, "edge.retry_after: expected an array of seconds [1, 5, 30, 120]", 1, 0, NULL },
+	{ "retry_after a string", EDGE_OPEN
+	  "  retry_after = \"1, 5, 30\";\n" EDGE_CLOSE,
+	  4, "edge.retry_after: expected an array of seconds", 1, 0, NULL },
+	{ "retry_after a group", EDGE_OPEN
+	  "  retry_after = { first = 1; };\n" EDGE_CLOSE,
+	  4, "edge.retry_after: expected an array of seconds", 1, 0, NULL },
+	{ "retry_after with no levels", EDGE_OPEN
+	  "\n"
+	  "  retry_after = [];\n" EDGE_CLOSE,
+	  5, "edge.retry_after: 1..8 levels (got 0)", 1, 0, NULL },
+	{ "retry_after with 9 levels", EDGE_OPEN
+	  "  retry_after = [1, 2, 3, 4, 5, 6, 7, 8, 9];\n" EDGE_CLOSE,
+	  4, "edge.retry_after: 1..8 levels (got 9)", 1, 0, NULL },
+	{ "retry_after level a string", EDGE_OPEN
+	  "  retry_after = ( 1,\n"
+	  "                  \"5\", 30 );\n" EDGE_CLOSE,
+	  5, "edge.retry_after[1]: expected whole seconds", 1, 0, NULL },
+	{ "retry_after levels fractional", EDGE_OPEN
+	  "  retry_after = [1.0,\n"
+	  "                 5.5];\n" EDGE_CLOSE,
+	  4, "edge.retry_after[0]: expected whole seconds", 2,
+	  5, "edge.retry_after[1]: expected whole seconds" },
+	{ "retry_after level 0", EDGE_OPEN
+	  "  retry_after = [0, 5];\n" EDGE_CLOSE,
+	  4, "edge.retry_after[0]: 0 is out of range 1..86400", 1, 0, NULL },
+	{ "retry_after level negative", EDGE_OPEN
+	  "  retry_after = [1,\n"
+	  "                 -5];\n" EDGE_CLOSE,
+	  5, "edge.retry_after[1]: -5 is out of range 1..86400", 1, 0, NULL },
+	{ "retry_after level above a day", EDGE_OPEN
+	  "  retry_after = [1, 5,\n"
+	  "                 86401];\n" EDGE_CLOSE,
+	  5, "edge.retry_after[2]: 86401 is out of range 1..86400", 1, 0, NULL },
+	{ "retry_after descends", EDGE_OPEN
+	  "  retry_after = [5,\n"
+	  "                 1];\n" EDGE_CLOSE,
+	  5, "edge.retry_after[1]: 1 is below the level before it: the ladder must not descend",
+	  1, 0, NULL },
+	{ "retry_after descends late", EDGE_OPEN
+	  "  retry_after = [1, 5, 30,\n"
+	  "                 29, 120];\n" EDGE_CLOSE,
+	  5, "edge.retry_after[3]: 29 is below the level before it", 1, 0, NULL },
+	{ "retry_after misspelt", EDGE_OPEN
+	  "  retry_afer = [1, 5];\n" EDGE_CLOSE,
+	  4, "unknown key 'retry_afer' in edge (known: interfaces, xdp_mode, ports, "
+	  "state_entries, asn_table, new_key_credit, malformed, fragments, pin_path, retry_after, "
+	  "streak_decay, event_sample, cookie_rotate, mss_v4, mss_v6)", 1, 0, NULL },
+
+	/* The other reply knobs: one past each bound */
+	{ "streak_decay 0", EDGE_OPEN "  streak_decay = 0;\n" EDGE_CLOSE,
+	  4, "edge.streak_decay: 0 is out of range 1..86400", 1, 0, NULL },
+	{ "streak_decay 86401", EDGE_OPEN "  streak_decay = 86401;\n" EDGE_CLOSE,
+	  4, "edge.streak_decay: 86401 is out of range 1..86400", 1, 0, NULL },
+	{ "streak_decay a string", EDGE_OPEN "  streak_decay = \"60\";\n" EDGE_CLOSE,
+	  4, "edge.streak_decay: expected an integer", 1, 0, NULL },
+	{ "event_sample -1", EDGE_OPEN "  event_sample = -1;\n" EDGE_CLOSE,
+	  4, "edge.event_sample: -1 is out of range 0..1000000", 1, 0, NULL },
+	{ "event_sample 1000001", EDGE_OPEN "  event_sample = 1000001;\n" EDGE_CLOSE,
+	  4, "edge.event_sample: 1000001 is out of range 0..1000000", 1, 0, NULL },
+	{ "cookie_rotate 59", EDGE_OPEN "  cookie_rotate = 59;\n" EDGE_CLOSE,
+	  4, "edge.cookie_rotate: 59 is out of range 60..604800", 1, 0, NULL },
+	{ "cookie_rotate 604801", EDGE_OPEN "  cookie_rotate = 604801;\n" EDGE_CLOSE,
+	  4, "edge.cookie_rotate: 604801 is out of range 60..604800", 1, 0, NULL },
+	{ "mss_v4 535", EDGE_OPEN "  mss_v4 = 535;\n" EDGE_CLOSE,
+	  4, "edge.mss_v4: 535 is out of range 536..9000", 1, 0, NULL },
+	{ "mss_v4 9001", EDGE_OPEN "  mss_v4 = 9001;\n" EDGE_CLOSE,
+	  4, "edge.mss_v4: 9001 is out of range 536..9000", 1, 0, NULL },
+	{ "mss_v4 fractional", EDGE_OPEN "  mss_v4 = 1460.0;\n" EDGE_CLOSE,
+	  4, "edge.mss_v4: expected an integer", 1, 0, NULL },
+	{ "mss_v6 1219", EDGE_OPEN "  mss_v6 = 1219;\n" EDGE_CLOSE,
+	  4, "edge.mss_v6: 1219 is out of range 1220..9000", 1, 0, NULL },
+	{ "mss_v6 9001", EDGE_OPEN "  mss_v6 = 9001;\n" EDGE_CLOSE,
+	  4, "edge.mss_v6: 9001 is out of range 1220..9000", 1, 0, NULL },
+
+	/* tenants[].listen */
+	{ "listen without a port", TENANT_LISTEN("\"10.0.0.2\""),
+	  9, "tenant 'a'.listen[1]: '10.0.0.2' is not ADDR:PORT or [ADDR6]:PORT", 1, 0, NULL },
+	{ "listen IPv6 without the colon", TENANT_LISTEN("\"[::1]80\""),
+	  9, "tenant 'a'.listen[1]: '[::1]80' is not ADDR:PORT or [ADDR6]:PORT", 1, 0, NULL },
+	{ "listen port 0", TENANT_LISTEN("\"10.0.0.2:0\""),
+	  9, "tenant 'a'.listen[1]: '10.0.0.2:0' is not ADDR:PORT or [ADDR6]:PORT", 1, 0, NULL },
+	{ "listen host name", TENANT_LISTEN("\"host:80\""),
+	  9, "tenant 'a'.listen[1]: 'host:80' is not ADDR:PORT or [ADDR6]:PORT", 1, 0, NULL },
+	{ "listen port 65536", TENANT_LISTEN("\"[::1]:65536\""),
+	  9, "tenant 'a'.listen[1]: '[::1]:65536' is not ADDR:PORT", 1, 0, NULL },
+	{ "listen IPv6 without brackets", TENANT_LISTEN("\"2001:db8::2:80\""),
+	  9, "tenant 'a'.listen[1]: '2001:db8::2:80' is not ADDR:PORT", 1, 0, NULL },
+	{ "listen IPv4 in brackets", TENANT_LISTEN("\"[10.0.0.2]:80\""),
+	  9, "tenant 'a'.listen[1]: '[10.0.0.2]:80' is not ADDR:PORT", 1, 0, NULL },
+	{ "listen unclosed bracket", TENANT_LISTEN("\"[2001:db8::2:80\""),
+	  9, "tenant 'a'.listen[1]: '[2001:db8::2:80' is not ADDR:PORT", 1, 0, NULL },
+	{ "listen port with trailing junk", TENANT_LISTEN("\"10.0.0.2:80x\""),
+	  9, "tenant 'a'.listen[1]: '10.0.0.2:80x' is not ADDR:PORT", 1, 0, NULL },
+	{ "listen empty port", TENANT_LISTEN("\"10.0.0.2:\""),
+	  9, "tenant 'a'.listen[1]: '10.0.0.2:' is not ADDR:PORT", 1, 0, NULL },
+	{ "listen entry a number (in a list: an array cannot mix types)", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; rate = 10.0; burst = 20.0;\n"
+	  "    listen = ( \"10.0.0.9:80\",\n"
+	  "               80 ); }\n"
+	  ");\n",
+	  9, "tenant 'a'.listen[1]: '?' is not ADDR:PORT or [ADDR6]:PORT", 1, 0, NULL },
+	{ "listen port not protected", TENANT_LISTEN("\"10.0.0.2:8080\""),
+	  9, "tenant 'a'.listen[1]: port 8080 is not in edge.ports, so this budget would never "
+	  "be charged", 1, 0, NULL },
+	{ "listen IPv6 port not protected", TENANT_LISTEN("\"[2001:db8::2]:22\""),
+	  9, "tenant 'a'.listen[1]: port 22 is not in edge.ports", 1, 0, NULL },
+	{ "listen a string", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; rate = 10.0; burst = 20.0;\n"
+	  "    listen = \"10.0.0.2:80\"; }\n"
+	  ");\n",
+	  8, "tenant 'a'.listen: expected [\"ADDR:PORT\", \"[ADDR6]:PORT\"]", 1, 0, NULL },
+	{ "listen nine addresses", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; rate = 10.0; burst = 20.0;\n"
+	  "    listen = [\"10.0.0.1:80\", \"10.0.0.2:80\", \"10.0.0.3:80\", \"10.0.0.4:80\",\n"
+	  "              \"10.0.0.5:80\", \"10.0.0.6:80\", \"10.0.0.7:80\", \"10.0.0.8:80\",\n"
+	  "              \"10.0.0.9:80\"]; }\n"
+	  ");\n",
+	  10, "tenant 'a'.listen: at most 8", 1, 0, NULL },
+	{ "listen without an edge budget", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\";\n"
+	  "    listen = [\"10.0.0.2:80\"];\n"
+	  "    burst = 20.0; }\n"
+	  ");\n",
+	  8, "tenant 'a'.listen: an edge budget needs rate and burst", 2,
+	  9, "tenant 'a'.burst: an edge budget needs a rate too" },
+
+	/* tenants: one name, one destination */
+	{ "duplicate tenant name", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; },\n"
+	  "  { name = \"b\"; listen = [\"10.0.0.3:80\"]; rate = 10.0; burst = 20.0; },\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.4:80\"]; rate = 10.0; burst = 20.0; }\n"
+	  ");\n",
+	  9, "tenants[2]: tenant 'a' is defined twice", 1, 0, NULL },
+	/* Reported on the tenants list, not on the second listen entry (line 9). */
+	{ "two tenants on one IPv4 address and port", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; },\n"
+	  "  { name = \"b\"; rate = 10.0; burst = 20.0;\n"
+	  "    listen = [\"10.0.0.3:80\", \"10.0.0.2:80\"]; }\n"
+	  ");\n",
+	  6, "tenants: 'a' and 'b' both listen on the same address and port", 1, 0, NULL },
+	{ "two tenants on one IPv6 address and port, spelt differently", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"[2001:db8::2]:443\"]; rate = 10.0; burst = 20.0; },\n"
+	  "  { name = \"b\"; listen = [\"[2001:DB8:0:0::0002]:443\"]; rate = 10.0; burst = 20.0; }\n"
+	  ");\n",
+	  6, "tenants: 'a' and 'b' both listen on the same address and port", 1, 0, NULL },
+	{ "one tenant listing an address twice", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\", \"[::1]:80\", \"10.0.0.2:80\"];\n"
+	  "    rate = 10.0; burst = 20.0; }\n"
+	  ");\n",
+	  6, "tenants: 'a' and 'a' both listen on the same address and port", 1, 0, NULL },
+
+	/* tenants: budgets and the rest */
+	{ "tenant rate 0", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"];\n"
+	  "    rate = 0.0; burst = 20.0; }\n"
+	  ");\n",
+	  8, "tenant 'a'.rate: must be above 0", 1, 0, NULL },
+	{ "tenant rate negative", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"];\n"
+	  "    rate = -1.0; burst = 20.0; }\n"
+	  ");\n",
+	  8, "tenant 'a'.rate: -1 is out of range 0..1e+09", 1, 0, NULL },
+	{ "tenant rate a string", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"];\n"
+	  "    rate = \"fast\"; burst = 20.0; }\n"
+	  ");\n",
+	  8, "tenant 'a'.rate: expected a number", 1, 0, NULL },
+	{ "tenant burst below the port cost", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0;\n"
+	  "    burst = 3.0; }\n"
+	  ");\n",
+	  8, "tenant 'a'.burst: 3 is below the cost of one SYN (4)", 1, 0, NULL },
+	{ "tenant burst missing", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; }\n"
+	  ");\n",
+	  7, "tenant 'a': 'burst' is required", 1, 0, NULL },
+	{ "tenant static_rate 0", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"
+	  "    static_rate = 0.0; }\n"
+	  ");\n",
+	  8, "tenant 'a'.static_rate: must be above 0", 1, 0, NULL },
+	{ "tenant static_burst below the port cost", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"
+	  "    static_burst = 3.5; }\n"
+	  ");\n",
+	  8, "tenant 'a'.static_burst: 3.5 is below the cost of one SYN (4)", 1, 0, NULL },
+	{ "unknown key in a tenant", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; },\n"
+	  "  { name = \"b\"; listen = [\"10.0.0.3:80\"]; rate = 10.0; burst = 20.0;\n"
+	  "    lease = 5; }\n"
+	  ");\n",
+	  9, "unknown key 'lease' in tenants[1] (known: name, listen, rate, burst, static_rate, "
+	  "static_burst, lease_ttl, mode, hosts, reservation)", 1, 0, NULL },
+	{ "tenant lease_ttl 0", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"
+	  "    lease_ttl = 0; }\n"
+	  ");\n",
+	  8, "tenant 'a'.lease_ttl: 0 is out of range 1..3600", 1, 0, NULL },
+	{ "tenant lease_ttl 3601", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"
+	  "    lease_ttl = 3601; }\n"
+	  ");\n",
+	  8, "tenant 'a'.lease_ttl: 3601 is out of range 1..3600", 1, 0, NULL },
+	{ "tenant lease_ttl fractional", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"
+	  "    lease_ttl = 2.5; }\n"
+	  ");\n",
+	  8, "tenant 'a'.lease_ttl: expected an integer", 1, 0, NULL },
+	{ "tenant mode unknown", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"
+	  "    mode = \"chill\"; }\n"
+	  ");\n",
+	  8, "tenant 'a'.mode: 'chill' is not one of the allowed values", 1, 0, NULL },
+	{ "tenant without a name", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; }\n"
+	  ");\n",
+	  7, "tenants[0]: 'name' is required", 1, 0, NULL },
+	{ "tenant name too long", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"abcdefghijklmnopqrstuvwxyz012345\";\n"
+	  "    listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; }\n"
+	  ");\n",
+	  7, "tenants[0].name: 1..31 characters", 1, 0, NULL },
+	{ "tenants a group", TENANT_EDGE
+	  "tenants = { name = \"a\"; };\n",
+	  6, "tenants: expected a list ( { name = ...; }, ... )", 1, 0, NULL },
 };
 
 static void bad_configs_are_rejected_with_file_and_line(void **state)
@@ -636,6 +1152,50 @@ static void every_problem_is_reported(void **state)
 	assert_err_line(err, path, 10, "class 'y'.mode: 'm'");
 }
 
+static void every_reply_and_tenant_problem_is_reported(void **state)
+{
+	static struct sl_config c, copy;
+	char path[PATH_MAX], err[ERRLEN];
+
+	(void)state;
+	sl_config_defaults(&c);
+	memcpy(&copy, &c, sizeof(c));
+	assert_int_equal(load_text("edge: {\n"                                           /* 1 */
+				   "  interfaces = [\"eth0\"];\n"                         /* 2 */
+				   "  ports = ( { port = 80; action = \"reply\"; } );\n"  /* 3 */
+				   "  retry_after = [0,\n"                                /* 4 */
+				   "                 5, 100000];\n"                       /* 5 */
+				   "  streak_decay = 0;\n"                                /* 6 */
+				   "  event_sample = 1000001;\n"                          /* 7 */
+				   "  cookie_rotate = 59;\n"                              /* 8 */
+				   "  mss_v4 = 9001;\n"                                   /* 9 */
+				   "  mss_v6 = 1219;\n"                                   /* 10 */
+				   "};\n"                                                 /* 11 */
+				   GOOD_CLASSES                                           /* 12 */
+				   "tenants = (\n"                                        /* 13 */
+				   "  { name = \"a\"; listen = [\"10.0.0.2:8080\"];\n"    /* 14 */
+				   "    rate = 0.0; burst = 5.0; lease_ttl = 0; },\n"     /* 15 */
+				   "  { name = \"a\"; listen = [\"10.0.0.2:80\"];\n"      /* 16 */
+				   "    rate = 1.0; burst = 0.5; }\n"                     /* 17 */
+				   ");\n",
+				   NULL, &c, err, path, sizeof(path)),
+			 -EINVAL);
+	assert_err_line(err, path, 4, "edge.retry_after[0]: 0 is out of range 1..86400");
+	assert_err_line(err, path, 5, "edge.retry_after[2]: 100000 is out of range 1..86400");
+	assert_err_line(err, path, 6, "edge.streak_decay: 0 is out of range");
+	assert_err_line(err, path, 7, "edge.event_sample: 1000001 is out of range");
+	assert_err_line(err, path, 8, "edge.cookie_rotate: 59 is out of range");
+	assert_err_line(err, path, 9, "edge.mss_v4: 9001 is out of range");
+	assert_err_line(err, path, 10, "edge.mss_v6: 1219 is out of range");
+	assert_err_line(err, path, 14, "tenant 'a'.listen[0]: port 8080 is not in edge.ports");
+	assert_err_line(err, path, 15, "tenant 'a'.rate: must be above 0");
+	assert_err_line(err, path, 15, "tenant 'a'.lease_ttl: 0 is out of range 1..3600");
+	assert_err_line(err, path, 16, "tenants[1]: tenant 'a' is defined twice");
+	assert_err_line(err, path, 17, "tenant 'a'.burst: 0.5 is below the cost of one SYN (1)");
+	assert_int_equal(count_lines(err), 12);
+	assert_memory_equal(&c, &copy, sizeof(c)); /* all or nothing */
+}
+
 static void ghost_table_is_the_next_power_of_two(void **state)
 {
 	(void)state;
@@ -699,10 +1259,14 @@ int main(void)
 		cmocka_unit_test(minimal_config_gets_defaults),
 		cmocka_unit_test(non_default_values_are_read),
 		cmocka_unit_test(relative_asn_table_uses_base_dir),
+		cmocka_unit_test(reply_action_and_knobs_are_read),
+		cmocka_unit_test(reply_knob_bounds_are_inclusive),
+		cmocka_unit_test(tenants_are_read),
 		cmocka_unit_test(bad_configs_are_rejected_with_file_and_line),
 		cmocka_unit_test(missing_file_cannot_be_read),
 		cmocka_unit_test(failed_load_leaves_config_untouched),
 		cmocka_unit_test(every_problem_is_reported),
+		cmocka_unit_test(every_reply_and_tenant_problem_is_reported),
 		cmocka_unit_test(ghost_table_is_the_next_power_of_two),
 		cmocka_unit_test(peek_reads_paths_from_an_invalid_file),
 	};

@@ -429,7 +429,7 @@ static void load_replies(struct vctx *x, const config_setting_t *edge, struct sl
 				} else if (s < 1 || s > 86400) {
 					bad(x, it, "edge.retry_after[%d]: %lld is out of range 1..86400",
 					    i, s);
-				} else if (i && s < c->retry_after[i - 1]) {
+				} else if (c->n_retry && s < c->retry_after[c->n_retry - 1]) {
 					bad(x, it, "edge.retry_after[%d]: %lld is below the level before "
 					    "it: the ladder must not descend", i, s);
 				} else {
@@ -710,6 +710,8 @@ static int parse_listen(const char *s, uint8_t *family, uint8_t *addr, uint16_t 
 			return -1;
 		*family = SL_FAM_V4;
 	}
+	if (colon[1] < '0' || colon[1] > '9') /* strtol would take " 80" and "+80" */
+		return -1;
 	p = strtol(colon + 1, &end, 10);
 	if (*end || end == colon + 1 || p < 1 || p > 65535)
 		return -1;

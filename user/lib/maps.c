@@ -158,6 +158,7 @@ int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 		p->protected = 1;
 		p->front = c->ports[i].front;
 		p->action = c->ports[i].action;
+		p->proto = c->ports[i].proto;
 		p->cost = c->ports[i].cost;
 	}
 	if (bpf_map_update_batch(m->ports, keys, ports, &count, NULL)) {
@@ -188,6 +189,8 @@ int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 		set.retry_after[i] = c->retry_after[i];
 	set.mss4 = c->mss4;
 	set.mss6 = c->mss6;
+	set.default_tenant = c->default_tenant >= 0 && c->tenants[c->default_tenant].edge_budget ?
+			     (__u32)c->default_tenant : SL_MAX_TENANTS;
 	if (bpf_map_update_elem(m->settings, &zero, &set, BPF_ANY))
 		ret = -errno;
 out:
@@ -580,4 +583,84 @@ int sl_maps_verdict_sweep(const struct sl_maps *m, uint32_t *live)
 	if (bpf_map_update_elem(m->vcount, &zero, &n, BPF_ANY))
 		return -errno;
 	return swept;
+}
+
+/* Delete every key of a hash or trie map (its walk is not stable under deletion). */
+static void clear_map(int fd, size_t key_size)
+{
+	uint8_t key[256];
+
+	if (key_size > sizeof(key))
+		return;
+	while (!bpf_map_get_next_key(fd, NULL, key))
+		if (bpf_map_delete_elem(fd, key))
+			break;
+}
+
+int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c)
+{
+	int i, j, n;
+
+	/* Rewritten whole: during the rewrite a first request may see a partial table and be
+	 * charged the port's default cost, which is what an unknown route costs anyway. */
+	clear_map(m->routes, sizeof(struct sl_route_key));
+	clear_map(m->hosts, sizeof(struct sl_host_key));
+	for (i = 0; i < c->n_routes && i < SL_EDGE_ROUTES; i++) {
+		const struct sl_route_cfg *r = &c->routes[i];
+		struct sl_route_key k;
+		struct sl_route_val v = { .route_id = (__u32)i };
+		size_t len = strlen(r->path);
+		double cost = r->cpu < 1.0 ? 1.0 : r->cpu;
+
+		if (len > SL_ROUTE_KEY_PATH)
+			len = SL_ROUTE_KEY_PATH;
+		memset(&k, 0, sizeof(k));
+		k.prefixlen = (__u32)(8 * (1 + len));
+		k.data[0] = r->method;
+		memcpy(&k.data[1], r->path, len);
+		v.cost = cost > 1e9 ? 1000000000u : (__u32)(cost + 0.5);
+		v.path_len = (__u32)len;
+		if (bpf_map_update_elem(m->routes, &k, &v, BPF_ANY))
+			return -errno;
+	}
+	for (i = 0; i < c->n_tenants; i++)
+		for (j = 0; j < c->tenants[i].n_hosts; j++) {
+			struct sl_host_key hk;
+			__u32 id = (__u32)i;
+
+			memset(&hk, 0, sizeof(hk));
+			for (n = 0; n < SL_HOST_KEY_LEN - 1 && c->tenants[i].hosts[j][n]; n++)
+				hk.name[n] = c->tenants[i].hosts[j][n];
+			if (bpf_map_update_elem(m->hosts, &hk, &id, BPF_ANY))
+				return -errno;
+		}
+	return 0;
+}
+
+int sl_maps_read_outcomes(int fd, uint32_t n, struct sl_outcome *out)
+{
+	int ncpu = libbpf_num_possible_cpus(), c;
+	struct sl_outcome *per;
+	uint32_t i;
+
+	if (ncpu <= 0)
+		return -EINVAL;
+	per = calloc((size_t)ncpu, sizeof(*per));
+	if (!per)
+		return -ENOMEM;
+	memset(out, 0, sizeof(*out) * n);
+	for (i = 0; i < n; i++) {
+		if (bpf_map_lookup_elem(fd, &i, per)) {
+			int e = -errno;
+
+			free(per);
+			return e;
+		}
+		for (c = 0; c < ncpu; c++) {
+			out[i].admitted += per[c].admitted;
+			out[i].shed += per[c].shed;
+		}
+	}
+	free(per);
+	return 0;
 }

@@ -17,15 +17,16 @@
 #define SL_MAP_NAMES { "sl_buckets", "sl_ghosts", "sl_asn", "sl_asn_dir", "sl_classes", \
 		       "sl_ports", "sl_settings", "sl_stats", "sl_meta", "sl_cookie_keys", \
 		       "sl_conns", "sl_tenant_keys", "sl_tenants", "sl_tenant_state", \
-		       "sl_verdicts", "sl_vcount", "sl_events" }
-#define SL_N_MAPS 17
+		       "sl_verdicts", "sl_vcount", "sl_events", "sl_routes", "sl_hosts", \
+		       "sl_route_stats", "sl_tenant_stats" }
+#define SL_N_MAPS 21
 
 struct sl_maps {
 	union {
 		struct {
 			int buckets, ghosts, asn, asn_dir, classes, ports, settings, stats, meta;
 			int cookie_keys, conns, tenant_keys, tenants, tenant_state, verdicts;
-			int vcount, events;
+			int vcount, events, routes, hosts, route_stats, tenant_stats;
 		};
 		int fd[SL_N_MAPS];
 	};
@@ -64,6 +65,12 @@ int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, stru
 /* Tenants: names, listen keys, lease (with @lease_ttl_s from now) and static fallback.
  * Keys of tenants no longer configured are removed. */
 int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c);
+/* Stateless front: the route table (method + path prefix -> route id, cost) and the host
+ * names of tenants (-> tenant id), rewritten whole. */
+int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c);
+/* First-request outcomes, summed over CPUs: @n rows of sl_route_stats or sl_tenant_stats. */
+int sl_maps_read_outcomes(int fd, uint32_t n, struct sl_outcome *out);
+
 /* Refresh every tenant's lease expiry (the controller is alive and its lease stands). */
 int sl_maps_refresh_leases(const struct sl_maps *m, const struct sl_config *c);
 

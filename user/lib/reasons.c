@@ -32,12 +32,22 @@ static const char *const names[] = {
 	[SL_R_COOKIE_FIN] = "cookie_fin",
 	[SL_R_COOKIE_DROP] = "cookie_drop",
 	[SL_R_COOKIE_BAD] = "cookie_bad",
+	[SL_R_HANDSHAKE] = "handshake",
+	[SL_R_FIRST_ADMITTED] = "first_admitted",
+	[SL_R_RACE_PASS] = "race_pass",
+	[SL_R_HANDOFF] = "handoff",
+	[SL_R_HANDOFF_FAIL] = "handoff_fail",
 };
 _Static_assert(sizeof(names) / sizeof(names[0]) == SL_R__MAX, "a reason has no name");
 
 const char *sl_reason_name(unsigned int reason)
 {
 	return reason < SL_R__MAX && names[reason] ? names[reason] : "unknown";
+}
+
+const char *sl_proto_name(uint8_t proto)
+{
+	return proto == SL_PROTO_TLS ? "tls" : "http";
 }
 
 const char *sl_attach_mode_name(uint8_t mode)

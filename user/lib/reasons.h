@@ -7,5 +7,6 @@
 
 const char *sl_reason_name(unsigned int reason);
 const char *sl_attach_mode_name(uint8_t mode);
+const char *sl_proto_name(uint8_t proto);
 
 #endif

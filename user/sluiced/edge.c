@@ -27,6 +27,7 @@
 #include "edge.h"
 #include "log.h"
 #include "reasons.h"
+#include "handoff.skel.h"
 #include "sluice.skel.h"
 
 #ifndef BPF_FS_MAGIC
@@ -141,6 +142,148 @@ static void maps_from_skel(struct edge *e)
 	m->verdicts = bpf_map__fd(e->skel->maps.sl_verdicts);
 	m->vcount = bpf_map__fd(e->skel->maps.sl_vcount);
 	m->events = bpf_map__fd(e->skel->maps.sl_events);
+	m->routes = bpf_map__fd(e->skel->maps.sl_routes);
+	m->hosts = bpf_map__fd(e->skel->maps.sl_hosts);
+	m->route_stats = bpf_map__fd(e->skel->maps.sl_route_stats);
+	m->tenant_stats = bpf_map__fd(e->skel->maps.sl_tenant_stats);
+}
+
+/*
+ * The stateless front needs the TC-only kfunc bpf_sk_assign_tcp_reqsk (Linux 6.9) and kernel
+ * SYN cookies not switched off. Loading the hand-off object is the probe: it shares every map
+ * with the XDP object. On failure, e->handoff_why says why.
+ */
+static void load_handoff(struct edge *e)
+{
+	struct bpf_map *m;
+	char buf[16] = "";
+	FILE *f;
+	int ret;
+
+	f = fopen("/proc/sys/net/ipv4/tcp_syncookies", "r");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	if (buf[0] == '0') {
+		snprintf(e->handoff_why, sizeof(e->handoff_why),
+			 "net.ipv4.tcp_syncookies is 0, and the kernel builds handed-off "
+			 "connections through its SYN-cookie path");
+		return;
+	}
+	if (getenv("SLUICED_NO_HANDOFF")) { /* for tests of the fallback */
+		snprintf(e->handoff_why, sizeof(e->handoff_why), "SLUICED_NO_HANDOFF is set");
+		return;
+	}
+	e->handoff = handoff_bpf__open();
+	if (!e->handoff) {
+		snprintf(e->handoff_why, sizeof(e->handoff_why), "cannot open the object: %s",
+			 strerror(errno));
+		return;
+	}
+	bpf_object__for_each_map(m, e->handoff->obj) {
+		struct bpf_map *xm = bpf_object__find_map_by_name(e->skel->obj,
+								  bpf_map__name(m));
+
+		bpf_map__set_pin_path(m, NULL);
+		if (xm && bpf_map__fd(xm) >= 0)
+			bpf_map__reuse_fd(m, bpf_map__fd(xm));
+	}
+	ret = handoff_bpf__load(e->handoff);
+	if (ret) {
+		snprintf(e->handoff_why, sizeof(e->handoff_why),
+			 "the kernel refused the hand-off program (%s): bpf_sk_assign_tcp_reqsk "
+			 "needs Linux 6.9 or later", strerror(-ret));
+		handoff_bpf__destroy(e->handoff);
+		e->handoff = NULL;
+	}
+}
+
+static bool wants_stateless(const struct sl_config *c)
+{
+	int i;
+
+	for (i = 0; i < c->n_ports; i++)
+		if (c->ports[i].front == SL_FRONT_STATELESS)
+			return true;
+	return false;
+}
+
+/* The config as this kernel can run it: stateless ports fall back to the SYN front (with
+ * their action, which works there too) when the hand-off is unavailable. */
+static const struct sl_config *effective(struct edge *e, const struct sl_config *c,
+					 struct sl_config *tmp)
+{
+	int i;
+
+	if (e->handoff || !wants_stateless(c))
+		return c;
+	*tmp = *c;
+	for (i = 0; i < tmp->n_ports; i++)
+		if (tmp->ports[i].front == SL_FRONT_STATELESS) {
+			log_warn("port %u: the stateless front is not available (%s); deciding at "
+				 "the SYN instead", tmp->ports[i].port, e->handoff_why);
+			tmp->ports[i].front = SL_FRONT_SYN;
+		}
+	return tmp;
+}
+
+#define SL_TC_HANDLE 0x51ce
+#define SL_TC_PRIO 1
+
+static int tc_attach(struct edge *e, struct edge_iface *it)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = it->ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = SL_TC_HANDLE, .priority = SL_TC_PRIO,
+			    .flags = BPF_TC_F_REPLACE,
+			    .prog_fd = bpf_program__fd(e->handoff->progs.sluice_handoff));
+	int ret;
+
+	ret = bpf_tc_hook_create(&hook);
+	if (ret && ret != -EEXIST) {
+		log_error("%s: cannot create the clsact qdisc: %s", it->name, strerror(-ret));
+		return ret;
+	}
+	ret = bpf_tc_attach(&hook, &opts);
+	if (ret) {
+		log_error("%s: cannot attach the hand-off to TC ingress: %s", it->name,
+			  strerror(-ret));
+		return ret;
+	}
+	it->tc = true;
+	log_info("%s: stateless-front hand-off attached at TC ingress", it->name);
+	return 0;
+}
+
+static void tc_detach(struct edge_iface *it)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = it->ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .handle = SL_TC_HANDLE, .priority = SL_TC_PRIO);
+	int ret;
+
+	if (!it->tc)
+		return;
+	ret = bpf_tc_detach(&hook, &opts);
+	if (ret && ret != -ENOENT)
+		log_warn("%s: TC detach failed: %s", it->name, strerror(-ret));
+	it->tc = false;
+}
+
+/* Hand-off on every interface when some port is stateless, off when none is. */
+static void tc_sync(struct edge *e, const struct sl_config *c)
+{
+	bool want = e->handoff && wants_stateless(c);
+	int i;
+
+	for (i = 0; i < e->n_ifaces; i++) {
+		if (want && !e->ifaces[i].tc)
+			tc_attach(e, &e->ifaces[i]);
+		else if (!want && e->ifaces[i].tc)
+			tc_detach(&e->ifaces[i]);
+	}
 }
 
 static void write_meta(struct edge *e, const struct sl_config *c, bool running)
@@ -366,12 +509,18 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 		log_info("adopted the maps pinned in %s: bucket state kept", e->pin_path);
 	}
 
+	load_handoff(e);
+	if (!e->handoff && wants_stateless(c))
+		log_warn("stateless front unavailable: %s", e->handoff_why);
+	c = effective(e, c, &e->eff);
 	e->generation++;
 	ret = sl_maps_write_config(&e->maps, c, e->generation);
 	if (!ret)
 		ret = set_asn(e, asn, c->asn_table, (uint32_t)c->unknown_class);
 	if (!ret)
 		ret = sl_maps_write_tenants(&e->maps, c);
+	if (!ret)
+		ret = sl_maps_write_routes(&e->maps, c);
 	if (!ret) {
 		ret = sl_maps_cookie_keys(&e->maps, 0, c->cookie_rotate_s);
 		ret = ret < 0 ? ret : 0;
@@ -398,6 +547,7 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 			goto fail;
 		e->n_ifaces++;
 	}
+	tc_sync(e, c);
 	write_meta(e, c, true);
 	return 0;
 fail:
@@ -411,11 +561,14 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	struct edge_iface keep[SL_MAX_IFACES];
 	int i, j, n = 0, ret;
 
+	c = effective(e, c, &e->eff);
 	ret = sl_maps_write_config(&e->maps, c, e->generation + 1);
 	if (!ret)
 		ret = set_asn(e, asn, c->asn_table, (uint32_t)c->unknown_class);
 	if (!ret)
 		ret = sl_maps_write_tenants(&e->maps, c);
+	if (!ret)
+		ret = sl_maps_write_routes(&e->maps, c);
 	if (ret) {
 		edge_note_failure(e, "cannot program the maps");
 		return ret;
@@ -433,10 +586,12 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 		for (j = 0; j < c->n_ifaces; j++)
 			if (!strcmp(e->ifaces[i].name, c->ifaces[j]))
 				break;
-		if (j < c->n_ifaces)
+		if (j < c->n_ifaces) {
 			keep[n++] = e->ifaces[i];
-		else
+		} else {
+			tc_detach(&e->ifaces[i]);
 			detach_one(e, &e->ifaces[i]);
+		}
 	}
 	for (j = 0; j < c->n_ifaces; j++) {
 		for (i = 0; i < n; i++)
@@ -453,6 +608,7 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	}
 	memcpy(e->ifaces, keep, sizeof(keep[0]) * (size_t)n);
 	e->n_ifaces = n;
+	tc_sync(e, c);
 	write_meta(e, c, true);
 	return 0;
 }
@@ -515,11 +671,16 @@ void edge_stop(struct edge *e, bool handover)
 		log_info("handing over: XDP stays attached and the maps stay pinned in %s",
 			 e->pin_path);
 	} else {
-		for (i = 0; i < e->n_ifaces; i++)
+		for (i = 0; i < e->n_ifaces; i++) {
+			tc_detach(&e->ifaces[i]);
 			detach_one(e, &e->ifaces[i]);
+		}
 		if (e->skel)
 			sl_maps_unpin(e->pin_path);
 	}
+	if (e->handoff)
+		handoff_bpf__destroy(e->handoff);
+	e->handoff = NULL;
 	if (e->prog)
 		xdp_program__close(e->prog);
 	e->prog = NULL;

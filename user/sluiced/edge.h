@@ -14,16 +14,20 @@
 #include "maps.h"
 
 struct sluice_bpf;
+struct handoff_bpf;
 struct xdp_program;
 
 struct edge_iface {
 	char name[IF_NAMESIZE];
 	int ifindex;
 	uint8_t mode; /* enum sl_attach_mode */
+	bool tc;      /* the hand-off program is on this interface's TC ingress */
 };
 
 struct edge {
 	struct sluice_bpf *skel;
+	struct handoff_bpf *handoff; /* NULL: the stateless front is not available here */
+	char handoff_why[160];       /* why not */
 	struct xdp_program *prog;
 	struct sl_maps maps;
 	struct edge_iface ifaces[SL_MAX_IFACES];
@@ -40,6 +44,7 @@ struct edge {
 	char last_error[256];
 	char ctl_socket[PATH_MAX];
 	char config_path[PATH_MAX];
+	struct sl_config eff; /* the config as this kernel runs it (see effective()) */
 };
 
 /* Load, pin, program and attach. On failure everything done so far is undone. */

@@ -1,0 +1,338 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * Reading the first request of a stateless-front connection: the HTTP request line and Host
+ * header, or the TLS ClientHello's SNI. The segment's first SL_REQ_SCAN bytes are copied to a
+ * per-CPU buffer and read there; every index is masked to the buffer and checked against the
+ * bytes actually copied. Nothing waits for more data: what the segment does not hold is
+ * unknown, and the caller falls back to the port's default cost and the destination's tenant.
+ * Scans that can be long run under bpf_loop, one byte per step, and stop at the first hit.
+ */
+#ifndef SLUICE_REQUEST_H
+#define SLUICE_REQUEST_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+#include "sluice/abi.h"
+
+#define SL_REQ_SCAN 512
+#define SL_REQ_MASK (SL_REQ_SCAN - 1)
+_Static_assert((SL_REQ_SCAN & SL_REQ_MASK) == 0, "the scan buffer must be a power of two");
+
+struct req_buf {
+	__u8 b[SL_REQ_SCAN];
+};
+
+/* What the parser found. */
+#define REQ_LINE 1 /* the request line is complete: method and path are known */
+#define REQ_HOST 2 /* a Host header (or SNI) was read whole */
+
+static __always_inline __u8 lc(__u8 c)
+{
+	return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static __always_inline int starts(const struct req_buf *rb, __u32 len, __u32 at, const char *s,
+				  __u32 n)
+{
+	__u32 i;
+
+	if (at + n > len)
+		return 0;
+#pragma unroll
+	for (i = 0; i < 8; i++) {
+		if (i >= n)
+			break;
+		if (rb->b[(at + i) & SL_REQ_MASK] != (__u8)s[i])
+			return 0;
+	}
+	return 1;
+}
+
+struct find_ctx {
+	const struct req_buf *rb;
+	__u32 len;
+	__u32 at;     /* in: where to start; out: the match */
+	__u32 found;
+	__u32 stop_blank; /* stop at the blank line that ends the headers */
+};
+
+/* bpf_loop step: is there a '\n' at ctx->at + idx? */
+static long find_nl_step(__u32 idx, struct find_ctx *f)
+{
+	__u32 i = f->at + idx;
+
+	if (i >= f->len)
+		return 1;
+	if (f->rb->b[i & SL_REQ_MASK] == '\n') {
+		f->at = i;
+		f->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+/* bpf_loop step: does a header line "host:" start at ctx->at + idx (just after a '\n')? */
+static long find_host_step(__u32 idx, struct find_ctx *f)
+{
+	const struct req_buf *rb = f->rb;
+	__u32 i = f->at + idx;
+
+	if (i + 5 > f->len)
+		return 1;
+	if (rb->b[(i - 1) & SL_REQ_MASK] != '\n')
+		return 0;
+	/* "\r\n\r\n": the headers ended without a Host. */
+	if (rb->b[i & SL_REQ_MASK] == '\r' || rb->b[i & SL_REQ_MASK] == '\n')
+		return 1;
+	if (lc(rb->b[i & SL_REQ_MASK]) == 'h' && lc(rb->b[(i + 1) & SL_REQ_MASK]) == 'o' &&
+	    lc(rb->b[(i + 2) & SL_REQ_MASK]) == 's' && lc(rb->b[(i + 3) & SL_REQ_MASK]) == 't' &&
+	    rb->b[(i + 4) & SL_REQ_MASK] == ':') {
+		f->at = i + 5;
+		f->found = 1;
+		return 1;
+	}
+	return 0;
+}
+
+struct host_ctx {
+	const struct req_buf *rb;
+	struct sl_host_key *hk;
+	__u32 len, at, max, n, done;
+};
+
+/* bpf_loop step: one byte of the host name. done: 1 ended well, 2 ended badly. */
+static long host_step(__u32 i, struct host_ctx *h)
+{
+	__u32 at = h->at + i;
+	__u8 c;
+
+	if (h->max && i >= h->max) {
+		h->done = 1;
+		return 1;
+	}
+	if (at >= h->len || i >= SL_HOST_KEY_LEN - 1) {
+		h->done = 2; /* cut short, or longer than any configured host */
+		return 1;
+	}
+	c = h->rb->b[at & SL_REQ_MASK];
+	if (!h->max && (c == '\r' || c == '\n' || c == ':' || c == ' ' || c == '\t')) {
+		h->done = h->n ? 1 : 2;
+		return 1;
+	}
+	h->hk->name[i & (SL_HOST_KEY_LEN - 1)] = c;
+	h->n++;
+	return 0;
+}
+
+/*
+ * Copy the host name at @at (after "Host:", or the SNI) into @hk: optional blanks, then up to
+ * the end of line, a ':' (port) or a blank; or exactly @max bytes (SNI). 1 when it ended
+ * inside the buffer. One byte per bpf_loop step: as a plain loop, its exits multiplied the
+ * verifier's states to within a few percent of its budget.
+ */
+static __always_inline int copy_host(const struct req_buf *rb, __u32 len, __u32 at,
+				     struct sl_host_key *hk, __u32 max)
+{
+	struct host_ctx h = { .rb = rb, .hk = hk, .len = len, .max = max };
+	__u32 i;
+
+	for (i = 0; i < 8 && at < len; i++) {
+		__u8 c = rb->b[at & SL_REQ_MASK];
+
+		if (c != ' ' && c != '\t')
+			break;
+		at++;
+	}
+	h.at = at;
+	bpf_loop(SL_HOST_KEY_LEN, host_step, &h, 0);
+	return h.done == 1;
+}
+
+/* Lowercase the key eight bytes at a time, without a branch (SWAR): for each byte below 0x80,
+ * 'A'..'Z' gets 0x20 added. */
+static __always_inline void lower_key(struct sl_host_key *hk)
+{
+	const __u64 ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	__u64 w[SL_HOST_KEY_LEN / 8];
+	int i;
+
+	__builtin_memcpy(w, hk->name, sizeof(w));
+#pragma unroll
+	for (i = 0; i < SL_HOST_KEY_LEN / 8; i++) {
+		__u64 x = w[i], h = x & ~highs;
+		__u64 ge_a = (h + ones * (0x80 - 'A')) & highs;
+		__u64 gt_z = (h + ones * (0x80 - 'Z' - 1)) & highs;
+
+		w[i] = x | ((ge_a & ~gt_z & ~x & highs) >> 2);
+	}
+	__builtin_memcpy(hk->name, w, sizeof(w));
+}
+
+/* The path of the request line, from @p: copied into @rk after the method byte, up to the
+ * first blank, '?' or '#', at most SL_ROUTE_KEY_PATH bytes. Its length, or -1 if the line is
+ * cut short. */
+__noinline int sl_http_path(const struct req_buf *rb, __u32 len, __u32 p,
+			    struct sl_route_key *rk)
+{
+	__u32 j, n = 0;
+
+	if (!rb || !rk || len > SL_REQ_SCAN || p > 16)
+		return -1;
+	for (j = 0; j < SL_ROUTE_KEY_PATH; j++) {
+		__u8 c;
+
+		if (p + j >= len)
+			return -1;
+		c = rb->b[(p + j) & SL_REQ_MASK];
+		if (c == ' ' || c == '?' || c == '\r' || c == '\n' || c == '#')
+			break;
+		rk->data[(1 + j) & 63] = c;
+		n++;
+	}
+	return (int)n;
+}
+
+/*
+ * The request line and Host of a plaintext HTTP/1.x request. Fills @rk (method and path as
+ * the route trie keys them; prefixlen covers the whole path read) and @hk. Returns REQ_* bits.
+ * A global function: the verifier checks it once.
+ */
+__noinline int sl_parse_http(const struct req_buf *rb, __u32 len, struct sl_route_key *rk,
+			     struct sl_host_key *hk)
+{
+	struct find_ctx f = {};
+	__u32 p, n, line_end;
+	__u8 method;
+	int out = 0, ret;
+
+	if (!rb || !rk || !hk || len > SL_REQ_SCAN)
+		return 0;
+	if (starts(rb, len, 0, "GET ", 4)) {
+		method = SL_M_GET;
+		p = 4;
+	} else if (starts(rb, len, 0, "POST ", 5)) {
+		method = SL_M_POST;
+		p = 5;
+	} else if (starts(rb, len, 0, "PUT ", 4)) {
+		method = SL_M_PUT;
+		p = 4;
+	} else if (starts(rb, len, 0, "DELETE ", 7)) {
+		method = SL_M_DELETE;
+		p = 7;
+	} else if (starts(rb, len, 0, "PATCH ", 6)) {
+		method = SL_M_PATCH;
+		p = 6;
+	} else if (starts(rb, len, 0, "HEAD ", 5)) {
+		method = SL_M_HEAD;
+		p = 5;
+	} else if (starts(rb, len, 0, "OPTIONS ", 8)) {
+		method = SL_M_OPTIONS;
+		p = 8;
+	} else {
+		return 0; /* not a request we can route: the default cost */
+	}
+	rk->data[0] = method;
+	ret = sl_http_path(rb, len, p, rk);
+	if (ret < 0)
+		return 0; /* the request line is cut short */
+	n = (__u32)ret;
+	rk->prefixlen = 8 * (1 + n);
+
+	/* The end of the request line. */
+	f.rb = rb;
+	f.len = len;
+	f.at = p + n;
+	bpf_loop(SL_REQ_SCAN, find_nl_step, &f, 0);
+	if (!f.found)
+		return 0;
+	out |= REQ_LINE;
+	line_end = f.at;
+
+	/* Host is the first header almost always: try there before scanning. */
+	f.found = 0;
+	f.at = line_end + 1;
+	if (f.at < SL_REQ_SCAN)
+		bpf_loop(SL_REQ_SCAN, find_host_step, &f, 0);
+	if (f.found && f.at < SL_REQ_SCAN && copy_host(rb, len, f.at, hk, 0)) {
+		lower_key(hk);
+		out |= REQ_HOST;
+	}
+	return out;
+}
+
+struct sni_ctx {
+	const struct req_buf *rb;
+	__u32 len;
+	__u32 at;     /* the next extension */
+	__u32 end;    /* the end of the extensions */
+	__u32 sni_at; /* where the host name starts */
+	__u32 sni_len;
+};
+
+static long sni_step(__u32 idx, struct sni_ctx *x)
+{
+	const struct req_buf *rb = x->rb;
+	__u32 at = x->at, type, elen;
+
+	if (at + 4 > x->end || at + 4 > x->len)
+		return 1;
+	type = ((__u32)rb->b[at & SL_REQ_MASK] << 8) | rb->b[(at + 1) & SL_REQ_MASK];
+	elen = ((__u32)rb->b[(at + 2) & SL_REQ_MASK] << 8) | rb->b[(at + 3) & SL_REQ_MASK];
+	if (type == 0) {
+		/* server_name: list length (2), name type (1) = host_name, length (2), name */
+		__u32 p = at + 4;
+
+		if (p + 5 > x->len || rb->b[(p + 2) & SL_REQ_MASK] != 0)
+			return 1;
+		x->sni_len = ((__u32)rb->b[(p + 3) & SL_REQ_MASK] << 8) |
+			     rb->b[(p + 4) & SL_REQ_MASK];
+		x->sni_at = p + 5;
+		return 1;
+	}
+	x->at = at + 4 + elen;
+	return 0;
+}
+
+static __always_inline __u32 rd16(const struct req_buf *rb, __u32 at)
+{
+	return ((__u32)rb->b[at & SL_REQ_MASK] << 8) | rb->b[(at + 1) & SL_REQ_MASK];
+}
+
+/* The SNI of a TLS ClientHello at the start of @rb. Returns REQ_HOST when read whole. */
+__noinline int sl_parse_sni(const struct req_buf *rb, __u32 len, struct sl_host_key *hk)
+{
+	struct sni_ctx x = {};
+	__u32 p;
+
+	if (!rb || !hk || len > SL_REQ_SCAN || len < 44)
+		return 0;
+	/* record: handshake (22); handshake: ClientHello (1) */
+	if (rb->b[0] != 22 || rb->b[5] != 1)
+		return 0;
+	p = 5 + 4 + 2 + 32;                        /* headers, client version, random */
+	p += 1 + rb->b[p & SL_REQ_MASK];           /* session id */
+	if (p + 2 > len)
+		return 0;
+	p += 2 + rd16(rb, p);                      /* cipher suites */
+	if (p + 1 > len)
+		return 0;
+	p += 1 + rb->b[p & SL_REQ_MASK];           /* compression methods */
+	if (p + 2 > len)
+		return 0;
+	x.end = p + 2 + rd16(rb, p);
+	x.at = p + 2;
+	x.rb = rb;
+	x.len = len;
+	bpf_loop(64, sni_step, &x, 0);
+	if (!x.sni_at || !x.sni_len || x.sni_len >= SL_HOST_KEY_LEN)
+		return 0;
+	if (x.sni_at + x.sni_len > len || x.sni_at >= SL_REQ_SCAN)
+		return 0; /* the name runs past this segment */
+	if (!copy_host(rb, len, x.sni_at, hk, x.sni_len))
+		return 0;
+	lower_key(hk);
+	return REQ_HOST;
+}
+
+#endif
