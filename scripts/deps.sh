@@ -15,7 +15,7 @@ PKGS=(
 	libcmocka-dev iproute2 python3-scapy tcpdump curl procps util-linux ethtool
 	redis-server
 	# demo and benchmarks
-	xdp-tools hping3 wrk nginx-light gnuplot-nox
+	xdp-tools hping3 wrk nginx-light gnuplot-nox openssl
 )
 
 # One dpkg-query for all; it says nothing of packages it has never heard of, so compare names.

@@ -30,6 +30,7 @@
 #include "json.h"
 #include "log.h"
 #include "maps.h"
+#include "outcomes.h"
 #include "reasons.h"
 #include "sluice/gcra.h"
 #include "sluice/hash.h"
@@ -371,6 +372,7 @@ static void sum_row(const struct sl_counters *r, struct totals *t)
 static int cmd_stats(const struct ctl *c)
 {
 	struct sl_counters rows[SL_STATS_ROWS], all;
+	struct sl_meta meta;
 	struct totals t = { 0 };
 	struct sl_maps m;
 	uint64_t key_new = 0, key_ret = 0, cas = 0, synacks = 0, lost = 0;
@@ -443,6 +445,8 @@ static int cmd_stats(const struct ctl *c)
 		for (k = 0; k < SL_R__MAX; k++)
 			json_u64(&j, sl_reason_name(k), all.pkts[k]);
 		json_obj_end(&j);
+		if (!sl_maps_read_meta(&m, &meta))
+			sl_outcomes_print(&m, &meta, &j);
 		json_obj_end(&j);
 		json_end(&j);
 	} else {
@@ -469,6 +473,8 @@ static int cmd_stats(const struct ctl *c)
 		printf("\nstate: %ld of %u buckets; %llu keys created, %llu came back spent\n",
 		       entries, map_capacity(m.buckets), (unsigned long long)key_new,
 		       (unsigned long long)key_ret);
+		if (!sl_maps_read_meta(&m, &meta))
+			sl_outcomes_print(&m, &meta, NULL);
 	}
 	sl_maps_close(&m);
 	return 0;
