@@ -8,13 +8,25 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
+#include "sluice/abi.h"
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct bench_frame {
 	__u32 len;
-	__u32 pad;
+	__u32 forget;             /* delete conn_key from sl_conns before each run */
 	__u8 data[512];
+	struct sl_conn_key conn_key;
 };
+
+/* The datapath's decided-connection map (xdp_cost reuses its fd): a first request decided
+ * once is remembered there, and the next repeat would measure the retransmission path. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sl_conn_key);
+	__type(value, struct sl_conn);
+} sl_conns SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -55,6 +67,9 @@ int restore_then(struct xdp_md *ctx)
 		return XDP_ABORTED;
 	if (bpf_xdp_store_bytes(ctx, 0, f->data, len))
 		return XDP_ABORTED;
+	/* Done in front of the bare program too, so the subtraction removes it. */
+	if (f->forget)
+		bpf_map_delete_elem(&sl_conns, &f->conn_key);
 	bpf_tail_call(ctx, &bench_next, 0);
 	return XDP_ABORTED;
 }

@@ -39,13 +39,16 @@
 
 static const char *conf_text =
 	"edge: { interfaces = [\"lo\"]; ports = ( { port = 80; cost = 1; },\n"
-	"  { port = 8080; action = \"reply\"; cost = 1; } ); event_sample = 0;\n"
+	"  { port = 8080; action = \"reply\"; cost = 1; },\n"
+	"  { port = 9090; front = \"stateless\"; action = \"reply\"; cost = 1; } );\n"
+	"  event_sample = 0;\n"
 	"  state_entries = 1048576; };\n"
 	"classes = (\n"
 	"  { name = \"open\"; rate = 1e9; burst = 1e9; parent_rate = 1e9; parent_burst = 1e9; },\n"
 	"  { name = \"tight\"; rate = 0.001; burst = 1.0; parent_rate = 0.001; parent_burst = 1.0; },\n"
 	"  { name = \"unknown\"; rate = 5.0; burst = 20.0; }\n"
-	");\n";
+	");\n"
+	"routes = ( { method = \"POST\"; path = \"/login\"; cpu = 950.0; } );\n";
 
 static int last_retval;
 
@@ -274,84 +277,155 @@ int main(int argc, char **argv)
 		       (unsigned long long)shed);
 	}
 	{
-		/* Replies rewrite their frame: restore it before every repeat, and take off
-		 * what the restore itself costs (measured in front of the bare program). */
-		struct restore_bpf *rs = restore_bpf__open_and_load();
-		struct fspec syn = { .family = 4, .src = "203.0.113.9", .dst = "10.0.0.2",
-				     .sport = 41000, .dport = 8080, .tcp_opts = 2,
-				     .seq = 0x11223344 };
-		struct fspec req = syn;
+		/*
+		 * Cases that rewrite their frame or leave state behind: restore the frame (and
+		 * forget the decided connection) before every repeat, and take off what that
+		 * costs, measured by the same wrapper in front of the bare program.
+		 */
+		struct restore_bpf *rs = restore_bpf__open();
 		struct sl_cookie_keys keys;
 		struct sl_cookie_opts co = { 6, 8, 1 };
-		struct sl_conn_id id = { .family = SL_FAM_V4, .sport = 41000, .dport = 8080,
-					 .isn = 0x11223344 };
+		struct fspec fs[6];
+		struct sl_conn_id id[6];
 		struct {
 			const char *name;
-			struct fspec *f;
-		} rc[2] = { { "shed SYN -> cookie SYN-ACK (XDP_TX)", &syn },
-			    { "request -> 429 (XDP_TX)", &req } };
+			int restore, want;
+			double target;
+		} rc[6] = {
+			{ "shed SYN -> cookie SYN-ACK (XDP_TX)", 1, XDP_TX, 0 },
+			{ "request -> 429 (XDP_TX)", 1, XDP_TX, 0 },
+			{ "stateless: handshake ACK dropped", 0, XDP_DROP, 0 },
+			{ "stateless: first request admitted", 1, XDP_PASS, 10.0 },
+			{ "stateless: first request shed (429)", 1, XDP_TX, 10.0 },
+			{ "stateless: established segment", 0, XDP_PASS, 1.5 },
+		};
+		static const char *login = "POST /login HTTP/1.1\r\nHost: idp.example\r\n"
+					   "Content-Length: 0\r\n\r\n";
 		__u32 zero = 0;
-		int pa;
+		int pa, bfd;
 
 		if (!rs) {
+			fprintf(stderr, "xdp_cost: cannot open the restore program\n");
+			return 1;
+		}
+		bpf_map__reuse_fd(rs->maps.sl_conns, m.conns);
+		if (restore_bpf__load(rs)) {
 			fprintf(stderr, "xdp_cost: cannot load the restore program\n");
 			return 1;
 		}
 		bpf_map_lookup_elem(m.cookie_keys, &zero, &keys);
-		inet_pton(AF_INET, "203.0.113.9", id.saddr);
-		inet_pton(AF_INET, "10.0.0.2", id.daddr);
-		req.flags = F_ACK | 0x08;
-		req.tcp_opts = 0;
-		req.seq = 0x11223345;
-		req.ack = sl_cookie_make(&id, sl_now_ns(), &co, &keys) + 1;
-		req.data = "GET /login HTTP/1.1\r\nHost: idp.example\r\n\r\n";
-		pa = bpf_map__fd(rs->maps.bench_next);
-		for (i = 0; i < 2; i++) {
-			struct {
-				__u32 len, pad;
-				__u8 data[512];
-			} fr = { 0 };
-			double ratio[99], s_ns[99], b_ns[99];
-			int r, bfd = bpf_program__fd(rs->progs.restore_then);
-			struct fbuilt fb = build_frame(rc[i].f, fr.data);
+		for (i = 0; i < 6; i++) {
+			/* 203.0.113.0/24 is "tight" (shed), 198.51.100.0/24 "open" (admitted). */
+			const char *src = (i == 3 || i == 5) ? "198.51.100.9" : "203.0.113.9";
 
+			memset(&fs[i], 0, sizeof(fs[i]));
+			fs[i].family = 4;
+			fs[i].src = src;
+			fs[i].dst = "10.0.0.2";
+			fs[i].sport = (uint16_t)(41000 + i);
+			fs[i].dport = i < 2 ? 8080 : 9090;
+			fs[i].seq = 0x11223344;
+			memset(&id[i], 0, sizeof(id[i]));
+			id[i].family = SL_FAM_V4;
+			id[i].sport = fs[i].sport;
+			id[i].dport = fs[i].dport;
+			id[i].isn = 0x11223344;
+			inet_pton(AF_INET, src, id[i].saddr);
+			inet_pton(AF_INET, "10.0.0.2", id[i].daddr);
+			if (i == 0) {
+				fs[i].tcp_opts = 2;
+				continue;
+			}
+			fs[i].flags = F_ACK | 0x08;
+			fs[i].seq = 0x11223345;
+			fs[i].ack = sl_cookie_make(&id[i], sl_now_ns(), &co, &keys) + 1;
+			if (i == 1)
+				fs[i].data = "GET /login HTTP/1.1\r\nHost: idp.example\r\n\r\n";
+			else if (i == 3 || i == 4)
+				fs[i].data = login;
+			if (i == 2)
+				fs[i].flags = F_ACK;
+			if (i == 5) {
+				/* Past its first request: the server has sent 1000 bytes. */
+				fs[i].ack += 1000;
+				fs[i].data = "more";
+			}
+		}
+		pa = bpf_map__fd(rs->maps.bench_next);
+		bfd = bpf_program__fd(rs->progs.restore_then);
+		for (i = 0; i < 6; i++) {
+			struct {
+				__u32 len, forget;
+				__u8 data[512];
+				struct sl_conn_key ck;
+			} fr;
+			double ratio[99], s_ns[99], b_ns[99];
+			struct fbuilt fb;
+			int r;
+
+			memset(&fr, 0, sizeof(fr));
+			fb = build_frame(&fs[i], fr.data);
 			fr.len = (__u32)fb.len;
+			fr.forget = 1;
+			fr.ck.family = SL_FAM_V4;
+			fr.ck.sport = fs[i].sport;
+			fr.ck.dport = fs[i].dport;
+			memcpy(fr.ck.saddr, id[i].saddr, 16);
+			memcpy(fr.ck.daddr, id[i].daddr, 16);
 			bpf_map_update_elem(bpf_map__fd(rs->maps.bench_frame), &zero, &fr, BPF_ANY);
 			for (r = 0; r < rounds; r++) {
 				double with_sluice, with_bare, bare_ns;
 
-				bpf_map_update_elem(pa, &zero, &base, BPF_ANY);
-				with_bare = run_ns(bfd, fr.data, fb.len, repeat);
-				bpf_map_update_elem(pa, &zero, &prog, BPF_ANY);
-				with_sluice = run_ns(bfd, fr.data, fb.len, repeat);
-				if (last_retval != XDP_TX) {
-					fprintf(stderr, "xdp_cost: %s returned %d, not XDP_TX\n",
-						rc[i].name, last_retval);
+				if (rc[i].restore) {
+					bpf_map_update_elem(pa, &zero, &base, BPF_ANY);
+					with_bare = run_ns(bfd, fr.data, fb.len, repeat);
+					bpf_map_update_elem(pa, &zero, &prog, BPF_ANY);
+					with_sluice = run_ns(bfd, fr.data, fb.len, repeat);
+				} else {
+					with_bare = 0;
+					with_sluice = run_ns(prog, fr.data, fb.len, repeat);
+				}
+				if (last_retval != rc[i].want) {
+					fprintf(stderr, "xdp_cost: %s returned %d, not %d\n",
+						rc[i].name, last_retval, rc[i].want);
 					return 1;
 				}
 				bare_ns = run_ns(base, fr.data, fb.len, repeat);
-				s_ns[r] = with_sluice - with_bare + bare_ns;
+				s_ns[r] = rc[i].restore ? with_sluice - with_bare + bare_ns :
+					  with_sluice;
 				b_ns[r] = bare_ns;
 				ratio[r] = s_ns[r] / (bare_ns > 0 ? bare_ns : 1);
 			}
 			qsort(ratio, (size_t)rounds, sizeof(double), cmp_d);
 			qsort(s_ns, (size_t)rounds, sizeof(double), cmp_d);
 			qsort(b_ns, (size_t)rounds, sizeof(double), cmp_d);
-			printf("%-38s %10.0f %10.0f %7.2fx %8s\n", rc[i].name, s_ns[rounds / 2],
-			       b_ns[rounds / 2], ratio[rounds / 2], "-");
+			if (rc[i].target > 0) {
+				printf("%-38s %10.0f %10.0f %7.2fx %7.1fx%s\n", rc[i].name,
+				       s_ns[rounds / 2], b_ns[rounds / 2], ratio[rounds / 2],
+				       rc[i].target, ratio[rounds / 2] <= rc[i].target ? "" :
+				       "  (above target)");
+				fails += ratio[rounds / 2] > rc[i].target;
+			} else {
+				printf("%-38s %10.0f %10.0f %7.2fx %8s\n", rc[i].name,
+				       s_ns[rounds / 2], b_ns[rounds / 2], ratio[rounds / 2], "-");
+			}
 		}
 		{
 			struct sl_counters rows[SL_STATS_ROWS];
-			uint64_t synacks = 0, r429 = 0;
+			uint64_t synacks = 0, r429 = 0, first = 0, ack = 0;
 			int r;
 
 			sl_maps_read_stats(&m, rows);
 			for (r = 0; r < SL_STATS_ROWS; r++) {
 				synacks += rows[r].synacks;
 				r429 += rows[r].pkts[SL_R_REPLIED_429];
+				first += rows[r].pkts[SL_R_FIRST_ADMITTED];
+				ack += rows[r].pkts[SL_R_COOKIE_ACK];
 			}
-			printf("counters: %llu SYN-ACKs and %llu 429s sent\n",
-			       (unsigned long long)synacks, (unsigned long long)r429);
+			printf("counters: %llu SYN-ACKs, %llu 429s, %llu first requests admitted, "
+			       "%llu handshake ACKs dropped\n", (unsigned long long)synacks,
+			       (unsigned long long)r429, (unsigned long long)first,
+			       (unsigned long long)ack);
 		}
 		restore_bpf__destroy(rs);
 	}

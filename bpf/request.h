@@ -239,11 +239,17 @@ __noinline int sl_parse_http(const struct req_buf *rb, __u32 len, struct sl_rout
 	n = (__u32)ret;
 	rk->prefixlen = 8 * (1 + n);
 
-	/* The end of the request line. */
+	/* The end of the request line: where " HTTP/1.1\r\n" says it is, else scan for it. */
 	f.rb = rb;
 	f.len = len;
 	f.at = p + n;
-	bpf_loop(SL_REQ_SCAN, find_nl_step, &f, 0);
+	if ((starts(rb, len, p + n, " HTTP/1.", 8)) && p + n + 10 < len &&
+	    rb->b[(p + n + 10) & SL_REQ_MASK] == '\n') {
+		f.at = p + n + 10;
+		f.found = 1;
+	} else {
+		bpf_loop(SL_REQ_SCAN, find_nl_step, &f, 0);
+	}
 	if (!f.found)
 		return 0;
 	out |= REQ_LINE;

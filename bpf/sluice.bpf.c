@@ -623,7 +623,7 @@ static __always_inline void outcome(void *map, __u32 idx, int shed)
 __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 				const struct sl_settings *set)
 {
-	struct sl_route_val *rv = NULL, *ra;
+	struct sl_route_val *rv;
 	struct req_scratch *rs;
 	__u32 zero = 0, off, len, route = SL_EDGE_ROUTES, *tid;
 	void *data = xdp_data(ctx), *end = xdp_data_end(ctx);
@@ -654,13 +654,8 @@ __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 		got = sl_parse_http(&rs->rb, len, &rs->rk, &rs->hk);
 
 	if (got & REQ_LINE) {
-		/* The method's own routes, then any-method ones: the longer path prefix wins,
-		 * the method's own at equal length. */
+		/* Any-method routes are written under every method: one lookup. */
 		rv = bpf_map_lookup_elem(&sl_routes, &rs->rk);
-		rs->rk.data[0] = SL_M_OTHER;
-		ra = bpf_map_lookup_elem(&sl_routes, &rs->rk);
-		if (ra && (!rv || ra->path_len > rv->path_len))
-			rv = ra;
 		if (rv) {
 			pk->cost = rv->cost;
 			route = rv->route_id < SL_EDGE_ROUTES ? rv->route_id : SL_EDGE_ROUTES;
@@ -983,9 +978,23 @@ int sluice_xdp(struct xdp_md *ctx)
 	port = bpf_map_lookup_elem(&sl_ports, &dport);
 	if (!port || !port->protected)
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
-	if ((!th->syn || th->ack) &&
-	    ((port->action != SL_ACT_REPLY && port->front != SL_FRONT_STATELESS) || th->syn))
-		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+	if (!th->syn || th->ack) {
+		struct sl_cookie_keys *keys;
+		__u32 ack;
+
+		if ((port->action != SL_ACT_REPLY && port->front != SL_FRONT_STATELESS) ||
+		    th->syn || !th->ack)
+			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+		/* Established traffic on a cookie port leaves here, on four compares: no
+		 * cookie connection in any state ends in this ack. */
+		keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
+		ack = bpf_ntohl(th->ack_seq);
+		if (!keys || (!sl_cookie_marked_any(ack - 1, keys) &&
+			      !sl_cookie_marked_any(ack - SL_429_LEN - 1, keys) &&
+			      !sl_cookie_marked_any(ack - SL_429_LEN - 2, keys) &&
+			      !sl_cookie_marked_any(ack - 2, keys)))
+			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+	}
 
 	/* Only segments sluice judges get this far: everything above touched no state and
 	 * zeroed nothing, which is most of what keeps the fast path fast. */

@@ -124,6 +124,17 @@ static __always_inline int sl_cookie_check(const struct sl_conn_id *c, __u32 coo
 	return 1;
 }
 
+/* Could @cookie be ours at all, with no clock at hand? The previous key's marker counts until
+ * the next rotation, a little longer than the key itself: a superset, which only costs the
+ * few segments it lets through a slower check. */
+static __always_inline int sl_cookie_marked_any(__u32 cookie, const struct sl_cookie_keys *k)
+{
+	__u32 marker = cookie & SL_COOKIE_MARKER_MASK;
+
+	return marker == (k->cur_marker & SL_COOKIE_MARKER_MASK) ||
+	       (k->prev_until_ns && marker == (k->prev_marker & SL_COOKIE_MARKER_MASK));
+}
+
 /* Could @cookie be ours at all? One compare: the marker of either live key. */
 static __always_inline int sl_cookie_marked(__u32 cookie, __u64 now_ns,
 					    const struct sl_cookie_keys *k)

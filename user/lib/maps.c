@@ -599,30 +599,43 @@ static void clear_map(int fd, size_t key_size)
 
 int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c)
 {
-	int i, j, n;
+	int i, j, n, pass;
 
 	/* Rewritten whole: during the rewrite a first request may see a partial table and be
 	 * charged the port's default cost, which is what an unknown route costs anyway. */
 	clear_map(m->routes, sizeof(struct sl_route_key));
 	clear_map(m->hosts, sizeof(struct sl_host_key));
-	for (i = 0; i < c->n_routes && i < SL_EDGE_ROUTES; i++) {
-		const struct sl_route_cfg *r = &c->routes[i];
-		struct sl_route_key k;
-		struct sl_route_val v = { .route_id = (__u32)i };
-		size_t len = strlen(r->path);
-		double cost = r->cpu < 1.0 ? 1.0 : r->cpu;
+	/*
+	 * One lookup per request: an any-method route is written under every method, first,
+	 * so that an exact-method route of the same path overwrites it (the exact one wins at
+	 * equal length; the trie's longest-prefix rule does the rest).
+	 */
+	for (pass = 0; pass < 2; pass++)
+		for (i = 0; i < c->n_routes && i < SL_EDGE_ROUTES; i++) {
+			const struct sl_route_cfg *r = &c->routes[i];
+			struct sl_route_key k;
+			struct sl_route_val v = { .route_id = (__u32)i };
+			size_t len = strlen(r->path);
+			double cost = r->cpu < 1.0 ? 1.0 : r->cpu;
+			int mth;
 
-		if (len > SL_ROUTE_KEY_PATH)
-			len = SL_ROUTE_KEY_PATH;
-		memset(&k, 0, sizeof(k));
-		k.prefixlen = (__u32)(8 * (1 + len));
-		k.data[0] = r->method;
-		memcpy(&k.data[1], r->path, len);
-		v.cost = cost > 1e9 ? 1000000000u : (__u32)(cost + 0.5);
-		v.path_len = (__u32)len;
-		if (bpf_map_update_elem(m->routes, &k, &v, BPF_ANY))
-			return -errno;
-	}
+			if ((pass == 0) != (r->method == SL_M_OTHER))
+				continue;
+			if (len > SL_ROUTE_KEY_PATH)
+				len = SL_ROUTE_KEY_PATH;
+			v.cost = cost > 1e9 ? 1000000000u : (__u32)(cost + 0.5);
+			v.path_len = (__u32)len;
+			for (mth = SL_M_GET; mth < SL_M__MAX; mth++) {
+				if (r->method != SL_M_OTHER && r->method != mth)
+					continue;
+				memset(&k, 0, sizeof(k));
+				k.prefixlen = (__u32)(8 * (1 + len));
+				k.data[0] = (__u8)mth;
+				memcpy(&k.data[1], r->path, len);
+				if (bpf_map_update_elem(m->routes, &k, &v, BPF_ANY))
+					return -errno;
+			}
+		}
 	for (i = 0; i < c->n_tenants; i++)
 		for (j = 0; j < c->tenants[i].n_hosts; j++) {
 			struct sl_host_key hk;
