@@ -148,7 +148,8 @@ $(BUILD)/tests/bpf/%: tests/bpf/%.c tests/lib/frames.h tests/lib/bpfenv.h $(SKEL
 
 TEST_BINS := $(UNIT_BINS) $(UNIT_SAN) $(BPF_TEST_BINS)
 
-test: $(BINS) $(TEST_BINS)
+# The network tests put an XDP_PASS program on the client veth (XDP_TX needs one there).
+test: $(BINS) $(TEST_BINS) $(BUILD)/bpf/bare_pass.bpf.o
 	$(Q)BUILD=$(BUILD) tests/run.sh
 
 unit: $(UNIT_BINS) $(UNIT_SAN)
@@ -157,11 +158,11 @@ unit: $(UNIT_BINS) $(UNIT_SAN)
 bpf-test: $(BPF_TEST_BINS)
 	$(Q)BUILD=$(BUILD) tests/run.sh bpf
 
-net-test: $(BINS)
+net-test: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o
 	$(Q)BUILD=$(BUILD) tests/run.sh net
 
 # ---- demo, bench -------------------------------------------------------------------------
-demo: $(BINS)
+demo: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
 $(BUILD)/bench/xdp_cost: bench/xdp_cost.c tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h \
