@@ -306,6 +306,12 @@ void sl_config_defaults(struct sl_config *c)
 	c->gw.admission = 1;
 	c->gw.max_body = 16384;
 	c->gw.max_headers = 8192;
+	c->gw.max_depth = 1024;
+	c->gw.reject_floor_ms = 250;
+	c->gw.max_held = 1024;
+	c->gw.max_connections = 4096;
+	c->gw.request_timeout_ms = 10000;
+	c->gw.token_ttl_s = 3600;
 }
 
 int sl_config_class(const struct sl_config *c, const char *name)
@@ -996,10 +1002,12 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 			 const char *base)
 {
 	static const char *const keys[] = { "listen", "credentials", "capacity", "queue",
-		"argon2", "trusted_hops", "admission", "max_body", "max_headers", NULL };
+		"argon2", "trusted_hops", "admission", "max_body", "max_headers", "reject_floor_ms",
+		"max_held", "max_connections", "request_timeout_ms", "token_ttl_s", "session_key",
+		NULL };
 	static const char *const cap_keys[] = { "cpu", "db", NULL };
 	static const char *const q_keys[] = { "target_wait_ms", "lifo_after_ms",
-		"codel_interval_ms", "default_deadline_ms", "max_deadline_ms", NULL };
+		"codel_interval_ms", "default_deadline_ms", "max_deadline_ms", "max_depth", NULL };
 	static const char *const a_keys[] = { "m_cost_kib", "t_cost", "parallelism",
 		"memory_budget_mib", NULL };
 	const config_setting_t *g = config_setting_get_member(root, "gateway"), *sub;
@@ -1062,6 +1070,8 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 							     gw->default_deadline_ms);
 			gw->max_deadline_ms = get_u32_or(x, sub, "gateway.queue", "max_deadline_ms",
 							 1, 600000, gw->max_deadline_ms);
+			gw->max_depth = get_u32_or(x, sub, "gateway.queue", "max_depth", 1, 1000000,
+						   gw->max_depth);
 			if (gw->default_deadline_ms > gw->max_deadline_ms)
 				bad(x, sub, "gateway.queue: default_deadline_ms %u is above "
 				    "max_deadline_ms %u", gw->default_deadline_ms,
@@ -1095,6 +1105,18 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 	gw->max_body = get_u32_or(x, g, "gateway", "max_body", 256, 1 << 20, gw->max_body);
 	gw->max_headers = get_u32_or(x, g, "gateway", "max_headers", 1024, 1 << 20,
 				     gw->max_headers);
+	gw->reject_floor_ms = get_u32_or(x, g, "gateway", "reject_floor_ms", 0, 60000,
+					 gw->reject_floor_ms);
+	gw->max_held = get_u32_or(x, g, "gateway", "max_held", 1, 1000000, gw->max_held);
+	gw->max_connections = get_u32_or(x, g, "gateway", "max_connections", 16, 1000000,
+					 gw->max_connections);
+	gw->request_timeout_ms = get_u32_or(x, g, "gateway", "request_timeout_ms", 100, 600000,
+					    gw->request_timeout_ms);
+	gw->token_ttl_s = get_u32_or(x, g, "gateway", "token_ttl_s", 60, 30 * 86400,
+				     gw->token_ttl_s);
+	str = get_str(x, g, "gateway", "session_key", false);
+	if (str)
+		resolve_path(gw->session_key, sizeof(gw->session_key), base, str);
 	sub = config_setting_get_member(g, "admission");
 	if (sub) {
 		if (config_setting_type(sub) != CONFIG_TYPE_BOOL)

@@ -71,6 +71,13 @@ struct sl_gateway_cfg {
 	uint32_t max_body;             /* bytes */
 	uint32_t max_headers;          /* bytes */
 	uint32_t workers;              /* Argon2id threads: memory_budget / m_cost, capped */
+	uint32_t max_depth;            /* queue.max_depth: ceiling on the Little's-law depth */
+	uint32_t reject_floor_ms;      /* every 401/429 is answered no sooner than this */
+	uint32_t max_held;             /* connections held by that floor at once */
+	uint32_t max_connections;      /* open client connections; accept pauses above it */
+	uint32_t request_timeout_ms;   /* a whole request must arrive within this */
+	uint32_t token_ttl_s;          /* session token lifetime */
+	char session_key[PATH_MAX];    /* 64 hex chars (32-byte MAC key); empty: random */
 };
 
 #define SL_MAX_TENANT_LISTEN 8
