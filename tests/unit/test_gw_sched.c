@@ -1,0 +1,637 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * The admission scheduler driven through overload with a fake clock: reservations, DRR by
+ * overage, Little's-law depth, FIFO to LIFO, deadlines at dequeue, CoDel, reconciliation.
+ */
+#include "unit.h"
+
+#include <math.h>
+
+#include "gw_sched.h"
+
+#define MS 1000000ull
+#define T0 (1000 * GW_NS)
+
+enum { R_LOGIN = 0, R_CHECK = 1, R_INTRO = 2 };
+
+/* A config with @n tenants "t0".. with @res[i] cpu units/s, routes login (300 units,
+ * pooled), check (1 unit, inline) and introspect (1 unit + 1 db slot). */
+static struct sl_config *mkcfg(int n, const double *res, double cap, uint32_t workers)
+{
+	struct sl_config *c = calloc(1, sizeof(*c));
+	int i;
+
+	assert_non_null(c);
+	sl_config_defaults(c);
+	c->gw.present = 1;
+	c->gw.cap_cpu = cap;
+	c->gw.cap_db = 4;
+	c->gw.workers = workers;
+	c->gw.target_wait_ms = 100;
+	c->gw.lifo_after_ms = 50;
+	c->gw.codel_interval_ms = 100;
+	for (i = 0; i < n; i++) {
+		snprintf(c->tenants[i].name, sizeof(c->tenants[i].name), "t%d", i);
+		c->tenants[i].reservation = res[i];
+	}
+	c->n_tenants = n;
+	snprintf(c->routes[0].name, SL_ROUTE_NAME_LEN, "login");
+	snprintf(c->routes[0].path, SL_ROUTE_PATH_LEN, "/login");
+	c->routes[0].method = SL_M_POST;
+	c->routes[0].cpu = 300;
+	snprintf(c->routes[1].name, SL_ROUTE_NAME_LEN, "check");
+	snprintf(c->routes[1].path, SL_ROUTE_PATH_LEN, "/token/validate");
+	c->routes[1].method = SL_M_GET;
+	c->routes[1].cpu = 1;
+	snprintf(c->routes[2].name, SL_ROUTE_NAME_LEN, "introspect");
+	snprintf(c->routes[2].path, SL_ROUTE_PATH_LEN, "/introspect");
+	c->routes[2].method = SL_M_POST;
+	c->routes[2].cpu = 1;
+	c->routes[2].db = 1;
+	c->n_routes = 3;
+	return c;
+}
+
+static struct gw_sched *mksched(const struct sl_config *c, uint64_t now)
+{
+	struct gw_sched *s = calloc(1, sizeof(*s));
+
+	assert_non_null(s);
+	assert_int_equal(gw_sched_init(s, c, now), 0);
+	return s;
+}
+
+/* A pool of jobs the tests hand out one by one. */
+#define NJOBS 4096
+static struct gw_job jobs[NJOBS];
+static int njobs;
+
+static struct gw_job *job(struct gw_sched *s, int tenant, int route, uint64_t deadline)
+{
+	struct gw_job *j;
+
+	assert_true(njobs < NJOBS);
+	j = &jobs[njobs++];
+	memset(j, 0, sizeof(*j));
+	j->tenant = (uint16_t)gw_sched_slot(s, tenant);
+	j->cls = (uint16_t)gw_sched_class(s, route);
+	j->pooled = route == R_LOGIN;
+	j->db = route == R_INTRO ? 1 : 0;
+	j->deadline_ns = deadline;
+	return j;
+}
+
+/* Admit one job; returns the reason; a pushed-out victim is finished as the gateway would. */
+static int admit(struct gw_sched *s, struct gw_job *j, uint64_t now, int *victim_tenant)
+{
+	struct gw_job *v = NULL;
+	int r = gw_sched_admit(s, j, now, &v);
+
+	if (victim_tenant)
+		*victim_tenant = v ? v->tenant : -1;
+	if (v)
+		assert_int_equal(v->state, GW_JOB_DONE);
+	return r;
+}
+
+/* Run one queued job to completion at @now, as a worker would; NULL when nothing runs. */
+static struct gw_job *serve(struct gw_sched *s, uint64_t now, double measured,
+			    uint64_t svc_ns)
+{
+	struct gw_drops d = { .n = 0 };
+	struct gw_job *j = gw_sched_next(s, now, &d);
+
+	if (j)
+		gw_sched_done(s, j, measured, svc_ns, now);
+	return j;
+}
+
+static int fresh_jobs(void **state)
+{
+	(void)state;
+	njobs = 0;
+	return 0;
+}
+
+/* ---- tests ------------------------------------------------------------------------------ */
+
+static void littles_law_depth_follows_the_measured_rate(void **state)
+{
+	double res[1] = { 0 };
+	struct sl_config *c = mkcfg(1, res, 1e6, 4);
+	struct gw_sched *s = mksched(c, T0);
+	uint64_t now = T0;
+	int i;
+
+	(void)state;
+	/* Seeded from the table: 300 units = 30 ms, 4 workers: 133/s; x 100 ms = 14. */
+	assert_int_equal(gw_sched_depth_limit(s), 14);
+	/* The pool turns out to take 10 ms a job: 400/s, so 40 may wait 100 ms. */
+	for (i = 0; i < 60; i++) {
+		struct gw_job *j = job(s, 0, R_LOGIN, 0);
+
+		assert_int_equal(admit(s, j, now, NULL), GW_SHED_NONE);
+		assert_ptr_equal(serve(s, now, 100, 10 * MS), j);
+		now += MS;
+	}
+	assert_true(fabs(gw_sched_service_rate(s) - 400.0) < 1.0);
+	assert_int_equal(gw_sched_depth_limit(s), 40);
+	/* Then slows to 100 ms a job: 40/s, depth 4. */
+	for (i = 0; i < 60; i++) {
+		struct gw_job *j = job(s, 0, R_LOGIN, 0);
+
+		assert_int_equal(admit(s, j, now, NULL), GW_SHED_NONE);
+		serve(s, now, 1000, 100 * MS);
+		now += MS;
+	}
+	assert_int_equal(gw_sched_depth_limit(s), 4);
+	/* Bounded by max_depth whatever the rate. */
+	c->gw.max_depth = 3;
+	gw_sched_configure(s, c, now);
+	assert_int_equal(gw_sched_depth_limit(s), 3);
+	free(s);
+	free(c);
+}
+
+static void a_full_queue_refuses_at_once(void **state)
+{
+	double res[1] = { 0 };
+	struct sl_config *c = mkcfg(1, res, 100000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	uint32_t lim = gw_sched_depth_limit(s), i;
+
+	(void)state;
+	assert_int_equal(lim, 4); /* 1 worker, 30 ms: 33/s x 100 ms */
+	for (i = 0; i < lim; i++)
+		assert_int_equal(admit(s, job(s, 0, R_LOGIN, 0), T0, NULL), GW_SHED_NONE);
+	assert_int_equal(admit(s, job(s, 0, R_LOGIN, 0), T0, NULL), GW_SHED_QUEUE_FULL);
+	assert_int_equal(s->depth, lim);
+	free(s);
+	free(c);
+}
+
+/* A tenant sending inside its reservation is never shed, however hard another floods. */
+static void reservation_is_guaranteed_under_a_flood(void **state)
+{
+	double res[2] = { 1000, 1000 }; /* ~3.3 logins/s each; capacity 10000 = 33/s */
+	struct sl_config *c = mkcfg(2, res, 10000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	uint64_t now = T0;
+	int step, shed_quiet = 0, shed_flood = 0, served_quiet = 0, sent_quiet = 0;
+
+	(void)state;
+	/* 10 s in 1 ms steps: the pool serves one 30 ms login at a time. Tenant 1 sends 8x
+	 * its reservation (27/s) plus whatever fills the queue; tenant 0 sends 3/s. */
+	for (step = 0; step < 10000; step++) {
+		int v;
+
+		if (step % 4 == 0) {
+			int r = admit(s, job(s, 1, R_LOGIN, now + 3000 * MS), now, &v);
+
+			shed_flood += r != GW_SHED_NONE;
+			assert_true(v == -1 || v == gw_sched_slot(s, 1));
+		}
+		if (step % 333 == 0) {
+			int r = admit(s, job(s, 0, R_LOGIN, now + 3000 * MS), now, &v);
+
+			sent_quiet++;
+			if (r != GW_SHED_NONE)
+				shed_quiet++;
+			assert_true(v == -1 || v == gw_sched_slot(s, 1));
+		}
+		if (step % 30 == 0) {
+			struct gw_drops d = { .n = 0 };
+			struct gw_job *j;
+
+			gw_sched_maintain(s, now, &d);
+			for (int i = 0; i < d.n; i++)
+				assert_int_equal(d.job[i]->tenant, gw_sched_slot(s, 1));
+			j = gw_sched_next(s, now, &d);
+			if (j) {
+				served_quiet += j->tenant == gw_sched_slot(s, 0);
+				gw_sched_done(s, j, 300, 30 * MS, now);
+			}
+			for (int i = 0; i < d.n; i++)
+				assert_int_equal(d.job[i]->tenant, gw_sched_slot(s, 1));
+		}
+		now += MS;
+	}
+	assert_int_equal(shed_quiet, 0);
+	assert_true(sent_quiet >= 30);
+	assert_true(served_quiet >= sent_quiet - 1); /* the last may still be queued */
+	assert_true(shed_flood > 1000);
+	free(s);
+	free(c);
+}
+
+/* Reserved work outranks burst work when the queue is full: a burst job is pushed out. */
+static void reserved_arrival_pushes_out_burst_work(void **state)
+{
+	double res[2] = { 600, 0 };
+	struct sl_config *c = mkcfg(2, res, 100000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	uint32_t lim = gw_sched_depth_limit(s), i;
+	int v;
+
+	(void)state;
+	for (i = 0; i < lim; i++)
+		assert_int_equal(admit(s, job(s, 1, R_LOGIN, 0), T0, NULL), GW_SHED_NONE);
+	assert_int_equal(admit(s, job(s, 0, R_LOGIN, 0), T0, &v), GW_SHED_NONE);
+	assert_int_equal(v, gw_sched_slot(s, 1));
+	assert_int_equal(s->depth, lim);
+	/* And it is served first. */
+	assert_int_equal(serve(s, T0 + MS, 300, 30 * MS)->tenant, gw_sched_slot(s, 0));
+	free(s);
+	free(c);
+}
+
+/* Burst work: DRR rounds visit tenants from the least to the most over their reservation;
+ * a full queue sheds the tenant furthest above its own first. */
+static void drr_orders_by_overage_and_sheds_the_furthest(void **state)
+{
+	/* Reservations 300, 300, 300; tenants have used 2x, 8x and 4x theirs. */
+	double res[3] = { 300, 300, 300 };
+	struct sl_config *c = mkcfg(3, res, 100000, 2); /* Little: 7, capped at 6 */
+	struct gw_sched *s;
+	uint64_t now = T0;
+	int i, order[3], v, used[3] = { 2, 8, 4 };
+
+	(void)state;
+	c->gw.max_depth = 6;
+	s = mksched(c, now);
+	/* Spend each reservation bucket and build each tenant's consumption. */
+	for (i = 0; i < 3; i++)
+		gw_meter_add(&s->t[gw_sched_slot(s, i)].cons, now, 300.0 * used[i]);
+	for (i = 0; i < 3; i++)
+		s->t[gw_sched_slot(s, i)].res.tokens = 0;
+	assert_true(gw_sched_overage(s, gw_sched_slot(s, 1), now) >
+		    gw_sched_overage(s, gw_sched_slot(s, 2), now));
+	/* Two burst jobs each, interleaved: the queue is now full (6). */
+	for (i = 0; i < 6; i++)
+		assert_int_equal(admit(s, job(s, i % 3, R_LOGIN, 0), now, NULL), GW_SHED_NONE);
+	assert_int_equal(s->depth, 6);
+	for (i = 0; i < 3; i++)
+		assert_int_equal(s->t[gw_sched_slot(s, i)].burst.n, 2);
+
+	/* The least-over tenant arrives at a full queue: the most-over one makes room. */
+	assert_int_equal(admit(s, job(s, 0, R_LOGIN, 0), now, &v), GW_SHED_NONE);
+	assert_int_equal(v, gw_sched_slot(s, 1));
+	/* The most-over tenant arrives at a full queue: nobody is further over, so it is
+	 * refused itself. */
+	assert_int_equal(admit(s, job(s, 1, R_LOGIN, 0), now, &v), GW_SHED_QUEUE_FULL);
+	assert_int_equal(v, -1);
+	/* The middle one pushes out the most-over one's last job. */
+	assert_int_equal(admit(s, job(s, 2, R_LOGIN, 0), now, &v), GW_SHED_NONE);
+	assert_int_equal(v, gw_sched_slot(s, 1));
+	assert_int_equal(s->t[gw_sched_slot(s, 1)].burst.n, 0);
+
+	/* One DRR round: ascending overage, one job each (quantum = one login). */
+	now += MS;
+	for (i = 0; i < 2; i++)
+		order[i] = serve(s, now, 300, 30 * MS)->tenant;
+	assert_int_equal(order[0], gw_sched_slot(s, 0));
+	assert_int_equal(order[1], gw_sched_slot(s, 2));
+	free(s);
+	free(c);
+}
+
+/* Equal demand above reservation: DRR gives each tenant the same share of the pool,
+ * whatever their arrival rates. */
+static void drr_shares_the_burst_pool_evenly(void **state)
+{
+	double res[2] = { 0, 0 };
+	struct sl_config *c = mkcfg(2, res, 1e6, 1);
+	struct gw_sched *s;
+	int i, served[2] = { 0, 0 };
+
+	(void)state;
+	c->gw.max_depth = 1000;
+	c->gw.target_wait_ms = 10000;
+	s = mksched(c, T0);
+	/* Tenant 0 queues 300 jobs, tenant 1 queues 30. */
+	for (i = 0; i < 300; i++)
+		assert_int_equal(admit(s, job(s, 0, R_LOGIN, 0), T0, NULL), GW_SHED_NONE);
+	for (i = 0; i < 30; i++)
+		assert_int_equal(admit(s, job(s, 1, R_LOGIN, 0), T0, NULL), GW_SHED_NONE);
+	for (i = 0; i < 60; i++) {
+		struct gw_job *j = serve(s, T0 + (uint64_t)i * MS, 300, 30 * MS);
+
+		assert_non_null(j);
+		served[j->tenant == gw_sched_slot(s, 1)]++;
+	}
+	assert_int_equal(served[0], 30);
+	assert_int_equal(served[1], 30);
+	free(s);
+	free(c);
+}
+
+static void queue_switches_fifo_to_lifo_when_wait_grows(void **state)
+{
+	double res[1] = { 100000 };
+	struct sl_config *c = mkcfg(1, res, 100000, 1);
+	struct gw_sched *s;
+	struct gw_job *a, *b, *x, *d;
+	int i;
+
+	(void)state;
+	c->gw.max_depth = 100;
+	c->gw.target_wait_ms = 10000;
+	s = mksched(c, T0);
+	a = job(s, 0, R_LOGIN, 0);
+	b = job(s, 0, R_LOGIN, 0);
+	assert_int_equal(admit(s, a, T0, NULL), GW_SHED_NONE);
+	assert_int_equal(admit(s, b, T0 + 1 * MS, NULL), GW_SHED_NONE);
+	/* Healthy (oldest waited 10 ms < 50 ms): FIFO. */
+	assert_ptr_equal(serve(s, T0 + 10 * MS, 300, 30 * MS), a);
+	assert_false(s->lifo);
+	assert_ptr_equal(serve(s, T0 + 11 * MS, 300, 30 * MS), b);
+	/* A backlog: five jobs at 0..4 ms, dequeued at 60 ms: the oldest waited past 50 ms,
+	 * so the newest is served. */
+	for (i = 0; i < 5; i++) {
+		x = job(s, 0, R_LOGIN, 0);
+		assert_int_equal(admit(s, x, T0 + 100 * MS + (uint64_t)i * MS, NULL),
+				 GW_SHED_NONE);
+	}
+	d = serve(s, T0 + 160 * MS, 300, 30 * MS);
+	assert_ptr_equal(d, x);
+	assert_true(s->lifo);
+	assert_int_equal(s->lifo_switches, 1);
+	/* Drained below the threshold: FIFO again. */
+	while (serve(s, T0 + 161 * MS, 300, 30 * MS))
+		;
+	a = job(s, 0, R_LOGIN, 0);
+	b = job(s, 0, R_LOGIN, 0);
+	admit(s, a, T0 + 200 * MS, NULL);
+	admit(s, b, T0 + 201 * MS, NULL);
+	assert_ptr_equal(serve(s, T0 + 210 * MS, 300, 30 * MS), a);
+	assert_false(s->lifo);
+	free(s);
+	free(c);
+}
+
+/* An expired job is dropped when dequeued, before any worker sees it. */
+static void expired_work_is_dropped_at_dequeue(void **state)
+{
+	double res[1] = { 100000 };
+	struct sl_config *c = mkcfg(1, res, 100000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	struct gw_job *late = job(s, 0, R_LOGIN, T0 + 5 * MS);
+	struct gw_job *fine = job(s, 0, R_LOGIN, T0 + 500 * MS);
+	struct gw_drops d = { .n = 0 };
+	double tokens;
+
+	(void)state;
+	assert_int_equal(admit(s, late, T0, NULL), GW_SHED_NONE);
+	assert_int_equal(admit(s, fine, T0, NULL), GW_SHED_NONE);
+	tokens = s->t[0].res.tokens;
+	assert_ptr_equal(gw_sched_next(s, T0 + 10 * MS, &d), fine);
+	assert_int_equal(d.n, 1);
+	assert_ptr_equal(d.job[0], late);
+	assert_int_equal(d.reason[0], GW_SHED_EXPIRED);
+	assert_int_equal(late->state, GW_JOB_DONE);
+	/* Its charge came back: it cost nothing. */
+	assert_true(s->t[0].res.tokens >= tokens + 300 - 1e-6);
+	free(s);
+	free(c);
+}
+
+/* maintain() drops expired jobs early, freeing their slots; with admission off nothing
+ * is ever checked. */
+static void deadlines_are_checked_only_with_admission(void **state)
+{
+	double res[1] = { 100000 };
+	struct sl_config *c = mkcfg(1, res, 100000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	struct gw_drops d = { .n = 0 };
+	struct gw_job *j;
+
+	(void)state;
+	admit(s, job(s, 0, R_LOGIN, T0 + MS), T0, NULL);
+	assert_false(gw_sched_maintain(s, T0 + 2 * MS, &d));
+	assert_int_equal(d.n, 1);
+	assert_int_equal(s->depth, 0);
+	free(s);
+
+	c->gw.admission = 0;
+	s = mksched(c, T0);
+	j = job(s, 0, R_LOGIN, T0 + MS);
+	assert_int_equal(admit(s, j, T0, NULL), GW_SHED_NONE);
+	d.n = 0;
+	gw_sched_maintain(s, T0 + 10 * MS, &d);
+	assert_int_equal(d.n, 0);
+	assert_ptr_equal(gw_sched_next(s, T0 + 10 * GW_NS, &d), j);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(gw_sched_depth_limit(s), GW_UNBOUNDED_DEPTH);
+	free(s);
+	free(c);
+}
+
+/* CoDel: a standing wait above target for a whole interval starts shedding stale burst
+ * work; a wait that dips below target first does not. */
+static void codel_sheds_only_a_standing_queue(void **state)
+{
+	double res[2] = { 300, 0 };
+	struct sl_config *c = mkcfg(2, res, 100000, 30); /* 30 workers: depth 100 */
+	struct gw_sched *s;
+	struct gw_drops d = { .n = 0 };
+	uint64_t now = T0;
+	int i;
+
+	(void)state;
+	c->gw.max_depth = 100;
+	s = mksched(c, now); /* target 100 ms, interval 100 ms */
+	for (i = 0; i < 10; i++)
+		admit(s, job(s, 1, R_LOGIN, 0), now, NULL);
+	/* 150 ms: above target, the interval starts. */
+	now += 150 * MS;
+	gw_sched_maintain(s, now, &d);
+	assert_false(s->dropping);
+	assert_int_equal(d.n, 0);
+	/* 200 ms: only 50 ms into the interval. */
+	now += 50 * MS;
+	gw_sched_maintain(s, now, &d);
+	assert_false(s->dropping);
+	/* 260 ms: above target for a whole interval: every burst job older than target
+	 * goes, and the episode is counted. */
+	now += 60 * MS;
+	gw_sched_maintain(s, now, &d);
+	assert_true(s->dropping);
+	assert_int_equal(s->codel_episodes, 1);
+	assert_int_equal(d.n, 10);
+	for (i = 0; i < d.n; i++)
+		assert_int_equal(d.reason[i], GW_SHED_CODEL);
+	assert_int_equal(s->depth, 0);
+	/* The queue is empty again: shedding stops. */
+	d.n = 0;
+	gw_sched_maintain(s, now + MS, &d);
+	assert_false(s->dropping);
+
+	/* A wait that went back under target inside the interval resets the clock. */
+	for (i = 0; i < 3; i++)
+		admit(s, job(s, 1, R_LOGIN, 0), now, NULL);
+	gw_sched_maintain(s, now + 120 * MS, &d); /* above: interval starts */
+	while (serve(s, now + 150 * MS, 300, 30 * MS))
+		;                                 /* drained */
+	gw_sched_maintain(s, now + 160 * MS, &d); /* below: reset */
+	admit(s, job(s, 1, R_LOGIN, 0), now + 160 * MS, NULL);
+	gw_sched_maintain(s, now + 270 * MS, &d); /* above again: a new interval */
+	gw_sched_maintain(s, now + 300 * MS, &d);
+	assert_false(s->dropping);
+	assert_int_equal(d.n, 0);
+
+	/* Reserved work is never CoDel's to shed. */
+	free(s);
+	s = mksched(c, T0);
+	now = T0;
+	admit(s, job(s, 0, R_LOGIN, 0), now, NULL); /* fits tenant 0's 300 */
+	assert_int_equal(s->reserved.n, 1);
+	for (i = 0; i < 4; i++)
+		gw_sched_maintain(s, now + (uint64_t)(150 + 60 * i) * MS, &d);
+	assert_true(s->dropping);
+	assert_int_equal(d.n, 0);
+	assert_int_equal(s->reserved.n, 1);
+	free(s);
+	free(c);
+}
+
+/* Charge the estimate, reconcile the measured cost, learn the estimate, report drift. */
+static void reconciliation_moves_the_estimate_and_the_buckets(void **state)
+{
+	double res[1] = { 3000 };
+	struct sl_config *c = mkcfg(1, res, 100000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	struct gw_job *j;
+	int k = gw_sched_class(s, R_LOGIN), i;
+	double before;
+
+	(void)state;
+	j = job(s, 0, R_LOGIN, 0);
+	admit(s, j, T0, NULL);
+	assert_true(fabs(j->cost - 300) < 1e-9);
+	before = s->t[0].res.tokens;
+	j = serve(s, T0, 500, 50 * MS);
+	/* 200 more than charged: the reservation bucket pays the difference. */
+	assert_true(fabs(s->t[0].res.tokens - (before - 200)) < 1e-6);
+	assert_true(s->cls[k].estimate > 300 && s->cls[k].estimate < 500);
+	for (i = 0; i < 50; i++) {
+		admit(s, job(s, 0, R_LOGIN, 0), T0 + (uint64_t)i * GW_NS, NULL);
+		serve(s, T0 + (uint64_t)i * GW_NS, 500, 50 * MS);
+	}
+	assert_true(fabs(s->cls[k].estimate - 500) < 1);
+	assert_int_equal(s->cls[k].samples, 51);
+	/* The next admission charges what the work really costs. */
+	j = job(s, 0, R_LOGIN, 0);
+	admit(s, j, T0 + 60 * GW_NS, NULL);
+	assert_true(fabs(j->cost - 500) < 1);
+	/* A new table value starts the estimate over. */
+	c->routes[R_LOGIN].cpu = 200;
+	gw_sched_configure(s, c, T0 + 61 * GW_NS);
+	assert_true(fabs(s->cls[k].estimate - 200) < 1e-9);
+	free(s);
+	free(c);
+}
+
+/* Inline work is admitted or refused on the spot; burst inline work needs capacity left. */
+static void inline_burst_work_needs_unreserved_capacity(void **state)
+{
+	double res[2] = { 0, 90 };
+	struct sl_config *c = mkcfg(2, res, 100, 1); /* capacity 100 units/s, bucket 600 */
+	struct gw_sched *s = mksched(c, T0);
+	int i, ok = 0;
+
+	(void)state;
+	for (i = 0; i < 1000; i++) {
+		struct gw_job *j = job(s, 0, R_CHECK, 0);
+		int r = admit(s, j, T0, NULL);
+
+		if (r == GW_SHED_NONE) {
+			ok++;
+			gw_sched_done(s, j, 1, 0, T0);
+		} else {
+			assert_int_equal(r, GW_SHED_POOL_EMPTY);
+		}
+	}
+	assert_int_equal(ok, 600);
+	/* Tenant 1 inside its reservation still gets through: it may overdraw capacity. */
+	for (i = 0; i < 90; i++) {
+		struct gw_job *j = job(s, 1, R_CHECK, 0);
+
+		assert_int_equal(admit(s, j, T0, NULL), GW_SHED_NONE);
+		assert_int_equal(j->lane, GW_LANE_RESERVED);
+		gw_sched_done(s, j, 1, 0, T0);
+	}
+	free(s);
+	free(c);
+}
+
+/* Database slots: each tenant's share first, then the shared remainder. */
+static void db_slots_are_shared_after_reservations(void **state)
+{
+	double res[2] = { 5000, 0 }; /* half the cpu: half the 4 db slots reserved */
+	struct sl_config *c = mkcfg(2, res, 10000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	struct gw_job *held[4];
+	int i;
+
+	(void)state;
+	assert_true(fabs(s->db_shared_cap - 2) < 1e-9);
+	for (i = 0; i < 2; i++) {
+		held[i] = job(s, 1, R_INTRO, 0);
+		assert_int_equal(admit(s, held[i], T0, NULL), GW_SHED_NONE);
+	}
+	assert_int_equal(admit(s, job(s, 1, R_INTRO, 0), T0, NULL), GW_SHED_DB_FULL);
+	for (i = 2; i < 4; i++) {
+		held[i] = job(s, 0, R_INTRO, 0);
+		assert_int_equal(admit(s, held[i], T0, NULL), GW_SHED_NONE);
+	}
+	assert_int_equal(admit(s, job(s, 0, R_INTRO, 0), T0, NULL), GW_SHED_DB_FULL);
+	gw_sched_done(s, held[0], 1, 0, T0);
+	assert_int_equal(admit(s, job(s, 0, R_INTRO, 0), T0, NULL), GW_SHED_NONE);
+	free(s);
+	free(c);
+}
+
+/* A reload keeps state by name; a removed tenant lingers until its work is done. */
+static void reconfigure_keeps_state_by_name(void **state)
+{
+	double res[2] = { 600, 0 };
+	struct sl_config *c = mkcfg(2, res, 10000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	struct gw_job *j = job(s, 1, R_LOGIN, 0);
+	int slot1 = gw_sched_slot(s, 1);
+
+	(void)state;
+	assert_int_equal(admit(s, j, T0, NULL), GW_SHED_NONE);
+	/* Drop tenant t0, so t1 becomes config index 0. */
+	c->tenants[0] = c->tenants[1];
+	c->n_tenants = 1;
+	gw_sched_configure(s, c, T0);
+	assert_int_equal(gw_sched_slot(s, 0), slot1);
+	assert_int_equal(s->t[slot1].burst.n, 1);
+	assert_false(s->t[0].used && s->t[0].live);
+	assert_ptr_equal(serve(s, T0, 300, 30 * MS), j);
+	free(s);
+	free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(littles_law_depth_follows_the_measured_rate, fresh_jobs),
+		cmocka_unit_test_setup(a_full_queue_refuses_at_once, fresh_jobs),
+		cmocka_unit_test_setup(reservation_is_guaranteed_under_a_flood, fresh_jobs),
+		cmocka_unit_test_setup(reserved_arrival_pushes_out_burst_work, fresh_jobs),
+		cmocka_unit_test_setup(drr_orders_by_overage_and_sheds_the_furthest, fresh_jobs),
+		cmocka_unit_test_setup(drr_shares_the_burst_pool_evenly, fresh_jobs),
+		cmocka_unit_test_setup(queue_switches_fifo_to_lifo_when_wait_grows, fresh_jobs),
+		cmocka_unit_test_setup(expired_work_is_dropped_at_dequeue, fresh_jobs),
+		cmocka_unit_test_setup(deadlines_are_checked_only_with_admission, fresh_jobs),
+		cmocka_unit_test_setup(codel_sheds_only_a_standing_queue, fresh_jobs),
+		cmocka_unit_test_setup(reconciliation_moves_the_estimate_and_the_buckets, fresh_jobs),
+		cmocka_unit_test_setup(inline_burst_work_needs_unreserved_capacity, fresh_jobs),
+		cmocka_unit_test_setup(db_slots_are_shared_after_reservations, fresh_jobs),
+		cmocka_unit_test_setup(reconfigure_keeps_state_by_name, fresh_jobs),
+	};
+
+	return cmocka_run_group_tests_name("gw_sched", tests, NULL, NULL);
+}
