@@ -16,9 +16,13 @@ class Handler(BaseHTTPRequestHandler):
     def _answer(self):
         n = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(n) if n else b""
+        # tcpi_options: 1 timestamps, 2 SACK, 4 window scaling, as this socket negotiated.
+        info = self.connection.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 104)
         out = json.dumps({"method": self.command, "path": self.path,
                           "host": self.headers.get("Host"), "length": len(body),
-                          "sha256": hashlib.sha256(body).hexdigest()}).encode()
+                          "sha256": hashlib.sha256(body).hexdigest(),
+                          "tcp_options": info[5], "snd_wscale": info[6] & 15,
+                          "rcv_wscale": info[6] >> 4}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))

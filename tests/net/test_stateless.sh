@@ -153,6 +153,10 @@ sleep 0.7
 ws=$(ip netns exec "$NS_S" ss -tin state established '( sport = :80 )')
 wait $wspid
 expect_match "ss -ti on the server: the handed-off connection scales its window" "$ws" "wscale:[0-9]+,7"
+out=$(ip netns exec "$NS_C" curl -s -m 5 --interface 203.0.113.11 http://10.200.0.2/tcpinfo)
+expect_eq "TCP_INFO on the server: SACK and window scaling negotiated, no timestamps" \
+	"$(jget "$out" tcp_options)" 6
+expect_eq "TCP_INFO on the server: our window scale is the SYN-ACK's 7" "$(jget "$out" rcv_wscale)" 7
 
 # 6. A forged ACK: no socket, no reply.
 r=$(ip netns exec "$NS_C" $PY - "$SERVER_MAC" <<'PYEOF'
