@@ -18,15 +18,19 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
+#include <termios.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <sodium.h>
 #include <xdp/libxdp.h>
 
 #include "addr.h"
 #include "config.h"
+#include "gw_body.h"
+#include "gw_creds.h"
 #include "json.h"
 #include "log.h"
 #include "maps.h"
@@ -79,6 +83,13 @@ static void usage(FILE *f)
 		"  events [--count N] [--timeout S] [--backlog]\n"
 		"                         stream sampled shed events (one line each; --json lines);\n"
 		"                         --backlog also prints those queued before it started\n"
+		"  tenants                the gateway's tenants: reservation, consumption, overage,\n"
+		"                         sheds by class and reason, queue wait and service time\n"
+		"                         p50/p99, hashes; the queue and the cost classes\n"
+		"  user add TENANT ACCOUNT\n"
+		"                         hash the password read from stdin (one line) with the\n"
+		"                         configured Argon2id settings and append it to\n"
+		"                         gateway.credentials; a running sluiced reloads\n"
 		"\n"
 		"Options:\n"
 		"  -c, --config FILE      config file (default %s)\n"
@@ -1040,6 +1051,132 @@ static int cmd_events(const struct ctl *c)
 	return 0;
 }
 
+/* ---- gateway ---------------------------------------------------------------------------- */
+
+#define TENANTS_MAX_ANSWER (16u << 20)
+
+/* `tenants`: the daemon renders both forms; we print the part after "ok". */
+static int cmd_tenants(const struct ctl *c)
+{
+	char *buf = malloc(TENANTS_MAX_ANSWER);
+	const char *body;
+	int r;
+
+	if (!buf) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		return 1;
+	}
+	r = ctl_call(c, c->json ? "tenants" : "tenants text", buf, TENANTS_MAX_ANSWER);
+	if (r != 1) {
+		free(buf);
+		return run_ctl(c, "tenants", c->json ? "tenants" : "tenants text");
+	}
+	body = strchr(buf, '\n');
+	fputs(body ? body + 1 : "", stdout);
+	free(buf);
+	return 0;
+}
+
+/* One line of password from stdin, without echo on a terminal. Returns its length or -1. */
+static ssize_t read_password(char *pwd, size_t n)
+{
+	struct termios old, quiet;
+	bool tty = isatty(STDIN_FILENO);
+	ssize_t len;
+
+	if (tty) {
+		fprintf(stderr, "password: ");
+		tcgetattr(STDIN_FILENO, &old);
+		quiet = old;
+		quiet.c_lflag &= ~(tcflag_t)ECHO;
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &quiet);
+	}
+	if (!fgets(pwd, (int)n, stdin))
+		pwd[0] = '\0';
+	if (tty) {
+		tcsetattr(STDIN_FILENO, TCSAFLUSH, &old);
+		fprintf(stderr, "\n");
+	}
+	len = (ssize_t)strlen(pwd);
+	if (len && pwd[len - 1] != '\n' && !feof(stdin))
+		return -1; /* longer than the buffer */
+	if (len && pwd[len - 1] == '\n')
+		pwd[--len] = '\0';
+	if (len && pwd[len - 1] == '\r')
+		pwd[--len] = '\0';
+	return len;
+}
+
+static int cmd_user_add(const struct ctl *c, const char *tenant, const char *account)
+{
+	struct sl_config *cfg = malloc(sizeof(*cfg));
+	char err[4096], pwd[GW_PASS_MAX + 2], msg[256] = "";
+	ssize_t len;
+	int ret = 1, r;
+
+	if (!cfg || sodium_init() < 0) {
+		fprintf(stderr, "sluicectl: cannot initialise (memory, libsodium)\n");
+		free(cfg);
+		return 1;
+	}
+	if (sl_config_load(c->config, NULL, cfg, err, sizeof(err))) {
+		fprintf(stderr, "sluicectl: %s", err);
+		goto out;
+	}
+	if (!cfg->gw.present || !cfg->gw.credentials[0]) {
+		fprintf(stderr, "sluicectl: %s has no gateway.credentials file to add to\n",
+			c->config);
+		goto out;
+	}
+	len = read_password(pwd, sizeof(pwd));
+	if (len < 0) {
+		fprintf(stderr, "sluicectl: the password is longer than %d bytes\n", GW_PASS_MAX);
+		goto out;
+	}
+	r = gw_creds_add(cfg->gw.credentials, cfg, tenant, account, pwd, (size_t)len, err,
+			 sizeof(err));
+	sodium_memzero(pwd, sizeof(pwd));
+	if (r) {
+		fprintf(stderr, "sluicectl: %s\n", err);
+		goto out;
+	}
+	/* A running gateway learns about it through a reload (which re-reads the file). */
+	{
+		char buf[1024];
+
+		r = ctl_call(c, "reload", buf, sizeof(buf));
+		if (r == 1)
+			snprintf(msg, sizeof(msg), "sluiced reloaded");
+		else if (r == 0)
+			snprintf(msg, sizeof(msg), "sluiced refused the reload: %.200s", buf + 5);
+		else
+			snprintf(msg, sizeof(msg), "sluiced is not running: it reads the file at "
+				 "start");
+		strip_nl(msg);
+	}
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "command", "user add");
+		json_bool(&j, "ok", true);
+		json_str(&j, "tenant", tenant);
+		json_str(&j, "account", account);
+		json_str(&j, "file", cfg->gw.credentials);
+		json_str(&j, "message", msg);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("added %s to tenant %s in %s (%s)\n", account, tenant, cfg->gw.credentials,
+		       msg);
+	}
+	ret = 0;
+out:
+	free(cfg);
+	return ret;
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 static void resolve_paths(struct ctl *c, bool pin_given, bool sock_given)
@@ -1180,6 +1317,10 @@ int main(int argc, char **argv)
 		return cmd_events(&c);
 	if (!strcmp(cmd, "reload") && !sub)
 		return run_ctl(&c, "reload", "reload");
+	if (!strcmp(cmd, "tenants") && !sub)
+		return cmd_tenants(&c);
+	if (!strcmp(cmd, "user") && sub && !strcmp(sub, "add") && optind + 4 == argc)
+		return cmd_user_add(&c, argv[optind + 2], argv[optind + 3]);
 	if (!strcmp(cmd, "asn") && sub && !strcmp(sub, "load") && optind + 3 == argc) {
 		char abs[PATH_MAX], line[PATH_MAX + 16];
 

@@ -25,6 +25,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "edge.h"
+#include "gateway.h"
 #include "log.h"
 
 #ifndef SLUICE_VERSION
@@ -36,6 +37,7 @@ struct daemon {
 	struct event *tick;
 	struct ctl_server *ctl;
 	struct edge edge;
+	struct gateway *gw;
 	struct sl_config cfg;
 	char config_path[PATH_MAX];
 	char base_dir[PATH_MAX];
@@ -101,6 +103,7 @@ static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *
 static int reload(struct daemon *d, char *msg, size_t n)
 {
 	struct sl_config *nc = malloc(sizeof(*nc));
+	struct gw_prepared *gp = NULL;
 	struct sl_asn_table asn;
 	int ret;
 
@@ -114,16 +117,40 @@ static int reload(struct daemon *d, char *msg, size_t n)
 		free(nc);
 		return ret;
 	}
+	/* The gateway's files (credentials, session key) are read before anything changes:
+	 * a bad one rejects the whole reload. */
+	if (d->gw && nc->gw.present) {
+		char err[4096], *nl;
+
+		gp = gateway_prepare(nc, err, sizeof(err));
+		if (!gp) {
+			log_error("%s", err);
+			snprintf(msg, n, "%s", err);
+			nl = strchr(msg, '\n');
+			if (nl)
+				*nl = '\0';
+			log_error("reload rejected; the running config stays in force");
+			edge_note_failure(&d->edge, msg);
+			sl_asn_free(&asn);
+			free(nc);
+			return -EINVAL;
+		}
+	}
 	if (nc->has_edge != d->cfg.has_edge)
 		log_warn("adding or removing the edge section takes effect at the next start");
+	if (nc->gw.present != d->cfg.gw.present)
+		log_warn("adding or removing the gateway section takes effect at the next start");
 	ret = d->cfg.has_edge && nc->has_edge ? edge_apply(&d->edge, nc, &asn) : 0;
 	sl_asn_free(&asn);
 	if (ret) {
 		snprintf(msg, n, "cannot apply the config: %s", strerror(-ret));
 		log_error("%s", msg);
+		gateway_prepared_free(gp);
 		free(nc);
 		return ret;
 	}
+	if (gp)
+		gateway_apply(d->gw, nc, gp);
 	if (strcmp(nc->ctl_socket, d->cfg.ctl_socket))
 		log_warn("daemon.control_socket changes take effect at the next start");
 	if (nc->state_entries != d->cfg.state_entries)
@@ -180,6 +207,12 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 			evbuffer_add_printf(out, "ok installed %zu rows from %s\n", asn.n, path);
 		}
 		sl_asn_free(&asn);
+	} else if (!strcmp(line, "tenants") || !strcmp(line, "tenants text")) {
+		if (!d->gw)
+			evbuffer_add_printf(out, "error this sluiced runs no gateway (no 'gateway' "
+					    "section)\n");
+		else
+			gateway_tenants(d->gw, out, !strcmp(line, "tenants"));
 	} else if (!strcmp(line, "detach")) {
 		log_info("detach requested over the control socket");
 		evbuffer_add_printf(out, "ok detaching from %d interface(s); sluiced exits\n",
@@ -342,6 +375,18 @@ int main(int argc, char **argv)
 		goto out_ctl;
 	}
 	ret = 1;
+	if (d.cfg.gw.present) {
+		struct gw_prepared *gp = gateway_prepare(&d.cfg, msg, sizeof(msg));
+
+		if (!gp)
+			log_error("%s", msg);
+		else
+			d.gw = gateway_start(d.base, &d.cfg, gp);
+		if (!d.gw) {
+			log_error("sluiced could not start the gateway");
+			goto out_edge;
+		}
+	}
 	for (i = 0; i < 4; i++) {
 		sigs[i] = evsignal_new(d.base, signums[i], on_signal, &d);
 		if (!sigs[i] || evsignal_add(sigs[i], NULL)) {
@@ -369,6 +414,7 @@ out_edge:
 	for (i = 0; i < 4; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
+	gateway_stop(d.gw);
 	if (d.cfg.has_edge)
 		edge_stop(&d.edge, d.handover);
 out_ctl:

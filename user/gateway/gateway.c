@@ -1,0 +1,1458 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * The gateway's HTTP front and its glue (see gateway.h). The order of work for a request is
+ * the order of its cost: parse and route (microseconds, refused with a plain 4xx), admit
+ * (microseconds, refused with a 429), queue, and only then hash. A request that will not be
+ * served never gets near a worker.
+ *
+ * Connections: evhttp in libevent 2.1 has no connection limit and no whole-request
+ * deadline, only an idle timeout that a client dripping one byte at a time keeps resetting.
+ * The gateway supplies the bufferevent of every connection (evhttp_set_bevcb) and keeps a
+ * reference to it, which gives it the connection count (accept pauses at
+ * gateway.max_connections) and a handle to close a connection that has not delivered a
+ * whole request within gateway.request_timeout_ms. evhttp's own release of a connection is
+ * seen by the sweep (its callbacks are cleared) and the reference dropped then.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <sodium.h>
+
+#include "gateway.h"
+#include "gw_addr.h"
+#include "gw_body.h"
+#include "gw_creds.h"
+#include "gw_hist.h"
+#include "gw_ladder.h"
+#include "gw_pool.h"
+#include "gw_sched.h"
+#include "gw_token.h"
+#include "json.h"
+#include "log.h"
+
+#define TICK_MS 10
+#define SWEEP_EVERY 5          /* ticks: connections are swept every 50 ms */
+#define CONN_BUCKETS 4096
+#define MAX_HOST 255
+
+/* One body each, whatever the cause: the reason a login failed or a request was shed is
+ * for our counters, not for the client. */
+static const char BODY_401[] = "{\"error\":\"invalid_credentials\"}";
+static const char BODY_401_TOKEN[] = "{\"error\":\"invalid_token\"}";
+static const char BODY_429[] = "{\"error\":\"throttled\",\"detail\":\"retry after the number "
+			       "of seconds in Retry-After\"}";
+static const char BODY_503[] = "{\"error\":\"unavailable\"}";
+
+enum kind {
+	K_LOGIN = 0,
+	K_VALIDATE,
+	K_INTROSPECT,
+	K__MAX
+};
+
+static const struct {
+	const char *path;
+	uint8_t method;
+} handlers[K__MAX] = {
+	[K_LOGIN] = { "/login", SL_M_POST },
+	[K_VALIDATE] = { "/token/validate", SL_M_GET },
+	[K_INTROSPECT] = { "/introspect", SL_M_POST },
+};
+
+struct gw_prepared {
+	struct gw_creds *creds;
+	uint8_t key[GW_TOKEN_KEY_BYTES];
+	bool have_key;
+};
+
+struct gw_tstats {
+	char name[SL_TENANT_NAME_LEN]; /* the scheduler slot's tenant these belong to */
+	uint64_t requests, admitted_reserved, admitted_burst, ok, unauthorized;
+	uint64_t hashes, dummy_hashes, shed;
+	uint64_t shed_by_reason[GW_SHED__MAX];
+	uint64_t shed_by_class[GW_MAX_CLASSES];
+	double units_measured;
+	struct gw_hist wait, service;
+};
+
+struct gw_conn {
+	struct bufferevent *bev;
+	struct gw_conn *hnext;         /* bucket chain */
+	struct gw_conn *prev, *next;   /* all connections */
+	uint64_t deadline_ns;          /* 0: a request is being served */
+};
+
+struct gw_req {
+	struct gw_job job;             /* first: the scheduler hands these back */
+	struct gw_work work;
+	struct gateway *g;
+	struct evhttp_request *req;
+	struct gw_req *prev, *next;    /* every live request, for shutdown */
+	struct event *hold;            /* the floor timer, while held */
+	uint64_t arrival_ns;
+	int kind;
+	int route;
+	char tenant[SL_TENANT_NAME_LEN];
+	struct gw_addr client;
+	char user[GW_USER_MAX + 1];
+	size_t user_len;
+	bool known;
+	/* the answer, kept while held */
+	int code;
+	const char *reason;
+	const char *body;
+	uint32_t retry_after;
+};
+
+struct gateway {
+	struct event_base *base;
+	struct evhttp *http;
+	struct evhttp_bound_socket *bound;
+	struct evconnlistener *listener;
+	struct event *tick, *pool_ev;
+	struct sl_config *cfg;         /* the running config (our copy) */
+	struct sl_gateway_cfg started; /* settings fixed at start: listen, argon2, workers */
+	struct gw_sched *sched;
+	struct gw_pool pool;
+	struct gw_creds *creds;
+	struct gw_ladder *ladder;
+	uint8_t key[GW_TOKEN_KEY_BYTES];
+	char dummy_phc[GW_PHC_MAX];
+	struct gw_tstats *ts;          /* by scheduler slot */
+	struct gw_req *reqs;
+	uint32_t n_reqs;
+	struct gw_conn *conn_bucket[CONN_BUCKETS];
+	struct gw_conn *conns;
+	uint32_t n_conns;
+	bool paused;
+	unsigned ticks;
+	uint32_t held;
+	struct {
+		uint64_t requests, hashes, dummy_hashes, expired_before_hash, expired_at_start;
+		uint64_t client_gone, floor_held, floor_skipped, conn_timeouts, accept_pauses;
+		uint64_t xff_used, xff_ignored, status[600];
+	} st;
+};
+
+static inline struct gw_req *req_of_job(struct gw_job *j)
+{
+	return (struct gw_req *)j; /* the job is the first member */
+}
+
+static inline struct gw_req *req_of_work(struct gw_work *w)
+{
+	return (struct gw_req *)((char *)w - offsetof(struct gw_req, work));
+}
+
+/* ---- connections ------------------------------------------------------------------------ */
+
+static unsigned conn_hash(const struct bufferevent *bev)
+{
+	uintptr_t v = (uintptr_t)bev;
+
+	return (unsigned)((v >> 4) ^ (v >> 16)) & (CONN_BUCKETS - 1);
+}
+
+static struct gw_conn *conn_find(struct gateway *g, const struct bufferevent *bev)
+{
+	struct gw_conn *c;
+
+	for (c = g->conn_bucket[conn_hash(bev)]; c; c = c->hnext)
+		if (c->bev == bev)
+			return c;
+	return NULL;
+}
+
+static void conn_forget(struct gateway *g, struct gw_conn *c)
+{
+	struct gw_conn **pp = &g->conn_bucket[conn_hash(c->bev)];
+
+	while (*pp != c)
+		pp = &(*pp)->hnext;
+	*pp = c->hnext;
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		g->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	g->n_conns--;
+	bufferevent_decref(c->bev); /* evhttp has let go: this frees it and its socket */
+	free(c);
+}
+
+static void listener_pause(struct gateway *g, bool pause)
+{
+	if (!g->listener || pause == g->paused)
+		return;
+	if (pause) {
+		evconnlistener_disable(g->listener);
+		g->st.accept_pauses++;
+		log_warn("gateway: %u connections open, the limit: accepting paused",
+			 g->n_conns);
+	} else {
+		evconnlistener_enable(g->listener);
+	}
+	g->paused = pause;
+}
+
+/* evhttp asks for a bufferevent for every accepted connection. */
+static struct bufferevent *on_new_conn(struct event_base *base, void *arg)
+{
+	struct gateway *g = arg;
+	struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	struct gw_conn *c;
+
+	if (!bev)
+		return NULL; /* evhttp then fails the connection */
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		/* Untracked but still served; the limit is counted a little low. */
+		return bev;
+	}
+	bufferevent_incref(bev);
+	c->bev = bev;
+	c->deadline_ns = gw_now_ns() + (uint64_t)g->cfg->gw.request_timeout_ms * 1000000ull;
+	c->hnext = g->conn_bucket[conn_hash(bev)];
+	g->conn_bucket[conn_hash(bev)] = c;
+	c->next = g->conns;
+	if (g->conns)
+		g->conns->prev = c;
+	g->conns = c;
+	g->n_conns++;
+	if (g->n_conns >= g->cfg->gw.max_connections)
+		listener_pause(g, true);
+	return bev;
+}
+
+static struct gw_conn *conn_of(struct gateway *g, struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+
+	return evcon ? conn_find(g, evhttp_connection_get_bufferevent(evcon)) : NULL;
+}
+
+/* Release connections evhttp has freed; close those past their request deadline. */
+static void conn_sweep(struct gateway *g, uint64_t now)
+{
+	struct gw_conn *c = g->conns, *nx;
+
+	for (; c; c = nx) {
+		bufferevent_event_cb ecb = NULL;
+
+		nx = c->next;
+		bufferevent_getcb(c->bev, NULL, NULL, &ecb, NULL);
+		if (!ecb) {
+			conn_forget(g, c);
+			continue;
+		}
+		if (c->deadline_ns && now >= c->deadline_ns) {
+			/* As if the socket had timed out: evhttp closes it its own way. */
+			c->deadline_ns = 0;
+			g->st.conn_timeouts++;
+			bufferevent_trigger_event(c->bev, BEV_EVENT_TIMEOUT | BEV_EVENT_READING, 0);
+		}
+	}
+	if (g->paused && g->n_conns < g->cfg->gw.max_connections)
+		listener_pause(g, false);
+}
+
+/* A response went out: the connection's next request must arrive in time. */
+static void on_complete(struct evhttp_request *req, void *arg)
+{
+	struct gateway *g = arg;
+	struct gw_conn *c = conn_of(g, req);
+
+	if (c)
+		c->deadline_ns = gw_now_ns() + (uint64_t)g->cfg->gw.request_timeout_ms * 1000000ull;
+}
+
+/* ---- replies ---------------------------------------------------------------------------- */
+
+static void add_common_headers(struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	evhttp_add_header(h, "Content-Type", "application/json");
+	evhttp_add_header(h, "Cache-Control", "no-store");
+}
+
+static void count_status(struct gateway *g, int code)
+{
+	if (code >= 0 && code < 600)
+		g->st.status[code]++;
+}
+
+/* An immediate answer for requests refused before admission: client errors with nothing
+ * to hide, so no floor. @detail is JSON-escaped by the caller (ours are plain ASCII). */
+static void reply_plain(struct gateway *g, struct evhttp_request *req, int code,
+			const char *reason, const char *error, const char *detail)
+{
+	struct evbuffer *b = evhttp_request_get_output_buffer(req);
+
+	add_common_headers(req);
+	if (code == 405) {
+		const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+		int k;
+
+		for (k = 0; path && k < K__MAX; k++)
+			if (!strcmp(path, handlers[k].path))
+				evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+						  sl_method_name(handlers[k].method));
+	}
+	if (detail)
+		evbuffer_add_printf(b, "{\"error\":\"%s\",\"detail\":\"%s\"}", error, detail);
+	else
+		evbuffer_add_printf(b, "{\"error\":\"%s\"}", error);
+	count_status(g, code);
+	evhttp_send_reply(req, code, reason, NULL);
+}
+
+static void req_free(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+
+	if (r->hold) {
+		event_free(r->hold);
+		g->held--;
+	}
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		g->reqs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	g->n_reqs--;
+	sodium_memzero(&r->work, sizeof(r->work));
+	free(r);
+}
+
+static void send_now(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct evhttp_request *req = r->req;
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	char ra[16];
+
+	add_common_headers(req);
+	if (r->retry_after) {
+		snprintf(ra, sizeof(ra), "%u", r->retry_after);
+		evhttp_add_header(h, "Retry-After", ra);
+	}
+	if (r->code == 401 && r->kind == K_VALIDATE)
+		evhttp_add_header(h, "WWW-Authenticate", "Bearer");
+	if (r->body)
+		evbuffer_add(evhttp_request_get_output_buffer(req), r->body, strlen(r->body));
+	count_status(g, r->code);
+	/* When the client has gone, evhttp frees the request here instead of sending. */
+	evhttp_send_reply(req, r->code, r->reason, NULL);
+	req_free(r);
+}
+
+static void on_hold_done(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	send_now(arg);
+}
+
+/*
+ * Answer @r with @code. Rejections (@floor) leave no sooner than arrival + reject_floor_ms,
+ * so a wrong password, an unknown account and a shed request cannot be told apart by their
+ * timing; they wait on a timer, never a thread. Past max_held held connections the answer
+ * goes at once: holding is a courtesy to secrecy, not a reason to run out of sockets.
+ */
+static void respond(struct gw_req *r, int code, const char *reason, const char *body,
+		    uint32_t retry_after, bool floor, bool longer)
+{
+	struct gateway *g = r->g;
+	uint64_t floor_ns = (uint64_t)g->cfg->gw.reject_floor_ms * 1000000ull, now, due;
+
+	r->code = code;
+	r->reason = reason;
+	r->body = body;
+	r->retry_after = retry_after;
+	if (floor && floor_ns) {
+		/* A client back before its Retry-After is held twice as long. */
+		due = r->arrival_ns + (longer ? 2 * floor_ns : floor_ns);
+		now = gw_now_ns();
+		if (due > now) {
+			if (g->held < g->cfg->gw.max_held) {
+				struct timeval tv = {
+					.tv_sec = (time_t)((due - now) / 1000000000ull),
+					.tv_usec = (suseconds_t)((due - now) % 1000000000ull / 1000),
+				};
+
+				r->hold = evtimer_new(g->base, on_hold_done, r);
+				if (r->hold && !evtimer_add(r->hold, &tv)) {
+					g->held++;
+					g->st.floor_held++;
+					return;
+				}
+				if (r->hold)
+					event_free(r->hold);
+				r->hold = NULL;
+			}
+			g->st.floor_skipped++;
+		}
+	}
+	send_now(r);
+}
+
+static void shed(struct gw_req *r, int reason)
+{
+	struct gateway *g = r->g;
+	struct gw_tstats *t = &g->ts[r->job.tenant];
+	bool early = false;
+	uint32_t ra;
+
+	t->shed++;
+	if (reason > 0 && reason < GW_SHED__MAX)
+		t->shed_by_reason[reason]++;
+	if (r->job.cls < GW_MAX_CLASSES)
+		t->shed_by_class[r->job.cls]++;
+	if (reason == GW_SHED_EXPIRED)
+		g->st.expired_before_hash++;
+	if (reason == GW_SHED_CLIENT_GONE)
+		g->st.client_gone++;
+	ra = gw_ladder_hit(g->ladder, &r->client, gw_now_ns(), randombytes_random(), &early);
+	/* Nobody is listening to a client that hung up: no floor to keep. */
+	respond(r, 429, "Too Many Requests", BODY_429, ra, reason != GW_SHED_CLIENT_GONE, early);
+}
+
+/* ---- pool ------------------------------------------------------------------------------- */
+
+static void answer_drops(struct gateway *g, struct gw_drops *d)
+{
+	int i;
+
+	for (i = 0; i < d->n; i++)
+		shed(req_of_job(d->job[i]), d->reason[i]);
+	d->n = 0;
+}
+
+/* Start queued jobs on idle workers. */
+static void dispatch(struct gateway *g)
+{
+	struct gw_drops d = { .n = 0 };
+
+	while (g->pool.busy < g->pool.n) {
+		uint64_t now = gw_now_ns();
+		struct gw_job *j = gw_sched_next(g->sched, now, &d);
+		struct gw_req *r;
+		const char *phc;
+
+		answer_drops(g, &d);
+		if (!j)
+			break;
+		r = req_of_job(j);
+		/* A client that hung up is not worth a hash (evhttp detaches its request). */
+		if (g->sched->admission && !evhttp_request_get_connection(r->req)) {
+			gw_sched_release(g->sched, j, now);
+			shed(r, GW_SHED_CLIENT_GONE);
+			continue;
+		}
+		gw_hist_add(&g->ts[j->tenant].wait, now - j->admit_ns);
+		phc = gw_creds_find(g->creds, r->tenant, r->user, r->user_len);
+		r->known = phc != NULL;
+		/* Unknown accounts verify against a dummy of the same cost: a miss and a wrong
+		 * password take the same time and give the same answer. */
+		snprintf(r->work.phc, sizeof(r->work.phc), "%s", phc ? phc : g->dummy_phc);
+		r->work.deadline_ns = g->sched->admission ? j->deadline_ns : 0;
+		gw_pool_submit(&g->pool, &r->work);
+	}
+}
+
+static void finish_login(struct gw_req *r, uint64_t now)
+{
+	struct gateway *g = r->g;
+	struct gw_tstats *t = &g->ts[r->job.tenant];
+	struct gw_work *w = &r->work;
+	double units = (double)w->cpu_ns / 100000.0;
+
+	g->st.hashes++;
+	t->hashes++;
+	if (!r->known) {
+		g->st.dummy_hashes++;
+		t->dummy_hashes++;
+	}
+	t->units_measured += units;
+	gw_hist_add(&t->service, w->end_ns - w->start_ns);
+	gw_sched_done(g->sched, &r->job, units, w->end_ns - w->start_ns, now);
+	if (w->verified && r->known) {
+		char tok[GW_TOKEN_MAX + 1];
+		struct evbuffer *b = evhttp_request_get_output_buffer(r->req);
+		int n = gw_token_issue(g->key, r->tenant, r->user, (uint64_t)time(NULL),
+				       g->cfg->gw.token_ttl_s, tok, sizeof(tok));
+
+		if (n < 0) {
+			respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
+			return;
+		}
+		t->ok++;
+		evbuffer_add_printf(b, "{\"access_token\":\"%s\",\"token_type\":\"Bearer\","
+				    "\"expires_in\":%u}", tok, g->cfg->gw.token_ttl_s);
+		respond(r, 200, "OK", NULL, 0, false, false);
+		return;
+	}
+	t->unauthorized++;
+	respond(r, 401, "Unauthorized", BODY_401, 0, true, false);
+}
+
+static void on_pool(evutil_socket_t fd, short what, void *arg)
+{
+	struct gateway *g = arg;
+	struct gw_work *w = gw_pool_collect(&g->pool), *nx;
+
+	(void)fd;
+	(void)what;
+	for (; w; w = nx) {
+		struct gw_req *r = req_of_work(w);
+		uint64_t now = gw_now_ns();
+
+		nx = w->next;
+		if (!w->ran) {
+			/* The worker's own last look found the deadline passed. */
+			g->st.expired_at_start++;
+			gw_sched_release(g->sched, &r->job, now);
+			shed(r, GW_SHED_EXPIRED);
+			continue;
+		}
+		finish_login(r, now);
+	}
+	dispatch(g);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct gateway *g = arg;
+	struct gw_drops d = { .n = 0 };
+	uint64_t now = gw_now_ns();
+	int rounds = 0;
+
+	(void)fd;
+	(void)what;
+	/* Bounded: at most 16 batches of drops per tick, the rest next tick. */
+	while (gw_sched_maintain(g->sched, now, &d) && ++rounds < 16)
+		answer_drops(g, &d);
+	answer_drops(g, &d);
+	dispatch(g);
+	if (++g->ticks % SWEEP_EVERY == 0)
+		conn_sweep(g, now);
+}
+
+/* ---- request handling ------------------------------------------------------------------- */
+
+static int method_of(struct evhttp_request *req)
+{
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_GET: return SL_M_GET;
+	case EVHTTP_REQ_POST: return SL_M_POST;
+	case EVHTTP_REQ_PUT: return SL_M_PUT;
+	case EVHTTP_REQ_DELETE: return SL_M_DELETE;
+	case EVHTTP_REQ_PATCH: return SL_M_PATCH;
+	case EVHTTP_REQ_HEAD: return SL_M_HEAD;
+	case EVHTTP_REQ_OPTIONS: return SL_M_OPTIONS;
+	default: return -1;
+	}
+}
+
+/* Host header to the form the config uses: lowercase, no port, no trailing dot. Returns
+ * 1 with @out set, 0 when absent, -1 when malformed or repeated. */
+static int host_of(struct evhttp_request *req, char *out, size_t n)
+{
+	const struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const struct evkeyval *kv;
+	const char *v = NULL;
+	size_t len, i;
+
+	TAILQ_FOREACH(kv, h, next) {
+		if (strcasecmp(kv->key, "Host"))
+			continue;
+		if (v)
+			return -1; /* RFC 9112: more than one Host is a 400 */
+		v = kv->value;
+	}
+	if (!v)
+		return 0;
+	len = strlen(v);
+	if (!len || len > MAX_HOST || len >= n)
+		return -1;
+	if (v[0] == '[') {
+		const char *close = strchr(v, ']');
+
+		/* An IP literal: never a configured name, so it only needs to be sane. */
+		if (!close)
+			return -1;
+		len = (size_t)(close - v) + 1;
+	} else {
+		const char *colon = strchr(v, ':');
+
+		if (colon)
+			len = (size_t)(colon - v);
+	}
+	for (i = 0; i < len; i++) {
+		char c = v[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+		      c == '[' || c == ']' || (v[0] == '[' && c == ':')))
+			return -1;
+		out[i] = c;
+	}
+	while (len && out[len - 1] == '.')
+		len--;
+	out[len] = '\0';
+	return len ? 1 : -1;
+}
+
+/* X-Request-Deadline-Ms: the client's remaining patience. 0 with *ms set, 1 when absent,
+ * -1 when malformed. */
+static int client_deadline(struct evhttp_request *req, uint32_t *ms)
+{
+	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
+					   "X-Request-Deadline-Ms");
+	char *end;
+	unsigned long x;
+
+	if (!v)
+		return 1;
+	while (*v == ' ')
+		v++;
+	if (*v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	while (*end == ' ')
+		end++;
+	if (*end || errno || x == 0)
+		return -1;
+	*ms = x > 0xffffffffu ? 0xffffffffu : (uint32_t)x;
+	return 0;
+}
+
+static void client_of(struct gateway *g, struct evhttp_request *req, struct gw_addr *out)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	const struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const struct evkeyval *kv;
+	const char *xff[16];
+	struct gw_addr peer;
+	int n = 0, src;
+
+	memset(&peer, 0, sizeof(peer));
+	if (evcon)
+		gw_addr_from_sockaddr(evhttp_connection_get_addr(evcon), &peer);
+	if (!g->cfg->gw.trusted_hops) {
+		*out = peer;
+		return;
+	}
+	TAILQ_FOREACH(kv, h, next)
+		if (!strcasecmp(kv->key, "X-Forwarded-For") && n < 16)
+			xff[n++] = kv->value;
+	src = gw_client_addr(&peer, xff, n, g->cfg->gw.trusted_hops, out);
+	if (src == GW_ADDR_XFF)
+		g->st.xff_used++;
+	else
+		g->st.xff_ignored++;
+}
+
+/* Pull the body into one piece; the password in it is wiped after parsing. */
+static const char *body_of(struct evhttp_request *req, size_t *len)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+
+	*len = evbuffer_get_length(in);
+	if (!*len)
+		return "";
+	return (const char *)evbuffer_pullup(in, -1);
+}
+
+static void wipe_body(struct evhttp_request *req)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+
+	if (len) {
+		sodium_memzero(evbuffer_pullup(in, -1), len);
+		evbuffer_drain(in, len);
+	}
+}
+
+/* Append @s as a JSON string (names are validated UTF-8 without controls). */
+static void json_escaped(struct evbuffer *b, const char *s)
+{
+	evbuffer_add(b, "\"", 1);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			evbuffer_add(b, "\\", 1);
+		evbuffer_add(b, s, 1);
+	}
+	evbuffer_add(b, "\"", 1);
+}
+
+static void claims_json(struct evbuffer *b, const struct gw_token_claims *c)
+{
+	evbuffer_add_printf(b, "{\"active\":true,\"tenant\":");
+	json_escaped(b, c->tenant);
+	evbuffer_add_printf(b, ",\"sub\":");
+	json_escaped(b, c->account);
+	evbuffer_add_printf(b, ",\"iat\":%llu,\"exp\":%llu}", (unsigned long long)c->iat,
+			    (unsigned long long)c->exp);
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Cheap routes run here, on the loop, right after admission. */
+static void run_inline(struct gw_req *r, const char *token, size_t tlen)
+{
+	struct gateway *g = r->g;
+	struct gw_tstats *t = &g->ts[r->job.tenant];
+	struct gw_token_claims cl;
+	uint64_t c0 = thread_cpu_ns(), now;
+	int bad;
+
+	bad = gw_token_check(g->key, token, tlen, (uint64_t)time(NULL), &cl) ||
+	      strcmp(cl.tenant, r->tenant);
+	/* Introspection also asks the store whether the account still exists: its database
+	 * read, and the reason the route holds a db slot. */
+	if (!bad && r->kind == K_INTROSPECT &&
+	    !gw_creds_find(g->creds, cl.tenant, cl.account, strlen(cl.account)))
+		bad = 1;
+	if (!bad)
+		claims_json(evhttp_request_get_output_buffer(r->req), &cl);
+	now = gw_now_ns();
+	gw_sched_done(g->sched, &r->job, (double)(thread_cpu_ns() - c0) / 100000.0, 0, now);
+	if (!bad) {
+		t->ok++;
+		respond(r, 200, "OK", NULL, 0, false, false);
+	} else if (r->kind == K_INTROSPECT) {
+		/* RFC 7662: an unusable token is a normal answer, not an error. */
+		respond(r, 200, "OK", "{\"active\":false}", 0, false, false);
+	} else {
+		t->unauthorized++;
+		respond(r, 401, "Unauthorized", BODY_401_TOKEN, 0, true, false);
+	}
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+	struct gateway *g = arg;
+	const struct sl_config *c = g->cfg;
+	struct gw_field f[2];
+	struct gw_conn *conn = conn_of(g, req);
+	struct gw_job *victim = NULL;
+	struct gw_req *r;
+	char host[MAX_HOST + 1], err[160], token[GW_TOKEN_MAX + 1];
+	const char *path, *body = NULL;
+	size_t blen = 0, tlen = 0;
+	uint32_t dl_ms = c->gw.default_deadline_ms;
+	uint64_t now = gw_now_ns();
+	int method, ti, slot, ri, kind, hr, verdict;
+
+	g->st.requests++;
+	if (conn)
+		conn->deadline_ns = 0; /* the whole request is in: no more read deadline */
+	evhttp_request_set_on_complete_cb(req, on_complete, g);
+
+	method = method_of(req);
+	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	if (!path || path[0] != '/' || strlen(path) >= 1024) {
+		reply_plain(g, req, 400, "Bad Request", "bad_request", "malformed request path");
+		return;
+	}
+	hr = host_of(req, host, sizeof(host));
+	if (hr < 0) {
+		reply_plain(g, req, 400, "Bad Request", "bad_request", "malformed Host header");
+		return;
+	}
+	ti = hr ? sl_config_tenant_by_host(c, host) : c->default_tenant;
+	if (ti < 0) {
+		reply_plain(g, req, 421, "Misdirected Request", "unknown_host",
+			    "no tenant serves this Host and there is no \\\"default\\\" tenant");
+		return;
+	}
+	slot = gw_sched_slot(g->sched, ti);
+	if (slot < 0) {
+		reply_plain(g, req, 503, "Service Unavailable", "unavailable", NULL);
+		return;
+	}
+	ri = method < 0 ? -1 : sl_config_route(c, (uint8_t)method, path);
+	if (ri < 0) {
+		reply_plain(g, req, 404, "Not Found", "no_route", "no route for this method and path");
+		return;
+	}
+	for (kind = 0; kind < K__MAX; kind++)
+		if (!strcmp(path, handlers[kind].path))
+			break;
+	if (kind == K__MAX) {
+		reply_plain(g, req, 404, "Not Found", "no_handler", "this gateway serves /login, "
+			    "/token/validate and /introspect");
+		return;
+	}
+	if (method != handlers[kind].method) {
+		reply_plain(g, req, 405, "Method Not Allowed", "method_not_allowed", NULL);
+		return;
+	}
+	if (client_deadline(req, &dl_ms) < 0) {
+		reply_plain(g, req, 400, "Bad Request", "bad_request",
+			    "X-Request-Deadline-Ms must be a positive number of milliseconds");
+		return;
+	}
+	if (dl_ms > c->gw.max_deadline_ms)
+		dl_ms = c->gw.max_deadline_ms;
+
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		reply_plain(g, req, 503, "Service Unavailable", "unavailable", NULL);
+		return;
+	}
+	r->g = g;
+	r->req = req;
+	r->arrival_ns = now;
+	r->kind = kind;
+	r->route = ri;
+	snprintf(r->tenant, sizeof(r->tenant), "%s", c->tenants[ti].name);
+	client_of(g, req, &r->client);
+	r->next = g->reqs;
+	if (g->reqs)
+		g->reqs->prev = r;
+	g->reqs = r;
+	g->n_reqs++;
+
+	/* The body: parsed and checked before admission, so a malformed request costs
+	 * neither budget nor hash. */
+	if (kind == K_LOGIN || kind == K_INTROSPECT) {
+		int type = gw_body_type(evhttp_find_header(evhttp_request_get_input_headers(req),
+							   "Content-Type"));
+		int ret;
+
+		if (type == GW_BODY_OTHER) {
+			wipe_body(req);
+			req_free(r);
+			reply_plain(g, req, 415, "Unsupported Media Type", "unsupported_media_type",
+				    "send application/json or application/x-www-form-urlencoded");
+			return;
+		}
+		body = body_of(req, &blen);
+		if (kind == K_LOGIN) {
+			f[0] = (struct gw_field){ .name = "username", .buf = r->user,
+						  .cap = sizeof(r->user) };
+			f[1] = (struct gw_field){ .name = "password", .buf = r->work.pwd,
+						  .cap = sizeof(r->work.pwd) };
+			ret = gw_body_fields(type, body, blen, f, 2, err, sizeof(err));
+			if (!ret && (!f[0].found || !f[1].found)) {
+				snprintf(err, sizeof(err), "'username' and 'password' are required");
+				ret = -EINVAL;
+			}
+			if (!ret && !gw_account_valid(r->user, f[0].len)) {
+				snprintf(err, sizeof(err), "the username must be 1..%d bytes of UTF-8 "
+					 "without control characters or commas", GW_USER_MAX);
+				ret = -EINVAL;
+			}
+			if (!ret && !f[1].len) {
+				snprintf(err, sizeof(err), "the password is empty");
+				ret = -EINVAL;
+			}
+			r->user_len = f[0].len;
+			r->work.pwd_len = (uint32_t)f[1].len;
+		} else {
+			f[0] = (struct gw_field){ .name = "token", .buf = token,
+						  .cap = sizeof(token) };
+			ret = gw_body_fields(type, body, blen, f, 1, err, sizeof(err));
+			if (!ret && !f[0].found) {
+				snprintf(err, sizeof(err), "'token' is required");
+				ret = -EINVAL;
+			}
+			tlen = f[0].len;
+		}
+		wipe_body(req);
+		if (ret) {
+			char detail[200];
+			size_t i, o = 0;
+
+			/* Our messages are ASCII except quoted field names: escape quotes. */
+			for (i = 0; err[i] && o + 2 < sizeof(detail); i++) {
+				if (err[i] == '"' || err[i] == '\\')
+					detail[o++] = '\\';
+				detail[o++] = err[i];
+			}
+			detail[o] = '\0';
+			req_free(r);
+			reply_plain(g, req, 400, "Bad Request", "bad_request", detail);
+			return;
+		}
+	} else {
+		const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req),
+						      "Authorization");
+
+		if (auth && !strncasecmp(auth, "Bearer ", 7)) {
+			auth += 7;
+			while (*auth == ' ')
+				auth++;
+			tlen = strnlen(auth, GW_TOKEN_MAX + 1);
+			if (tlen <= GW_TOKEN_MAX) {
+				memcpy(token, auth, tlen);
+				token[tlen] = '\0';
+			} else {
+				tlen = 0;
+			}
+		}
+		if (!tlen) {
+			/* Nothing to check: refused before it costs anything, but like any
+			 * other failed check. */
+			r->job.tenant = (uint16_t)slot;
+			r->job.cls = (uint16_t)gw_sched_class(g->sched, ri);
+			g->ts[slot].requests++;
+			g->ts[slot].unauthorized++;
+			respond(r, 401, "Unauthorized", BODY_401_TOKEN, 0, true, false);
+			return;
+		}
+	}
+
+	r->job.tenant = (uint16_t)slot;
+	r->job.cls = (uint16_t)gw_sched_class(g->sched, ri);
+	r->job.pooled = kind == K_LOGIN;
+	r->job.db = c->routes[ri].db;
+	r->job.deadline_ns = now + (uint64_t)dl_ms * 1000000ull;
+	g->ts[slot].requests++;
+	verdict = gw_sched_admit(g->sched, &r->job, now, &victim);
+	if (victim)
+		shed(req_of_job(victim), GW_SHED_PUSHED_OUT);
+	if (verdict != GW_SHED_NONE) {
+		shed(r, verdict);
+		return;
+	}
+	if (r->job.lane == GW_LANE_RESERVED)
+		g->ts[slot].admitted_reserved++;
+	else
+		g->ts[slot].admitted_burst++;
+	if (kind == K_LOGIN)
+		dispatch(g);
+	else
+		run_inline(r, token, tlen);
+	sodium_memzero(token, sizeof(token));
+}
+
+/* ---- lifecycle -------------------------------------------------------------------------- */
+
+void gateway_prepared_free(struct gw_prepared *p)
+{
+	if (!p)
+		return;
+	gw_creds_free(p->creds);
+	sodium_memzero(p->key, sizeof(p->key));
+	free(p);
+}
+
+struct gw_prepared *gateway_prepare(const struct sl_config *c, char *err, size_t errlen)
+{
+	struct gw_prepared *p;
+
+	if (sodium_init() < 0) {
+		snprintf(err, errlen, "libsodium cannot initialise");
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (c->gw.credentials[0] && gw_creds_load(c->gw.credentials, c, &p->creds, err, errlen))
+		goto fail;
+	if (c->gw.session_key[0]) {
+		if (gw_token_key_load(c->gw.session_key, p->key, err, errlen))
+			goto fail;
+		p->have_key = true;
+	}
+	return p;
+fail:
+	gateway_prepared_free(p);
+	return NULL;
+}
+
+/* Per-slot stats follow the scheduler's slots: a slot given to another tenant starts
+ * from zero. */
+static void sync_stats(struct gateway *g)
+{
+	int i;
+
+	for (i = 0; i < GW_MAX_TENANTS; i++) {
+		const struct gw_tstate *t = &g->sched->t[i];
+
+		if (t->used && strcmp(g->ts[i].name, t->name)) {
+			memset(&g->ts[i], 0, sizeof(g->ts[i]));
+			snprintf(g->ts[i].name, sizeof(g->ts[i].name), "%s", t->name);
+		}
+	}
+}
+
+static void set_limits(struct gateway *g)
+{
+	struct timeval tv = {
+		.tv_sec = g->cfg->gw.request_timeout_ms / 1000,
+		.tv_usec = (g->cfg->gw.request_timeout_ms % 1000) * 1000,
+	};
+
+	evhttp_set_max_body_size(g->http, g->cfg->gw.max_body);
+	evhttp_set_max_headers_size(g->http, g->cfg->gw.max_headers);
+	/* Idle and slow-reader backstop; the whole-request deadline is conn_sweep's. */
+	evhttp_set_timeout_tv(g->http, &tv);
+}
+
+static int split_listen(const char *s, char *host, size_t n, uint16_t *port)
+{
+	const char *colon;
+	long p;
+	char *end;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':' || (size_t)(close - s) >= n)
+			return -EINVAL;
+		memcpy(host, s + 1, (size_t)(close - s - 1));
+		host[close - s - 1] = '\0';
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= n)
+			return -EINVAL;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+	}
+	p = strtol(colon + 1, &end, 10);
+	if (*end || p < 1 || p > 65535)
+		return -EINVAL;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+struct gateway *gateway_start(struct event_base *base, const struct sl_config *c,
+			      struct gw_prepared *p)
+{
+	struct gateway *g = calloc(1, sizeof(*g));
+	uint8_t lkey[16], rnd[32];
+	char host[128];
+	uint16_t port;
+	int ret;
+
+	if (!g || sodium_init() < 0) {
+		free(g);
+		gateway_prepared_free(p);
+		return NULL;
+	}
+	/* Take what was prepared first, so every failure below has one way out. */
+	g->creds = p->creds;
+	p->creds = NULL;
+	if (p->have_key)
+		memcpy(g->key, p->key, sizeof(g->key));
+	else
+		randombytes_buf(g->key, sizeof(g->key));
+	gateway_prepared_free(p);
+	g->base = base;
+	g->pool.efd = -1;
+	g->cfg = malloc(sizeof(*g->cfg));
+	g->sched = calloc(1, sizeof(*g->sched));
+	g->ladder = calloc(1, sizeof(*g->ladder));
+	g->ts = calloc(GW_MAX_TENANTS, sizeof(*g->ts));
+	if (!g->cfg || !g->sched || !g->ladder || !g->ts)
+		goto fail;
+	*g->cfg = *c;
+	g->started = c->gw;
+	if (!c->gw.credentials[0])
+		log_warn("gateway: no gateway.credentials file: every login will fail");
+	if (!c->gw.session_key[0])
+		log_info("gateway: no gateway.session_key: tokens are signed with a key made now "
+			 "and stop validating when sluiced restarts");
+
+	if (gw_sched_init(g->sched, g->cfg, gw_now_ns())) {
+		log_error("gateway: cannot set up admission");
+		goto fail;
+	}
+	randombytes_buf(lkey, sizeof(lkey));
+	gw_ladder_init(g->ladder, c->retry_after, c->n_retry, c->streak_decay_s, lkey);
+	sync_stats(g);
+
+	/* The dummy hash for unknown accounts: made with the running parameters so it costs
+	 * what a real one does. */
+	randombytes_buf(rnd, sizeof(rnd));
+	ret = gw_argon2_hash(&c->gw, (const char *)rnd, sizeof(rnd), g->dummy_phc,
+			     sizeof(g->dummy_phc));
+	sodium_memzero(rnd, sizeof(rnd));
+	if (ret) {
+		log_error("gateway: cannot compute the dummy hash (m_cost %u KiB): %s",
+			  c->gw.m_cost_kib, strerror(-ret));
+		goto fail;
+	}
+
+	ret = gw_pool_start(&g->pool, c->gw.workers);
+	if (ret)
+		goto fail;
+	g->sched->workers = g->pool.n;
+	g->pool_ev = event_new(base, g->pool.efd, EV_READ | EV_PERSIST, on_pool, g);
+	if (!g->pool_ev || event_add(g->pool_ev, NULL))
+		goto fail;
+
+	g->http = evhttp_new(base);
+	if (!g->http)
+		goto fail;
+	evhttp_set_allowed_methods(g->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+				   EVHTTP_REQ_PATCH);
+	evhttp_set_gencb(g->http, on_request, g);
+	evhttp_set_bevcb(g->http, on_new_conn, g);
+	set_limits(g);
+	if (split_listen(c->gw.listen, host, sizeof(host), &port)) {
+		log_error("gateway: cannot parse gateway.listen '%s'", c->gw.listen);
+		goto fail;
+	}
+	g->bound = evhttp_bind_socket_with_handle(g->http, host, port);
+	if (!g->bound) {
+		log_error("gateway: cannot listen on %s: %s", c->gw.listen, strerror(errno));
+		goto fail;
+	}
+	g->listener = evhttp_bound_socket_get_listener(g->bound);
+
+	{
+		struct timeval tv = { .tv_sec = 0, .tv_usec = TICK_MS * 1000 };
+
+		g->tick = event_new(base, -1, EV_PERSIST, on_tick, g);
+		if (!g->tick || event_add(g->tick, &tv))
+			goto fail;
+	}
+	log_info("gateway listening on %s: %d tenant(s), %d route(s), %u Argon2id worker(s) "
+		 "(m=%u KiB t=%u p=%u), %u account(s), admission %s", c->gw.listen, c->n_tenants,
+		 c->n_routes, g->pool.n, c->gw.m_cost_kib, c->gw.t_cost, c->gw.parallelism,
+		 gw_creds_count(g->creds), c->gw.admission ? "on" : "OFF (unbounded FIFO)");
+	if (g->pool.n > 2 * (uint32_t)sysconf(_SC_NPROCESSORS_ONLN))
+		log_warn("gateway: %u hash workers on %ld CPUs: extra workers add queueing in "
+			 "the kernel, not throughput; lower memory_budget_mib", g->pool.n,
+			 sysconf(_SC_NPROCESSORS_ONLN));
+	return g;
+fail:
+	gateway_stop(g);
+	return NULL;
+}
+
+void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepared *p)
+{
+	const struct sl_gateway_cfg *o = &g->started, *n = &c->gw;
+
+	if (strcmp(o->listen, n->listen))
+		log_warn("gateway.listen changes take effect at the next start");
+	if (o->m_cost_kib != n->m_cost_kib || o->t_cost != n->t_cost ||
+	    o->parallelism != n->parallelism || o->workers != n->workers)
+		log_warn("gateway.argon2 changes take effect at the next start (the workers and "
+			 "the dummy hash are sized by them)");
+	*g->cfg = *c;
+	/* What cannot change while running keeps its running value. */
+	snprintf(g->cfg->gw.listen, sizeof(g->cfg->gw.listen), "%s", o->listen);
+	g->cfg->gw.m_cost_kib = o->m_cost_kib;
+	g->cfg->gw.t_cost = o->t_cost;
+	g->cfg->gw.parallelism = o->parallelism;
+	g->cfg->gw.memory_budget_mib = o->memory_budget_mib;
+	g->cfg->gw.workers = o->workers;
+	gw_creds_free(g->creds);
+	g->creds = p->creds;
+	p->creds = NULL;
+	if (p->have_key)
+		memcpy(g->key, p->key, sizeof(g->key));
+	gateway_prepared_free(p);
+	gw_sched_configure(g->sched, g->cfg, gw_now_ns());
+	g->sched->workers = g->pool.n;
+	gw_ladder_set_levels(g->ladder, c->retry_after, c->n_retry, c->streak_decay_s);
+	sync_stats(g);
+	set_limits(g);
+	log_info("gateway: config applied: %d tenant(s), %d route(s), %u account(s)",
+		 c->n_tenants, c->n_routes, gw_creds_count(g->creds));
+	dispatch(g);
+}
+
+void gateway_stop(struct gateway *g)
+{
+	struct gw_work *w;
+	struct gw_req *r;
+
+	if (!g)
+		return;
+	if (g->tick)
+		event_free(g->tick);
+	if (g->pool_ev)
+		event_free(g->pool_ev);
+	if (g->pool.th) {
+		gw_pool_stop(&g->pool); /* never-started jobs are still on the request list */
+		for (w = gw_pool_collect(&g->pool); w; w = w->next)
+			; /* finished: answered below like everything else */
+	}
+	gw_pool_destroy(&g->pool);
+	/* Everything outstanding gets an answer before evhttp frees its connections. */
+	while ((r = g->reqs)) {
+		if (r->hold) {
+			send_now(r);
+			continue;
+		}
+		r->code = 503;
+		r->reason = "Service Unavailable";
+		r->body = BODY_503;
+		r->retry_after = 0;
+		send_now(r);
+	}
+	if (g->http)
+		evhttp_free(g->http);
+	while (g->conns)
+		conn_forget(g, g->conns);
+	gw_creds_free(g->creds);
+	sodium_memzero(g->key, sizeof(g->key));
+	free(g->sched);
+	free(g->ladder);
+	free(g->ts);
+	free(g->cfg);
+	free(g);
+}
+
+/* ---- the tenants command ---------------------------------------------------------------- */
+
+static double ms(uint64_t us)
+{
+	return (double)us / 1000.0;
+}
+
+static void tenants_json(struct gateway *g, FILE *f)
+{
+	struct gw_sched *s = g->sched;
+	uint64_t now = gw_now_ns();
+	double res_rate = gw_meter_value(&s->reserved_rate, now) * 1e9 / GW_METER_TAU_NS;
+	double burst_rate = gw_meter_value(&s->burst_rate, now) * 1e9 / GW_METER_TAU_NS;
+	double room = s->cap_cpu - res_rate;
+	struct json j;
+	int i, k, code;
+
+	json_init(&j, f);
+	json_obj_begin(&j, NULL);
+	json_obj_begin(&j, "gateway");
+	json_str(&j, "listen", g->started.listen);
+	json_bool(&j, "admission", s->admission);
+	json_u64(&j, "workers", g->pool.n);
+	json_u64(&j, "busy_workers", g->pool.busy);
+	json_u64(&j, "accounts", gw_creds_count(g->creds));
+	json_u64(&j, "requests", g->st.requests);
+	json_u64(&j, "hashes", g->st.hashes);
+	json_u64(&j, "dummy_hashes", g->st.dummy_hashes);
+	json_u64(&j, "expired_before_hash", g->st.expired_before_hash);
+	json_u64(&j, "expired_at_worker", g->st.expired_at_start);
+	json_u64(&j, "client_gone", g->st.client_gone);
+	json_obj_begin(&j, "queue");
+	json_u64(&j, "depth", s->depth);
+	json_u64(&j, "limit", gw_sched_depth_limit(s));
+	json_str(&j, "mode", s->lifo ? "lifo" : "fifo");
+	json_double(&j, "wait_ms", (double)gw_sched_queue_wait(s, now) / 1e6);
+	json_bool(&j, "codel_dropping", s->dropping);
+	json_u64(&j, "codel_episodes", s->codel_episodes);
+	json_u64(&j, "lifo_switches", s->lifo_switches);
+	json_double(&j, "service_rate", gw_sched_service_rate(s));
+	json_double(&j, "service_ms", s->svc_ns / 1e6);
+	json_obj_end(&j);
+	json_obj_begin(&j, "capacity");
+	json_double(&j, "cpu", s->cap_cpu);
+	json_double(&j, "db", s->cap_db);
+	json_double(&j, "tokens", s->pool.tokens);
+	json_double(&j, "reserved_rate", res_rate);
+	json_double(&j, "burst_rate", burst_rate);
+	/* The share of what reservations leave free that burst work is using now. */
+	json_double(&j, "burst_pool_utilization", room > 0 ? burst_rate / room : 1.0);
+	json_double(&j, "db_shared_in_use", s->db_shared_used);
+	json_obj_end(&j);
+	json_obj_begin(&j, "floor");
+	json_u64(&j, "ms", g->cfg->gw.reject_floor_ms);
+	json_u64(&j, "held", g->held);
+	json_u64(&j, "max_held", g->cfg->gw.max_held);
+	json_u64(&j, "held_total", g->st.floor_held);
+	json_u64(&j, "skipped", g->st.floor_skipped);
+	json_obj_end(&j);
+	json_obj_begin(&j, "connections");
+	json_u64(&j, "open", g->n_conns);
+	json_u64(&j, "max", g->cfg->gw.max_connections);
+	json_u64(&j, "timed_out", g->st.conn_timeouts);
+	json_u64(&j, "accept_pauses", g->st.accept_pauses);
+	json_obj_end(&j);
+	json_obj_begin(&j, "client_address");
+	json_u64(&j, "trusted_hops", g->cfg->gw.trusted_hops);
+	json_u64(&j, "from_xff", g->st.xff_used);
+	json_u64(&j, "xff_ignored", g->st.xff_ignored);
+	json_obj_end(&j);
+	json_obj_begin(&j, "responses");
+	for (code = 100; code < 600; code++)
+		if (g->st.status[code]) {
+			char key[8];
+
+			snprintf(key, sizeof(key), "%d", code);
+			json_u64(&j, key, g->st.status[code]);
+		}
+	json_obj_end(&j);
+	json_arr_begin(&j, "classes");
+	for (k = 0; k < GW_MAX_CLASSES; k++) {
+		const struct gw_class *cl = &s->cls[k];
+
+		if (!cl->used)
+			continue;
+		json_obj_begin(&j, NULL);
+		json_str(&j, "name", cl->name);
+		json_double(&j, "configured", cl->configured);
+		json_double(&j, "estimate", cl->estimate);
+		/* Persistent drift means the route table no longer tells the truth. */
+		json_double(&j, "drift", cl->configured > 0 ?
+			    cl->estimate / cl->configured - 1.0 : 0);
+		json_u64(&j, "samples", cl->samples);
+		json_double(&j, "mean_abs_error", cl->samples ?
+			    cl->sum_abs_err / (double)cl->samples : 0);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_obj_end(&j);
+
+	json_arr_begin(&j, "tenants");
+	for (i = 0; i < GW_MAX_TENANTS; i++) {
+		const struct gw_tstate *t = &s->t[i];
+		const struct gw_tstats *ts = &g->ts[i];
+		double cons;
+
+		if (!t->used)
+			continue;
+		cons = gw_sched_consumption(s, i, now);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "name", t->name);
+		json_bool(&j, "live", t->live);
+		json_double(&j, "reservation", t->reservation);
+		json_double(&j, "consumption", cons);
+		json_double(&j, "overage", cons > t->reservation ? cons - t->reservation : 0);
+		json_double(&j, "overage_ratio", gw_sched_overage(s, i, now));
+		json_u64(&j, "requests", ts->requests);
+		json_obj_begin(&j, "admitted");
+		json_u64(&j, "reserved", ts->admitted_reserved);
+		json_u64(&j, "burst", ts->admitted_burst);
+		json_obj_end(&j);
+		json_u64(&j, "ok", ts->ok);
+		json_u64(&j, "unauthorized", ts->unauthorized);
+		json_u64(&j, "hashes", ts->hashes);
+		json_u64(&j, "dummy_hashes", ts->dummy_hashes);
+		json_double(&j, "units_measured", ts->units_measured);
+		json_u64(&j, "shed", ts->shed);
+		json_obj_begin(&j, "shed_by_class");
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (s->cls[k].used)
+				json_u64(&j, s->cls[k].name, ts->shed_by_class[k]);
+		json_obj_end(&j);
+		json_obj_begin(&j, "shed_by_reason");
+		for (k = 1; k < GW_SHED__MAX; k++)
+			json_u64(&j, gw_shed_name(k), ts->shed_by_reason[k]);
+		json_obj_end(&j);
+		json_obj_begin(&j, "queue_wait_ms");
+		json_double(&j, "p50", ms(gw_hist_quantile_us(&ts->wait, 0.5)));
+		json_double(&j, "p99", ms(gw_hist_quantile_us(&ts->wait, 0.99)));
+		json_u64(&j, "n", ts->wait.n);
+		json_obj_end(&j);
+		json_obj_begin(&j, "service_ms");
+		json_double(&j, "p50", ms(gw_hist_quantile_us(&ts->service, 0.5)));
+		json_double(&j, "p99", ms(gw_hist_quantile_us(&ts->service, 0.99)));
+		json_u64(&j, "n", ts->service.n);
+		json_obj_end(&j);
+		json_u64(&j, "queued", t->burst.n + t->queued_reserved);
+		json_u64(&j, "inflight", t->inflight);
+		json_double(&j, "db_in_use", t->db_used_share + t->db_used_shared);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_obj_end(&j);
+	json_end(&j);
+}
+
+static void tenants_text(struct gateway *g, FILE *f)
+{
+	struct gw_sched *s = g->sched;
+	uint64_t now = gw_now_ns();
+	int i, k;
+
+	fprintf(f, "gateway %s  admission %s  workers %u (%u busy)  queue %u/%u %s%s  "
+		"service %.1f/s  hashes %llu (%llu dummy)  expired unhashed %llu\n",
+		g->started.listen, s->admission ? "on" : "OFF", g->pool.n, g->pool.busy,
+		s->depth, gw_sched_depth_limit(s), s->lifo ? "LIFO" : "FIFO",
+		s->dropping ? " CODEL" : "", gw_sched_service_rate(s),
+		(unsigned long long)g->st.hashes, (unsigned long long)g->st.dummy_hashes,
+		(unsigned long long)(g->st.expired_before_hash));
+	fprintf(f, "%-16s %9s %9s %6s %9s %8s %8s %17s %17s  %s\n", "TENANT", "RESERVED",
+		"USING", "OVER", "ADMITTED", "SHED", "HASHES", "WAIT p50/p99 ms",
+		"SERVICE p50/p99", "SHED BY CLASS");
+	for (i = 0; i < GW_MAX_TENANTS; i++) {
+		const struct gw_tstate *t = &s->t[i];
+		const struct gw_tstats *ts = &g->ts[i];
+		char wait[32], svc[32];
+		bool first = true;
+
+		if (!t->used)
+			continue;
+		snprintf(wait, sizeof(wait), "%.1f/%.1f", ms(gw_hist_quantile_us(&ts->wait, 0.5)),
+			 ms(gw_hist_quantile_us(&ts->wait, 0.99)));
+		snprintf(svc, sizeof(svc), "%.1f/%.1f", ms(gw_hist_quantile_us(&ts->service, 0.5)),
+			 ms(gw_hist_quantile_us(&ts->service, 0.99)));
+		fprintf(f, "%-16s %9.0f %9.0f %5.1fx %9llu %8llu %8llu %17s %17s  ", t->name,
+			t->reservation, gw_sched_consumption(s, i, now), gw_sched_overage(s, i, now),
+			(unsigned long long)(ts->admitted_reserved + ts->admitted_burst),
+			(unsigned long long)ts->shed, (unsigned long long)ts->hashes, wait, svc);
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (s->cls[k].used && ts->shed_by_class[k]) {
+				fprintf(f, "%s%s=%llu", first ? "" : ",", s->cls[k].name,
+					(unsigned long long)ts->shed_by_class[k]);
+				first = false;
+			}
+		fprintf(f, "%s%s\n", first ? "-" : "", t->live ? "" : " (removed, draining)");
+	}
+	fprintf(f, "%-16s %9s %9s %7s %8s %8s\n", "CLASS", "TABLE", "ESTIMATE", "DRIFT",
+		"SAMPLES", "");
+	for (k = 0; k < GW_MAX_CLASSES; k++) {
+		const struct gw_class *cl = &s->cls[k];
+
+		if (cl->used)
+			fprintf(f, "%-16s %9.1f %9.1f %+6.0f%% %8llu\n", cl->name, cl->configured,
+				cl->estimate, cl->configured > 0 ?
+				(cl->estimate / cl->configured - 1.0) * 100 : 0,
+				(unsigned long long)cl->samples);
+	}
+}
+
+void gateway_tenants(struct gateway *g, struct evbuffer *out, bool json)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f) {
+		evbuffer_add_printf(out, "error out of memory\n");
+		return;
+	}
+	if (json)
+		tenants_json(g, f);
+	else
+		tenants_text(g, f);
+	fclose(f);
+	evbuffer_add_printf(out, "ok\n");
+	evbuffer_add(out, buf, len);
+	free(buf);
+}

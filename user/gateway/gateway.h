@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The gateway: sluiced's HTTP front for the requests the edge let through. It resolves the
+ * tenant (Host) and the route (method + path prefix, hence the cost class), admits or sheds
+ * the request with the scheduler (gw_sched.h), runs password logins on the Argon2id pool
+ * (gw_pool.h) and cheap routes inline, and answers every rejection with one fixed body no
+ * sooner than a constant floor, held on a timer rather than a thread.
+ *
+ * Endpoints (each must also be in the config's routes, which give their cost):
+ *   POST /login            {"username","password"} or form; 200 + token, or 401
+ *   GET  /token/validate   Authorization: Bearer TOKEN; 200 with its claims, or 401
+ *   POST /introspect       {"token"} or form; 200 {"active": ...} (reads the store: db)
+ *
+ * Everything runs on the daemon's event loop except the hashes.
+ */
+#ifndef SLUICE_GATEWAY_H
+#define SLUICE_GATEWAY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+
+#include "config.h"
+
+struct gateway;
+struct gw_prepared;
+
+/*
+ * The part of applying @c that can fail, done before anything changes: load the credential
+ * file and the session key. NULL with the reason (file:line lines) in @err.
+ */
+struct gw_prepared *gateway_prepare(const struct sl_config *c, char *err, size_t errlen);
+void gateway_prepared_free(struct gw_prepared *p);
+
+/* Listen and start the workers with @c; takes @p. NULL on failure (logged). */
+struct gateway *gateway_start(struct event_base *base, const struct sl_config *c,
+			      struct gw_prepared *p);
+/* Switch the running gateway to @c; takes @p. Cannot fail: listen address and Argon2
+ * settings keep their running values until a restart (logged). */
+void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepared *p);
+/* Answer what is outstanding with 503, stop the workers, close everything. */
+void gateway_stop(struct gateway *g);
+
+/* The `tenants` control command: one JSON document, or a table for people. */
+void gateway_tenants(struct gateway *g, struct evbuffer *out, bool json);
+
+#endif
