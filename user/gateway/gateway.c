@@ -19,6 +19,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -99,6 +100,7 @@ struct gw_req {
 	struct evhttp_request *req;
 	struct gw_req *prev, *next;    /* every live request, for shutdown */
 	struct event *hold;            /* the floor timer, while held */
+	uint64_t hold_until_ns;
 	uint64_t arrival_ns;
 	int kind;
 	int route;
@@ -359,11 +361,31 @@ static void send_now(struct gw_req *r)
 	req_free(r);
 }
 
+static struct timeval tv_until(uint64_t due, uint64_t now)
+{
+	uint64_t d = due > now ? due - now : 0;
+	struct timeval tv = { .tv_sec = (time_t)(d / 1000000000ull),
+			      .tv_usec = (suseconds_t)(d % 1000000000ull / 1000) };
+
+	return tv;
+}
+
 static void on_hold_done(evutil_socket_t fd, short what, void *arg)
 {
+	struct gw_req *r = arg;
+	uint64_t now = gw_now_ns();
+
 	(void)fd;
 	(void)what;
-	send_now(arg);
+	/* libevent's timers run on a coarse clock and may fire a few ms early: the floor is a
+	 * promise, so wait out the rest. */
+	if (now < r->hold_until_ns) {
+		struct timeval tv = tv_until(r->hold_until_ns + 1000, now);
+
+		if (!evtimer_add(r->hold, &tv))
+			return;
+	}
+	send_now(r);
 }
 
 /*
@@ -388,11 +410,9 @@ static void respond(struct gw_req *r, int code, const char *reason, const char *
 		now = gw_now_ns();
 		if (due > now) {
 			if (g->held < g->cfg->gw.max_held) {
-				struct timeval tv = {
-					.tv_sec = (time_t)((due - now) / 1000000000ull),
-					.tv_usec = (suseconds_t)((due - now) % 1000000000ull / 1000),
-				};
+				struct timeval tv = tv_until(due, now);
 
+				r->hold_until_ns = due;
 				r->hold = evtimer_new(g->base, on_hold_done, r);
 				if (r->hold && !evtimer_add(r->hold, &tv)) {
 					g->held++;
@@ -441,6 +461,26 @@ static void answer_drops(struct gateway *g, struct gw_drops *d)
 	d->n = 0;
 }
 
+/*
+ * Has the client hung up? evhttp stops reading a connection while its request is being
+ * served, so a client that timed out and closed is only visible on the socket: a peek that
+ * reads end-of-file (or a reset) means nobody will read the answer. A pipelined next
+ * request reads as data: still there. Like nginx, a half-close counts as gone.
+ */
+static bool client_gone(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	evutil_socket_t fd = bev ? bufferevent_getfd(bev) : -1;
+	char c;
+	ssize_t n;
+
+	if (fd < 0)
+		return true;
+	n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
+
 /* Start queued jobs on idle workers. */
 static void dispatch(struct gateway *g)
 {
@@ -456,8 +496,8 @@ static void dispatch(struct gateway *g)
 		if (!j)
 			break;
 		r = req_of_job(j);
-		/* A client that hung up is not worth a hash (evhttp detaches its request). */
-		if (g->sched->admission && !evhttp_request_get_connection(r->req)) {
+		/* A client that hung up is not worth a hash. */
+		if (g->sched->admission && client_gone(r->req)) {
 			gw_sched_release(g->sched, j, now);
 			shed(r, GW_SHED_CLIENT_GONE);
 			continue;
@@ -1006,14 +1046,15 @@ static void sync_stats(struct gateway *g)
 
 static void set_limits(struct gateway *g)
 {
-	struct timeval tv = {
-		.tv_sec = g->cfg->gw.request_timeout_ms / 1000,
-		.tv_usec = (g->cfg->gw.request_timeout_ms % 1000) * 1000,
-	};
+	/* evhttp's inactivity timeout is the backstop for slow readers of our answers; twice
+	 * the request deadline, so the deadline (conn_sweep) is what closes idle and dripping
+	 * connections, and is counted. */
+	uint64_t ms = 2ull * g->cfg->gw.request_timeout_ms;
+	struct timeval tv = { .tv_sec = (time_t)(ms / 1000),
+			      .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
 
 	evhttp_set_max_body_size(g->http, g->cfg->gw.max_body);
 	evhttp_set_max_headers_size(g->http, g->cfg->gw.max_headers);
-	/* Idle and slow-reader backstop; the whole-request deadline is conn_sweep's. */
 	evhttp_set_timeout_tv(g->http, &tv);
 }
 

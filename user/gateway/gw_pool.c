@@ -14,6 +14,8 @@
 #include "gw_pool.h"
 #include "log.h"
 
+#define GW_WORKER_NICE 5
+
 uint64_t gw_now_ns(void)
 {
 	struct timespec ts;
@@ -57,6 +59,13 @@ static void *worker(void *arg)
 {
 	struct gw_pool *p = arg;
 	const uint64_t one = 1;
+
+	/* Hashers yield to the event loop: a saturated pool must never delay an admission
+	 * decision or a 429, which cost microseconds and keep the rest of the gateway honest.
+	 * On Linux nice() applies to the calling thread only. */
+	errno = 0;
+	if (nice(GW_WORKER_NICE) == -1 && errno)
+		log_debug("gateway worker: nice: %s", strerror(errno));
 
 	for (;;) {
 		struct gw_work *w;
