@@ -188,6 +188,12 @@ bench: $(BUILD)/bench/xdp_cost bench-reply
 bench-reply: $(BINS) $(BUILD)/bench/h1load $(BUILD)/bpf/bare_pass.bpf.o
 	$(Q)BUILD=$(BUILD) bench/reply_rate.sh
 
+# The gateway's figures (bench/gateway.sh): goodput on Monday morning with admission on and
+# off, and the noisy neighbour with per-tenant admission, one global budget, and none.
+.PHONY: bench-gateway
+bench-gateway: $(BINS) $(BUILD)/bench/monday $(BUILD)/bench/neighbour
+	$(Q)BUILD=$(BUILD) bench/gateway.sh
+
 # ---- install -----------------------------------------------------------------------------
 install: $(BINS)
 	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)/etc/sluice
