@@ -1384,7 +1384,11 @@ static void tenants_json(struct gateway *g, FILE *f)
 		json_double(&j, "reservation", t->reservation);
 		json_double(&j, "consumption", cons);
 		json_double(&j, "overage", cons > t->reservation ? cons - t->reservation : 0);
-		json_double(&j, "overage_ratio", gw_sched_overage(s, i, now));
+		/* No reservation, no ratio: all of its use is burst (and it is shed first). */
+		if (t->reservation > 0)
+			json_double(&j, "overage_ratio", gw_sched_overage(s, i, now));
+		else
+			json_null(&j, "overage_ratio");
 		json_u64(&j, "requests", ts->requests);
 		json_obj_begin(&j, "admitted");
 		json_u64(&j, "reserved", ts->admitted_reserved);
@@ -1444,7 +1448,7 @@ static void tenants_text(struct gateway *g, FILE *f)
 	for (i = 0; i < GW_MAX_TENANTS; i++) {
 		const struct gw_tstate *t = &s->t[i];
 		const struct gw_tstats *ts = &g->ts[i];
-		char wait[32], svc[32];
+		char wait[32], svc[32], over[24];
 		bool first = true;
 
 		if (!t->used)
@@ -1453,8 +1457,12 @@ static void tenants_text(struct gateway *g, FILE *f)
 			 ms(gw_hist_quantile_us(&ts->wait, 0.99)));
 		snprintf(svc, sizeof(svc), "%.1f/%.1f", ms(gw_hist_quantile_us(&ts->service, 0.5)),
 			 ms(gw_hist_quantile_us(&ts->service, 0.99)));
-		fprintf(f, "%-16s %9.0f %9.0f %5.1fx %9llu %8llu %8llu %17s %17s  ", t->name,
-			t->reservation, gw_sched_consumption(s, i, now), gw_sched_overage(s, i, now),
+		if (t->reservation > 0)
+			snprintf(over, sizeof(over), "%.1fx", gw_sched_overage(s, i, now));
+		else
+			snprintf(over, sizeof(over), "-");
+		fprintf(f, "%-16s %9.0f %9.0f %6s %9llu %8llu %8llu %17s %17s  ", t->name,
+			t->reservation, gw_sched_consumption(s, i, now), over,
 			(unsigned long long)(ts->admitted_reserved + ts->admitted_burst),
 			(unsigned long long)ts->shed, (unsigned long long)ts->hashes, wait, svc);
 		for (k = 0; k < GW_MAX_CLASSES; k++)
