@@ -26,7 +26,7 @@ BPF_ARCH  := $(subst x86_64,x86,$(subst aarch64,arm64,$(ARCH)))
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
 # pkg-config runs after scripts/deps.sh has had its chance: recursive variables, memoized.
-PKGS := libbpf libxdp libevent libevent_pthreads libconfig libargon2 libsodium
+PKGS := libbpf libxdp libevent libevent_pthreads libconfig libargon2 libsodium hiredis
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
 CMOCKA_LIBS = $(eval CMOCKA_LIBS := $(shell pkg-config --libs cmocka))$(CMOCKA_LIBS)
@@ -146,7 +146,14 @@ $(BUILD)/tests/bpf/%: tests/bpf/%.c tests/lib/frames.h tests/lib/bpfenv.h $(SKEL
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)
 
-TEST_BINS := $(UNIT_BINS) $(UNIT_SAN) $(BPF_TEST_BINS)
+# Drivers the shell suites run (tests/bin/*.c), linked with the libraries.
+TOOL_BINS := $(patsubst tests/bin/%.c,$(BUILD)/tests/bin/%,$(wildcard tests/bin/*.c))
+$(BUILD)/tests/bin/%: tests/bin/%.c $(GW_A) $(LIB_A) $(HDRS) | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(GW_A) $(LIB_A) $(LDLIBS)
+
+TEST_BINS := $(UNIT_BINS) $(UNIT_SAN) $(BPF_TEST_BINS) $(TOOL_BINS)
 
 # The network tests put an XDP_PASS program on the client veth (XDP_TX needs one there).
 test: $(BINS) $(TEST_BINS) $(BUILD)/bpf/bare_pass.bpf.o

@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The counter store: GCRA counters keyed by strings, shared by every node through Redis when
+ * one is configured, kept in this process otherwise (the single-node default).
+ *
+ * Redis calls are asynchronous on the caller's libevent loop (hiredis with its libevent
+ * adapter), each with its own timeout; a circuit breaker stops calling a Redis that keeps
+ * failing and probes it back. Every counter says what to do when Redis cannot answer:
+ *   - fail open (user-protecting counters: failed logins per account and prefix): keep
+ *     limiting in this process at limit / N, N being the configured number of nodes, so the
+ *     cluster as a whole stays near the limit;
+ *   - fail closed (capacity counters): charge a static local budget, the platform's floor.
+ * A check never waits longer than the timeout, and its callback runs exactly once.
+ *
+ * Keys carry the tenant as a hash tag ("sluice:{acme}:login_fail:<hash>") so a Redis Cluster
+ * keeps a tenant's keys together; identifiers should be hashed with sl_store_hash() first.
+ */
+#ifndef SLUICE_STORE_H
+#define SLUICE_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+enum sl_fail_mode {
+	SL_FAIL_OPEN = 0,   /* fall back to a local limit / N */
+	SL_FAIL_CLOSED = 1, /* fall back to a static local budget */
+};
+
+/* Where an answer came from. */
+enum sl_answer {
+	SL_ANS_EXACT = 0,  /* the shared store (or the in-process store, with no Redis) */
+	SL_ANS_LOCAL = 1,  /* fail open: the local limit / N */
+	SL_ANS_STATIC = 2, /* fail closed: the static budget */
+};
+
+enum sl_breaker { SL_BREAKER_CLOSED = 0, SL_BREAKER_OPEN, SL_BREAKER_HALF_OPEN };
+
+struct sl_limit {
+	const char *name;     /* part of the key: "login_fail" */
+	double rate, burst;   /* units per second, units: the limit across all nodes */
+	uint8_t fail;         /* enum sl_fail_mode */
+	double static_rate, static_burst; /* fail closed: this node's budget meanwhile */
+	uint32_t max_keys;    /* live keys per tenant; 0: no cap */
+};
+
+struct sl_store_opts {
+	const char *redis;      /* "unix:/path", "HOST:PORT", or NULL for in-process only */
+	uint32_t timeout_ms;    /* per call */
+	uint32_t nodes;         /* N, for fail-open limits */
+	uint32_t breaker_failures;
+	uint32_t breaker_open_ms;
+	const char *prefix;     /* key prefix, "sluice" */
+	size_t local_max_keys;  /* in-process table size */
+};
+
+struct sl_store_stats {
+	uint64_t calls, exact, timeouts, errors, fallback_local, fallback_static;
+	uint64_t short_circuits; /* answered from the fallback because the breaker was open */
+	uint64_t keys_capped;    /* checks refused because a tenant had max_keys live keys */
+	uint64_t local_keys;     /* live keys in the in-process table */
+	uint8_t breaker;         /* enum sl_breaker */
+	bool redis;              /* a Redis is configured */
+	bool connected;
+};
+
+struct sl_store;
+
+/* @allowed: 1 admit, 0 refuse; @retry_ms: when a refused request could pass. */
+typedef void (*sl_store_cb)(void *arg, int allowed, uint32_t retry_ms, int answer);
+
+struct sl_store *sl_store_new(struct event_base *base, const struct sl_store_opts *o,
+			      char *err, size_t errlen);
+void sl_store_free(struct sl_store *s);
+
+/* Charge @cost units of @l for @key in @tenant. @cb runs exactly once, maybe before this
+ * returns (in-process and fallback answers). */
+void sl_store_charge(struct sl_store *s, const struct sl_limit *l, const char *tenant,
+		     const char *key, double cost, sl_store_cb cb, void *arg);
+/* Forget @key (a success clears its own pair). Fire and forget. */
+void sl_store_clear(struct sl_store *s, const struct sl_limit *l, const char *tenant,
+		    const char *key);
+
+/* A raw script call for other modules (leases): EVALSHA of a script loaded with
+ * sl_store_script(); @cb gets the reply or NULL on timeout, error or an open breaker. */
+struct redisReply;
+typedef void (*sl_store_raw_cb)(void *arg, struct redisReply *reply);
+int sl_store_script(struct sl_store *s, const char *lua);
+void sl_store_eval(struct sl_store *s, int script, const char *key, int argc,
+		   const char **argv, sl_store_raw_cb cb, void *arg);
+
+void sl_store_get_stats(const struct sl_store *s, struct sl_store_stats *st);
+const char *sl_breaker_name(uint8_t b);
+
+/* Hex of a keyed BLAKE2b-128 of @parts joined by NUL bytes: identifiers (account names,
+ * client ids) never appear in a key. @key is 32 bytes. @out gets 33 bytes. */
+void sl_store_hash(const uint8_t *key, const char *const *parts, int n, char *out);
+
+#endif
