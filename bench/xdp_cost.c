@@ -230,6 +230,7 @@ int main(int argc, char **argv)
 	m.hosts = bpf_map__fd(skel->maps.sl_hosts);
 	m.route_stats = bpf_map__fd(skel->maps.sl_route_stats);
 	m.tenant_stats = bpf_map__fd(skel->maps.sl_tenant_stats);
+	m.tenant_demand = bpf_map__fd(skel->maps.sl_tenant_demand);
 	if (sl_maps_cookie_keys(&m, 0, 3600) < 0 || sl_maps_write_config(&m, &cfg, 1) || synth_asn(&asn, (size_t)asn_rows, &cfg) ||
 	    sl_maps_swap_asn(&m, &asn, (uint32_t)cfg.unknown_class)) {
 		fprintf(stderr, "xdp_cost: cannot program the maps\n");

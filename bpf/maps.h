@@ -140,6 +140,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_tenant_state SEC(".maps");
 
+/* Cost units that reached each tenant's bucket, passed or shed: the demand leases follow. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SL_MAX_TENANTS);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_tenant_demand SEC(".maps");
+
 #ifndef SL_MAX_VERDICTS
 #define SL_MAX_VERDICTS 262144
 #endif

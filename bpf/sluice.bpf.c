@@ -404,6 +404,7 @@ static __always_inline int charge_tenant(const struct src *s, __u16 dport, __u64
 	struct sl_bucket *st;
 	struct charge_out co;
 	__u32 *id, tid = hint;
+	__u64 *demand;
 
 	if (!set->n_tenants)
 		return CHARGE_OK;
@@ -420,6 +421,9 @@ static __always_inline int charge_tenant(const struct src *s, __u16 dport, __u64
 	if (!t || !st || !t->valid)
 		return CHARGE_OK;
 	*mode = t->mode;
+	demand = bpf_map_lookup_elem(&sl_tenant_demand, &tid);
+	if (demand)
+		*demand += cost; /* per CPU: no atomic needed */
 	return sl_charge_tat(st, now < t->lease_expires_ns ? &t->lease : &t->fallback, cost, now,
 			     &co);
 }

@@ -260,7 +260,12 @@ struct sl_tenant {
 	__u64 lease_expires_ns; /* CLOCK_MONOTONIC_COARSE */
 	struct sl_rate fallback;/* the conservative static rate once the lease has expired */
 	char name[SL_TENANT_NAME_LEN];
-	__u64 reserved[4];
+	/* How the controller chose the lease, for sluicectl leases; never read by the datapath. */
+	__u32 share_ppm;        /* this node's share of the tenant's budget, parts per million */
+	__u32 nodes_seen;       /* nodes with a live demand report, this one included */
+	__u64 demand_milli;     /* this node's demand, milli-units per second */
+	__u64 cluster_milli;    /* all live nodes' demand together */
+	__u64 lease_set_unix;   /* when the lease was last written (0: from the config) */
 };
 
 /* Verdicts: prefix -> what to do with it, until it expires. Keyed like the ASN trie. */

@@ -526,9 +526,19 @@ static void tenants(struct env *e)
 	tap(act == XDP_DROP, "expired lease: the second SYN is shed at the static rate");
 	act = syn_to(e, "2001:db8:2000::1", "2001:db8:ffff::3", 80, SL_R_SHED_TENANT);
 	tap(act == XDP_DROP, "the tenant's IPv6 address shares its budget");
-	sl_maps_refresh_leases(&e->maps, &e->cfg);
-	act = syn_to(e, "203.0.113.52", "10.0.0.3", 80, SL_R_PASSED);
-	tap(act == XDP_PASS, "a refreshed lease restores the leased burst");
+	{
+		uint64_t before[SL_MAX_TENANTS], after[SL_MAX_TENANTS];
+
+		sl_maps_read_demand(&e->maps, before);
+		sl_maps_set_lease(&e->maps, id, e->cfg.tenants[id].rate, e->cfg.tenants[id].burst,
+				  sl_now_ns() + 3000000000ull, NULL);
+		act = syn_to(e, "203.0.113.52", "10.0.0.3", 80, SL_R_PASSED);
+		tap(act == XDP_PASS, "a renewed lease restores the leased burst");
+		sl_maps_read_demand(&e->maps, after);
+		tap(after[id] - before[id] == e->cfg.ports[0].cost,
+		    "the tenant's demand counter grew by the SYN's cost (%llu)",
+		    (unsigned long long)(after[id] - before[id]));
+	}
 
 	act = syn_to(e, "203.0.113.60", "10.0.0.4", 80, SL_R_PASSED);
 	act = syn_to(e, "203.0.113.61", "10.0.0.4", 80, SL_R_WOULD_SHED_TENANT);

@@ -147,6 +147,7 @@ static int env_open(struct env *e, const char *conf, const char *asn_csv)
 	e->maps.hosts = bpf_map__fd(e->skel->maps.sl_hosts);
 	e->maps.route_stats = bpf_map__fd(e->skel->maps.sl_route_stats);
 	e->maps.tenant_stats = bpf_map__fd(e->skel->maps.sl_tenant_stats);
+	e->maps.tenant_demand = bpf_map__fd(e->skel->maps.sl_tenant_demand);
 	e->prog_fd = bpf_program__fd(e->skel->progs.sluice_xdp);
 	return env_config(e, conf);
 }

@@ -5,6 +5,7 @@
  * that silently falls back to a default is how limits end up wrong in production.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <libconfig.h>
 #include <math.h>
@@ -312,6 +313,32 @@ void sl_config_defaults(struct sl_config *c)
 	c->gw.max_connections = 4096;
 	c->gw.request_timeout_ms = 10000;
 	c->gw.token_ttl_s = 3600;
+	c->redis.timeout_ms = 5;
+	c->redis.breaker_failures = 3;
+	c->redis.breaker_open_ms = 1000;
+	snprintf(c->redis.key_prefix, sizeof(c->redis.key_prefix), "sluice");
+	if (gethostname(c->cluster.node, sizeof(c->cluster.node) - 1))
+		snprintf(c->cluster.node, sizeof(c->cluster.node), "node");
+	c->cluster.nodes = 1;
+	c->cluster.lease_interval_ms = 200;
+	c->cluster.demand_window_ms = 1000;
+	c->cluster.lease_floor = 0.05;
+	/* Five failed passwords per (account, prefix), one back every three minutes. */
+	c->counters[SL_CTR_LOGIN_FAILURES] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 1.0 / 180, .burst = 5, .fail = 0, .max_keys = 1000000 };
+	/* Successes are not suspicious; this only catches a token mill: 30, then 1 a second. */
+	c->counters[SL_CTR_LOGIN_SUCCESSES] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 1, .burst = 30, .fail = 0, .max_keys = 1000000 };
+	c->counter_v4_prefix = 32;
+	c->counter_v6_prefix = 64;
+}
+
+const char *sl_counter_name(int id)
+{
+	static const char *const n[SL_CTR_N] = { "login_failures", "login_successes",
+		"tenant_logins" };
+
+	return id >= 0 && id < SL_CTR_N ? n[id] : "?";
 }
 
 int sl_config_class(const struct sl_config *c, const char *name)
@@ -1160,11 +1187,184 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 		c->log_level = e;
 }
 
+static void load_redis(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	static const char *const keys[] = { "address", "timeout_ms", "breaker_failures",
+		"breaker_open_ms", "key_prefix", NULL };
+	const config_setting_t *r = config_setting_get_member(root, "redis");
+	const char *s;
+	long v;
+
+	if (!r)
+		return;
+	if (!config_setting_is_group(r)) {
+		bad(x, r, "redis: expected a group { ... }");
+		return;
+	}
+	check_keys(x, r, "redis", keys);
+	s = get_str(x, r, "redis", "address", true);
+	if (s) {
+		const char *colon = strrchr(s, ':');
+
+		if (!strncmp(s, "unix:", 5) ? s[5] != '/' :
+		    (!colon || colon == s || atol(colon + 1) < 1 || atol(colon + 1) > 65535))
+			bad(x, config_setting_get_member(r, "address"),
+			    "redis.address: '%s' is neither \"unix:/absolute/path\" nor "
+			    "\"HOST:PORT\"", s);
+		else if (strlen(s) >= sizeof(c->redis.address))
+			bad(x, config_setting_get_member(r, "address"), "redis.address: too long");
+		else
+			snprintf(c->redis.address, sizeof(c->redis.address), "%s", s);
+	}
+	if (get_int(x, r, "redis", "timeout_ms", false, 1, 1000, &v))
+		c->redis.timeout_ms = (uint32_t)v;
+	if (get_int(x, r, "redis", "breaker_failures", false, 1, 1000, &v))
+		c->redis.breaker_failures = (uint32_t)v;
+	if (get_int(x, r, "redis", "breaker_open_ms", false, 10, 600000, &v))
+		c->redis.breaker_open_ms = (uint32_t)v;
+	s = get_str(x, r, "redis", "key_prefix", false);
+	if (s) {
+		size_t i, n = strlen(s);
+
+		for (i = 0; i < n; i++)
+			if (!isalnum((unsigned char)s[i]) && s[i] != '_' && s[i] != '-')
+				break;
+		if (!n || n >= sizeof(c->redis.key_prefix) || i < n)
+			bad(x, config_setting_get_member(r, "key_prefix"),
+			    "redis.key_prefix: 1..31 of [A-Za-z0-9_-]");
+		else
+			snprintf(c->redis.key_prefix, sizeof(c->redis.key_prefix), "%s", s);
+	}
+}
+
+static void load_cluster(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	static const char *const keys[] = { "node", "nodes", "lease_interval_ms",
+		"demand_window_ms", "lease_floor", NULL };
+	const config_setting_t *g = config_setting_get_member(root, "cluster");
+	const char *s;
+	double d;
+	long v;
+
+	if (!g)
+		return;
+	if (!config_setting_is_group(g)) {
+		bad(x, g, "cluster: expected a group { ... }");
+		return;
+	}
+	check_keys(x, g, "cluster", keys);
+	s = get_str(x, g, "cluster", "node", false);
+	if (s) {
+		size_t i, n = strlen(s);
+
+		for (i = 0; i < n; i++)
+			if (!isgraph((unsigned char)s[i]) || s[i] == '|')
+				break;
+		if (!n || n >= sizeof(c->cluster.node) || i < n)
+			bad(x, config_setting_get_member(g, "node"),
+			    "cluster.node: 1..63 printable characters, no spaces or '|'");
+		else
+			snprintf(c->cluster.node, sizeof(c->cluster.node), "%s", s);
+	}
+	if (get_int(x, g, "cluster", "nodes", false, 1, 4096, &v))
+		c->cluster.nodes = (uint32_t)v;
+	if (get_int(x, g, "cluster", "lease_interval_ms", false, 50, 10000, &v))
+		c->cluster.lease_interval_ms = (uint32_t)v;
+	if (get_int(x, g, "cluster", "demand_window_ms", false, 100, 60000, &v))
+		c->cluster.demand_window_ms = (uint32_t)v;
+	if (c->cluster.demand_window_ms < c->cluster.lease_interval_ms)
+		bad(x, g, "cluster: demand_window_ms (%u) is shorter than lease_interval_ms (%u)",
+		    c->cluster.demand_window_ms, c->cluster.lease_interval_ms);
+	if (get_num(x, g, "cluster", "lease_floor", false, 0.0, 1.0, &d))
+		c->cluster.lease_floor = d;
+	if (c->cluster.lease_floor * c->cluster.nodes > 1.0)
+		bad(x, config_setting_get_member(g, "lease_floor") ?
+			   config_setting_get_member(g, "lease_floor") : g,
+		    "cluster.lease_floor: %g x %u nodes is more than the whole budget",
+		    c->cluster.lease_floor, c->cluster.nodes);
+}
+
+static void load_counters(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	static const char *const keys[] = { "login_failures", "login_successes", "tenant_logins",
+		"prefix_v4", "prefix_v6", NULL };
+	static const char *const ckeys[] = { "rate", "burst", "fail", "static_rate",
+		"static_burst", "max_keys", "enabled", NULL };
+	static const char *const fail_names[] = { "open", "closed", NULL };
+	const config_setting_t *g = config_setting_get_member(root, "counters");
+	long v;
+	int i;
+
+	if (!g)
+		return;
+	if (!config_setting_is_group(g)) {
+		bad(x, g, "counters: expected a group { ... }");
+		return;
+	}
+	check_keys(x, g, "counters", keys);
+	if (get_int(x, g, "counters", "prefix_v4", false, 8, 32, &v))
+		c->counter_v4_prefix = (uint8_t)v;
+	if (get_int(x, g, "counters", "prefix_v6", false, 16, 64, &v))
+		c->counter_v6_prefix = (uint8_t)v;
+	for (i = 0; i < SL_CTR_N; i++) {
+		const config_setting_t *k = config_setting_get_member(g, sl_counter_name(i));
+		struct sl_counter_cfg *cc = &c->counters[i];
+		char where[64];
+		int e;
+
+		if (!k)
+			continue;
+		snprintf(where, sizeof(where), "counters.%s", sl_counter_name(i));
+		if (!config_setting_is_group(k)) {
+			bad(x, k, "%s: expected a group { ... }", where);
+			continue;
+		}
+		check_keys(x, k, where, ckeys);
+		cc->enabled = 1;
+		if (config_setting_get_member(k, "enabled")) {
+			int b;
+
+			if (config_setting_type(config_setting_get_member(k, "enabled")) !=
+			    CONFIG_TYPE_BOOL)
+				bad(x, config_setting_get_member(k, "enabled"),
+				    "%s.enabled: expected true or false", where);
+			else if (config_setting_lookup_bool(k, "enabled", &b))
+				cc->enabled = b;
+		}
+		if (!cc->enabled)
+			continue;
+		/* The capacity counter has no default: its budget is the platform's to state. */
+		get_num(x, k, where, "rate", !cc->rate, 1e-6, 1e9, &cc->rate);
+		get_num(x, k, where, "burst", !cc->burst, 1, 1e9, &cc->burst);
+		e = get_enum(x, k, where, "fail", fail_names, i == SL_CTR_TENANT_LOGINS ? 1 : cc->fail);
+		if (e >= 0)
+			cc->fail = (uint8_t)e;
+		cc->static_rate = cc->static_burst = 0;
+		get_num(x, k, where, "static_rate", false, 0, 1e9, &cc->static_rate);
+		get_num(x, k, where, "static_burst", false, 0, 1e9, &cc->static_burst);
+		if (cc->fail == 1 && !config_setting_get_member(k, "static_rate")) {
+			/* An even split is the conservative guess at this node's share. */
+			cc->static_rate = cc->rate / c->cluster.nodes;
+			cc->static_burst = cc->burst / c->cluster.nodes < 1 ? 1 :
+					   cc->burst / c->cluster.nodes;
+		}
+		if (cc->fail == 0 && (config_setting_get_member(k, "static_rate") ||
+				      config_setting_get_member(k, "static_burst")))
+			bad(x, config_setting_get_member(k, "static_rate") ?
+				   config_setting_get_member(k, "static_rate") :
+				   config_setting_get_member(k, "static_burst"),
+			    "%s: static_rate and static_burst apply to fail = \"closed\" only "
+			    "(fail open limits at rate / cluster.nodes)", where);
+		if (get_int(x, k, where, "max_keys", false, 0, 1L << 30, &v))
+			cc->max_keys = (uint32_t)v;
+	}
+}
+
 int sl_config_load(const char *path, const char *base_dir, struct sl_config *out, char *err,
 		   size_t errlen)
 {
 	static const char *const top_keys[] = { "edge", "classes", "tenants", "routes", "gateway",
-		"daemon", NULL };
+		"daemon", "redis", "cluster", "counters", NULL };
 	struct vctx x = { .file = path, .err = err, .errlen = errlen };
 	struct sl_config *c;
 	config_t cfg;
@@ -1209,6 +1409,9 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 		bad(&x, NULL, "nothing to run: the file has neither an 'edge' nor a 'gateway' "
 		    "section");
 	load_daemon(&x, config_root_setting(&cfg), c);
+	load_redis(&x, config_root_setting(&cfg), c);
+	load_cluster(&x, config_root_setting(&cfg), c);
+	load_counters(&x, config_root_setting(&cfg), c);
 	if (x.nerr) {
 		ret = -EINVAL;
 		goto out;

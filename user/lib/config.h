@@ -100,6 +100,39 @@ struct sl_tenant_cfg {
 	double reservation;               /* gateway: units/s always admitted (cpu budget) */
 };
 
+/* Shared state (docs/configuration.md, "redis", "cluster", "counters"). */
+struct sl_redis_cfg {
+	char address[256];          /* "unix:/path" or "HOST:PORT"; empty: in-process only */
+	uint32_t timeout_ms;        /* per call */
+	uint32_t breaker_failures;  /* consecutive failures that open the breaker */
+	uint32_t breaker_open_ms;   /* how long it stays open before one probe */
+	char key_prefix[32];
+};
+
+struct sl_cluster_cfg {
+	char node[64];              /* this node's name in lease reports; default: hostname */
+	uint32_t nodes;             /* N: fail-open counters limit at limit / N */
+	uint32_t lease_interval_ms; /* demand report and lease refresh period */
+	uint32_t demand_window_ms;  /* demand is the cost units seen over this window */
+	double lease_floor;         /* least share of a budget a node with demand holds */
+};
+
+/* The gateway's shared counters. */
+enum sl_counter_id {
+	SL_CTR_LOGIN_FAILURES = 0, /* per (account, source prefix); unknown accounts per prefix */
+	SL_CTR_LOGIN_SUCCESSES,    /* per (account, source prefix), generous */
+	SL_CTR_TENANT_LOGINS,      /* per tenant: password logins across the cluster (capacity) */
+	SL_CTR_N,
+};
+
+struct sl_counter_cfg {
+	int enabled;
+	double rate, burst;             /* per second and at once, across all nodes */
+	uint8_t fail;                   /* 0 open (limit / N), 1 closed (the static budget) */
+	double static_rate, static_burst; /* fail closed: this node's budget while Redis is out */
+	uint32_t max_keys;              /* live keys per tenant; 0: no cap */
+};
+
 struct sl_config {
 	char path[PATH_MAX];
 
@@ -139,7 +172,14 @@ struct sl_config {
 
 	int has_edge;
 	struct sl_gateway_cfg gw;
+
+	struct sl_redis_cfg redis;
+	struct sl_cluster_cfg cluster;
+	struct sl_counter_cfg counters[SL_CTR_N];
+	uint8_t counter_v4_prefix, counter_v6_prefix; /* the "source prefix" of the counters */
 };
+
+const char *sl_counter_name(int id);
 
 /* Method name to enum sl_method; -1 if unknown. "*" is SL_M_OTHER (any). */
 int sl_method_parse(const char *s);

@@ -132,6 +132,12 @@ void json_null(struct json *j, const char *key)
 	fputs("null", j->f);
 }
 
+void json_raw(struct json *j, const char *key, const char *text)
+{
+	sep(j, key);
+	fputs(text, j->f);
+}
+
 void json_end(struct json *j)
 {
 	fputc('\n', j->f);

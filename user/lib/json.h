@@ -30,6 +30,8 @@ void json_i64(struct json *j, const char *key, int64_t v);
 void json_double(struct json *j, const char *key, double v);
 void json_bool(struct json *j, const char *key, bool v);
 void json_null(struct json *j, const char *key);
+/* @text is already JSON (a trusted producer's object): written as the value, unchanged. */
+void json_raw(struct json *j, const char *key, const char *text);
 /* Ends the document with a newline. */
 void json_end(struct json *j);
 

@@ -112,6 +112,22 @@ static void rate_of(struct sl_rate *r, double rate, double burst)
 	r->tolerance_ns = sl_gcra_tolerance(burst, r->emission_ns);
 }
 
+double sl_lease_burst(double share_burst, double budget_burst, const struct sl_config *c)
+{
+	double big = 0;
+	int i;
+
+	for (i = 0; i < c->n_ports; i++)
+		if (c->ports[i].cost > big)
+			big = c->ports[i].cost;
+	for (i = 0; i < c->n_routes; i++)
+		if (c->routes[i].cpu > big)
+			big = c->routes[i].cpu;
+	if (big > budget_burst)
+		big = budget_burst;
+	return share_burst > big ? share_burst : big;
+}
+
 int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 			 uint32_t generation)
 {
@@ -455,7 +471,10 @@ int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c)
 
 			t.valid = 1;
 			t.mode = tc->mode;
-			rate_of(&t.lease, tc->rate, tc->burst);
+			/* Until the lease controller has data: an even split of the budget. */
+			rate_of(&t.lease, tc->rate / c->cluster.nodes,
+				sl_lease_burst(tc->burst / c->cluster.nodes, tc->burst, c));
+			t.share_ppm = 1000000u / c->cluster.nodes;
 			rate_of(&t.fallback, tc->static_rate, tc->static_burst);
 			t.lease_expires_ns = sl_now_ns() + (uint64_t)tc->lease_ttl_s * 1000000000ull;
 			snprintf(t.name, sizeof(t.name), "%s", tc->name);
@@ -476,22 +495,53 @@ int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c)
 	return 0;
 }
 
-int sl_maps_refresh_leases(const struct sl_maps *m, const struct sl_config *c)
+int sl_maps_read_demand(const struct sl_maps *m, uint64_t *out)
 {
+	int ncpu = libbpf_num_possible_cpus();
+	__u64 *per;
 	__u32 i;
+	int c;
 
-	for (i = 0; i < (__u32)c->n_tenants; i++) {
-		struct sl_tenant t;
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -EINVAL;
+	per = calloc((size_t)ncpu, sizeof(*per));
+	if (!per)
+		return -ENOMEM;
+	for (i = 0; i < SL_MAX_TENANTS; i++) {
+		out[i] = 0;
+		if (bpf_map_lookup_elem(m->tenant_demand, &i, per)) {
+			int e = errno;
 
-		if (!c->tenants[i].edge_budget)
-			continue;
-		if (bpf_map_lookup_elem(m->tenants, &i, &t))
-			return -errno;
-		t.lease_expires_ns = sl_now_ns() +
-				     (uint64_t)c->tenants[i].lease_ttl_s * 1000000000ull;
-		if (bpf_map_update_elem(m->tenants, &i, &t, BPF_ANY))
-			return -errno;
+			free(per);
+			return -e;
+		}
+		for (c = 0; c < ncpu; c++)
+			out[i] += per[c];
 	}
+	free(per);
+	return 0;
+}
+
+int sl_maps_set_lease(const struct sl_maps *m, uint32_t id, double rate, double burst,
+		      uint64_t expires_ns, const struct sl_lease_info *why)
+{
+	struct sl_tenant t;
+
+	if (bpf_map_lookup_elem(m->tenants, &id, &t))
+		return -errno;
+	if (!t.valid)
+		return -ENOENT;
+	rate_of(&t.lease, rate, burst);
+	t.lease_expires_ns = expires_ns;
+	if (why) {
+		t.share_ppm = (__u32)(why->share * 1e6 + 0.5);
+		t.nodes_seen = why->nodes;
+		t.demand_milli = (__u64)(why->demand * 1000.0);
+		t.cluster_milli = (__u64)(why->cluster_demand * 1000.0);
+	}
+	t.lease_set_unix = (__u64)time(NULL);
+	if (bpf_map_update_elem(m->tenants, &id, &t, BPF_ANY))
+		return -errno;
 	return 0;
 }
 

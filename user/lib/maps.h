@@ -18,8 +18,8 @@
 		       "sl_ports", "sl_settings", "sl_stats", "sl_meta", "sl_cookie_keys", \
 		       "sl_conns", "sl_tenant_keys", "sl_tenants", "sl_tenant_state", \
 		       "sl_verdicts", "sl_vcount", "sl_events", "sl_routes", "sl_hosts", \
-		       "sl_route_stats", "sl_tenant_stats" }
-#define SL_N_MAPS 21
+		       "sl_route_stats", "sl_tenant_stats", "sl_tenant_demand" }
+#define SL_N_MAPS 22
 
 struct sl_maps {
 	union {
@@ -27,6 +27,7 @@ struct sl_maps {
 			int buckets, ghosts, asn, asn_dir, classes, ports, settings, stats, meta;
 			int cookie_keys, conns, tenant_keys, tenants, tenant_state, verdicts;
 			int vcount, events, routes, hosts, route_stats, tenant_stats;
+			int tenant_demand;
 		};
 		int fd[SL_N_MAPS];
 	};
@@ -71,8 +72,19 @@ int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c);
 /* First-request outcomes, summed over CPUs: @n rows of sl_route_stats or sl_tenant_stats. */
 int sl_maps_read_outcomes(int fd, uint32_t n, struct sl_outcome *out);
 
-/* Refresh every tenant's lease expiry (the controller is alive and its lease stands). */
-int sl_maps_refresh_leases(const struct sl_maps *m, const struct sl_config *c);
+/* Each tenant's demand so far (cost units, summed over CPUs): SL_MAX_TENANTS values. */
+int sl_maps_read_demand(const struct sl_maps *m, uint64_t *out);
+/* Set tenant @id's lease: @rate, @burst until @expires_ns (CLOCK_MONOTONIC_COARSE), and the
+ * reasons for sluicectl leases. -ENOENT when the tenant has no edge budget. */
+struct sl_lease_info {
+	double share, demand, cluster_demand;
+	uint32_t nodes;
+};
+/* A lease's burst: its share of the budget's, but never below the largest single charge (a
+ * port's or a route's cost, up to the whole budget's burst): one request must always fit. */
+double sl_lease_burst(double share_burst, double budget_burst, const struct sl_config *c);
+int sl_maps_set_lease(const struct sl_maps *m, uint32_t id, double rate, double burst,
+		      uint64_t expires_ns, const struct sl_lease_info *why);
 
 /* Cookie keys: make one if there is none; rotate when @rotate or when older than @every_s.
  * Returns 1 when a key was made or rotated, 0 when nothing changed, < 0 on error. */

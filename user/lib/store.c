@@ -43,6 +43,7 @@ static const char gcra_lua[] =
 	"if nxt - now > tau then\n"
 	"  return {0, math.ceil((nxt - now - tau) / 1000), 0}\n"
 	"end\n"
+	"if cost == 0 then return {1, 0, 0} end\n"
 	"if cap > 0 and not cur then\n"
 	"  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
 	"  if redis.call('ZCARD', KEYS[2]) >= cap then return {0, 1000, 1} end\n"
@@ -168,6 +169,10 @@ static int local_charge(struct sl_store *s, const char *key, double rate, double
 			victim_tat = c->tat;
 			victim = (h + i) & (s->cap - 1);
 		}
+	}
+	if (!e && cost <= 0) {
+		*retry_ms = 0; /* a peek at a key nobody charged */
+		return 1;
 	}
 	if (!e) {
 		size_t slot = empty != SIZE_MAX ? empty : victim;

@@ -34,6 +34,7 @@
 #include "json.h"
 #include "log.h"
 #include "maps.h"
+#include "leases.h"
 #include "outcomes.h"
 #include "reasons.h"
 #include "sluice/gcra.h"
@@ -83,6 +84,8 @@ static void usage(FILE *f)
 		"  events [--count N] [--timeout S] [--backlog]\n"
 		"                         stream sampled shed events (one line each; --json lines);\n"
 		"                         --backlog also prints those queued before it started\n"
+		"  leases                 each tenant's edge budget, this node's demand and share,\n"
+		"                         its lease and when it expires (then: the static rate)\n"
 		"  tenants                the gateway's tenants: reservation, consumption, overage,\n"
 		"                         sheds by class and reason, queue wait and service time\n"
 		"                         p50/p99, hashes; the queue and the cost classes\n"
@@ -234,6 +237,7 @@ static uint32_t map_capacity(int fd)
 
 static int cmd_status(const struct ctl *c)
 {
+	char store[4096];
 	struct sl_maps m;
 	struct sl_meta meta;
 	bool running;
@@ -319,6 +323,12 @@ static int cmd_status(const struct ctl *c)
 			if (!bpf_map_lookup_elem(m.cookie_keys, &zero, &k))
 				json_u64(&j, "cookie_key_rotated_unix", k.rotated_unix);
 		}
+		if (running && ctl_call(c, "store", store, sizeof(store)) == 1) {
+			strip_nl(store);
+			json_raw(&j, "store", store + 3);
+		} else {
+			json_null(&j, "store");
+		}
 		json_obj_end(&j);
 		json_end(&j);
 	} else {
@@ -358,9 +368,29 @@ static int cmd_status(const struct ctl *c)
 			       (double)r->tolerance_ns / (double)r->emission_ns,
 			       t.mode == SL_MODE_MONITOR ? " (monitor)" : "");
 		}
+		if (running && ctl_call(c, "store text", store, sizeof(store)) == 1)
+			printf("counters:    %s", store + 3);
 	}
 	sl_maps_close(&m);
 	return 0;
+}
+
+static int cmd_leases(const struct ctl *c)
+{
+	struct sl_maps m;
+	struct sl_meta meta;
+	int ret;
+
+	if (open_pins(c, &m))
+		return 1;
+	if (sl_maps_read_meta(&m, &meta)) {
+		fprintf(stderr, "sluicectl: cannot read status metadata: %s\n", strerror(errno));
+		sl_maps_close(&m);
+		return 1;
+	}
+	ret = sl_leases_print(&m, &meta, c->json);
+	sl_maps_close(&m);
+	return ret ? 1 : 0;
 }
 
 /* ---- stats ------------------------------------------------------------------------------ */
@@ -1305,6 +1335,8 @@ int main(int argc, char **argv)
 		return cmd_status(&c);
 	if (!strcmp(cmd, "stats") && !sub)
 		return cmd_stats(&c);
+	if (!strcmp(cmd, "leases") && !sub)
+		return cmd_leases(&c);
 	if (!strcmp(cmd, "prefix") && sub && !strcmp(sub, "show") && optind + 3 == argc)
 		return cmd_prefix_show(&c, argv[optind + 2]);
 	if (!strcmp(cmd, "verdict") && sub && !strcmp(sub, "add") && optind + 3 == argc)

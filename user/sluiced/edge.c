@@ -146,6 +146,7 @@ static void maps_from_skel(struct edge *e)
 	m->hosts = bpf_map__fd(e->skel->maps.sl_hosts);
 	m->route_stats = bpf_map__fd(e->skel->maps.sl_route_stats);
 	m->tenant_stats = bpf_map__fd(e->skel->maps.sl_tenant_stats);
+	m->tenant_demand = bpf_map__fd(e->skel->maps.sl_tenant_demand);
 }
 
 /*
@@ -636,9 +637,6 @@ void edge_tick(struct edge *e, const struct sl_config *c)
 
 	if (!e->skel)
 		return;
-	ret = sl_maps_refresh_leases(&e->maps, c);
-	if (ret)
-		log_warn("cannot refresh tenant leases: %s", strerror(-ret));
 	ret = sl_maps_cookie_keys(&e->maps, 0, c->cookie_rotate_s);
 	if (ret < 0)
 		log_warn("cannot rotate the cookie key: %s", strerror(-ret));

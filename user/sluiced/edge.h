@@ -54,7 +54,7 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 /* Swap in a new ASN table only (sluicectl asn load). */
 int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *source,
 		  uint32_t unknown_class);
-/* Once a second: refresh tenant leases, rotate the cookie key when due, sweep verdicts. */
+/* Once a second: rotate the cookie key when due, sweep verdicts (leases: lease.c). */
 void edge_tick(struct edge *e, const struct sl_config *c);
 /* Record a failed reload for status. */
 void edge_note_failure(struct edge *e, const char *why);

@@ -26,7 +26,9 @@
 #include "ctl.h"
 #include "edge.h"
 #include "gateway.h"
+#include "lease.h"
 #include "log.h"
+#include "store.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.1.0"
@@ -38,6 +40,8 @@ struct daemon {
 	struct ctl_server *ctl;
 	struct edge edge;
 	struct gateway *gw;
+	struct sl_store *store;  /* counters: in-process, or Redis when redis.address is set */
+	struct lease_ctl *lease; /* the edge's tenant leases */
 	struct sl_config cfg;
 	char config_path[PATH_MAX];
 	char base_dir[PATH_MAX];
@@ -151,12 +155,21 @@ static int reload(struct daemon *d, char *msg, size_t n)
 	}
 	if (gp)
 		gateway_apply(d->gw, nc, gp);
+	if (strcmp(nc->redis.address, d->cfg.redis.address) ||
+	    nc->redis.timeout_ms != d->cfg.redis.timeout_ms ||
+	    nc->redis.breaker_failures != d->cfg.redis.breaker_failures ||
+	    nc->redis.breaker_open_ms != d->cfg.redis.breaker_open_ms ||
+	    strcmp(nc->redis.key_prefix, d->cfg.redis.key_prefix) ||
+	    nc->cluster.nodes != d->cfg.cluster.nodes)
+		log_warn("redis.* and cluster.nodes changes take effect at the next start");
 	if (strcmp(nc->ctl_socket, d->cfg.ctl_socket))
 		log_warn("daemon.control_socket changes take effect at the next start");
 	if (nc->state_entries != d->cfg.state_entries)
 		log_warn("edge.state_entries changes take effect at the next start (the state "
 			 "table is recreated then, losing bucket state)");
 	d->cfg = *nc;
+	if (d->lease)
+		lease_apply(d->lease, &d->cfg);
 	if (!d->log_override)
 		log_set_level((enum log_level)d->cfg.log_level);
 	snprintf(msg, n, "reloaded %s (generation %u, %u ASN rows)", d->config_path,
@@ -174,6 +187,89 @@ static void stop(struct daemon *d, bool handover, int delay_ms)
 	d->handover = handover;
 	d->stopping = true;
 	event_base_loopexit(d->base, delay_ms ? &tv : NULL);
+}
+
+/* The counter store for sluicectl status: backend, breaker, what fell back, each counter's
+ * fail mode. */
+static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
+{
+	struct sl_store_stats st;
+	bool degraded;
+	int i;
+
+	sl_store_get_stats(d->store, &st);
+	/* What answers a check right now: the store, or each counter's fallback. */
+	degraded = st.redis && (st.breaker != SL_BREAKER_CLOSED || !st.connected);
+	if (!as_json) {
+		evbuffer_add_printf(out, "ok %s%s%s", st.redis ? "redis " : "in-process",
+				    d->cfg.redis.address, !st.redis ? "" : st.connected ?
+				    ", connected" : ", NOT CONNECTED");
+		if (st.redis)
+			evbuffer_add_printf(out, ", breaker %s, timeout %u ms",
+					    sl_breaker_name(st.breaker), d->cfg.redis.timeout_ms);
+		evbuffer_add_printf(out, "\n  %llu checks: %llu exact, %llu timed out, %llu "
+				    "errors, %llu short-circuited by the breaker\n"
+				    "  fallbacks: %llu fail-open (local limit / %u), %llu fail-closed "
+				    "(static budget); %llu refused for the live-key cap\n",
+				    (unsigned long long)st.calls, (unsigned long long)st.exact,
+				    (unsigned long long)st.timeouts, (unsigned long long)st.errors,
+				    (unsigned long long)st.short_circuits,
+				    (unsigned long long)st.fallback_local, d->cfg.cluster.nodes,
+				    (unsigned long long)st.fallback_static,
+				    (unsigned long long)st.keys_capped);
+		for (i = 0; i < SL_CTR_N; i++) {
+			const struct sl_counter_cfg *cc = &d->cfg.counters[i];
+
+			if (!cc->enabled) {
+				evbuffer_add_printf(out, "  %-16s off\n", sl_counter_name(i));
+				continue;
+			}
+			evbuffer_add_printf(out, "  %-16s %g/s burst %g, fails %s%s", sl_counter_name(i),
+					    cc->rate, cc->burst, cc->fail ? "closed" : "open",
+					    degraded ? " (NOW IN FORCE: the fallback)" : "");
+			if (cc->fail)
+				evbuffer_add_printf(out, " to %g/s burst %g on this node\n",
+						    cc->static_rate, cc->static_burst);
+			else
+				evbuffer_add_printf(out, " to %g/s on this node\n",
+						    cc->rate / d->cfg.cluster.nodes);
+		}
+		return;
+	}
+	evbuffer_add_printf(out, "ok {\"backend\":\"%s\",\"address\":\"%s\","
+			    "\"connected\":%s,\"breaker\":\"%s\",\"timeout_ms\":%u,"
+			    "\"nodes\":%u,\"calls\":%llu,\"exact\":%llu,"
+			    "\"timeouts\":%llu,\"errors\":%llu,\"fallback_local\":%llu,"
+			    "\"fallback_static\":%llu,\"short_circuits\":%llu,"
+			    "\"keys_capped\":%llu,\"local_keys\":%llu,\"counters\":{",
+			    st.redis ? "redis" : "in-process", d->cfg.redis.address,
+			    st.connected ? "true" : "false", sl_breaker_name(st.breaker),
+			    d->cfg.redis.timeout_ms, d->cfg.cluster.nodes,
+			    (unsigned long long)st.calls, (unsigned long long)st.exact,
+			    (unsigned long long)st.timeouts, (unsigned long long)st.errors,
+			    (unsigned long long)st.fallback_local,
+			    (unsigned long long)st.fallback_static,
+			    (unsigned long long)st.short_circuits,
+			    (unsigned long long)st.keys_capped,
+			    (unsigned long long)st.local_keys);
+	for (i = 0; i < SL_CTR_N; i++) {
+		const struct sl_counter_cfg *cc = &d->cfg.counters[i];
+
+		evbuffer_add_printf(out, "%s\"%s\":{\"enabled\":%s,\"rate\":%g,"
+				    "\"burst\":%g,\"fail\":\"%s\",\"in_force\":\"%s\"",
+				    i ? "," : "", sl_counter_name(i),
+				    cc->enabled ? "true" : "false", cc->rate, cc->burst,
+				    cc->fail ? "closed" : "open",
+				    !degraded ? "exact" : cc->fail ? "static" : "local");
+		if (cc->fail)
+			evbuffer_add_printf(out, ",\"static_rate\":%g,\"static_burst\":%g",
+					    cc->static_rate, cc->static_burst);
+		else
+			evbuffer_add_printf(out, ",\"fallback_rate\":%g",
+					    cc->rate / d->cfg.cluster.nodes);
+		evbuffer_add_printf(out, "}");
+	}
+	evbuffer_add_printf(out, "}}\n");
 }
 
 static void on_ctl(void *arg, const char *line, struct evbuffer *out)
@@ -213,6 +309,8 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 					    "section)\n");
 		else
 			gateway_tenants(d->gw, out, !strcmp(line, "tenants"));
+	} else if (!strcmp(line, "store") || !strcmp(line, "store text")) {
+		store_report(d, out, !strcmp(line, "store"));
 	} else if (!strcmp(line, "detach")) {
 		log_info("detach requested over the control socket");
 		evbuffer_add_printf(out, "ok detaching from %d interface(s); sluiced exits\n",
@@ -356,7 +454,16 @@ int main(int argc, char **argv)
 	}
 	signal(SIGPIPE, SIG_IGN);
 
-	d.base = event_base_new();
+	{
+		/* Redis timeouts are a few milliseconds: they want the precise timer. */
+		struct event_config *ec = event_config_new();
+
+		if (ec)
+			event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER);
+		d.base = ec ? event_base_new_with_config(ec) : NULL;
+		if (ec)
+			event_config_free(ec);
+	}
 	if (!d.base) {
 		log_error("cannot create the event loop");
 		goto out_asn;
@@ -375,6 +482,30 @@ int main(int argc, char **argv)
 		goto out_ctl;
 	}
 	ret = 1;
+	{
+		struct sl_store_opts so = {
+			.redis = d.cfg.redis.address[0] ? d.cfg.redis.address : NULL,
+			.timeout_ms = d.cfg.redis.timeout_ms,
+			.nodes = d.cfg.cluster.nodes,
+			.breaker_failures = d.cfg.redis.breaker_failures,
+			.breaker_open_ms = d.cfg.redis.breaker_open_ms,
+			.prefix = d.cfg.redis.key_prefix,
+		};
+
+		d.store = sl_store_new(d.base, &so, msg, sizeof(msg));
+		if (!d.store) {
+			log_error("counter store: %s", msg);
+			goto out_edge;
+		}
+	}
+	if (d.cfg.has_edge) {
+		d.lease = lease_new(d.base, d.store, &d.edge);
+		if (!d.lease) {
+			log_error("cannot start the lease controller");
+			goto out_edge;
+		}
+		lease_apply(d.lease, &d.cfg);
+	}
 	if (d.cfg.gw.present) {
 		struct gw_prepared *gp = gateway_prepare(&d.cfg, msg, sizeof(msg));
 
@@ -415,6 +546,8 @@ out_edge:
 		if (sigs[i])
 			event_free(sigs[i]);
 	gateway_stop(d.gw);
+	sl_store_free(d.store); /* answers what is in flight, before what it answers to goes */
+	lease_free(d.lease);
 	if (d.cfg.has_edge)
 		edge_stop(&d.edge, d.handover);
 out_ctl:

@@ -1,0 +1,269 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* Leases: see lease.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <hiredis/hiredis.h>
+
+#include "lease.h"
+#include "log.h"
+#include "maps.h"
+
+/*
+ * KEYS[1] the tenant's lease hash: node -> "demand|grant|expiry_ms" (server clock).
+ * ARGV: node, demand (units/s), floor, ttl_ms. Reports past their expiry are removed.
+ * Returns {grant, cluster demand, live nodes, target} as strings (Redis truncates numbers).
+ */
+static const char lease_lua[] =
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"local node, d = ARGV[1], tonumber(ARGV[2])\n"
+	"local floor, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
+	"local all = redis.call('HGETALL', KEYS[1])\n"
+	"local D, n, others = d, 1, 0\n"
+	"for i = 1, #all, 2 do\n"
+	"  if all[i] ~= node then\n"
+	"    local od, og, oe = string.match(all[i + 1], '^([^|]+)|([^|]+)|([^|]+)$')\n"
+	"    if od and tonumber(oe) > now then\n"
+	"      D = D + tonumber(od); n = n + 1; others = others + tonumber(og)\n"
+	"    else\n"
+	"      redis.call('HDEL', KEYS[1], all[i])\n"
+	"    end\n"
+	"  end\n"
+	"end\n"
+	"local target = 1 / n\n"
+	"if D > 0 then target = d / D end\n"
+	"if target < floor then target = floor end\n"
+	"local grant = target\n"
+	"if grant > 1 - others then grant = 1 - others end\n"
+	"if grant < floor then grant = floor end\n"
+	"redis.call('HSET', KEYS[1], node, string.format('%.6f|%.6f|%d', d, grant, now + ttl))\n"
+	"redis.call('PEXPIRE', KEYS[1], ttl * 2)\n"
+	"return {string.format('%.6f', grant), string.format('%.6f', D), tostring(n),\n"
+	"        string.format('%.6f', target)}\n";
+
+#define MAX_SNAPS 257
+
+struct snap {
+	uint64_t t_ns;
+	uint64_t cum[SL_MAX_TENANTS];
+};
+
+struct lease_ctl {
+	struct event_base *base;
+	struct event *timer;
+	struct sl_store *store;
+	struct edge *edge;
+	const struct sl_config *c;
+	int script;
+	uint32_t generation;
+	struct snap *snaps; /* ring of demand snapshots, one per tick */
+	unsigned n_snaps, head, filled;
+	bool warned;        /* a "cannot renew" is logged once per outage */
+};
+
+/* One tenant's script call in flight. */
+struct call {
+	struct lease_ctl *l;
+	uint32_t generation, id;
+	double demand;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void write_lease(struct lease_ctl *l, uint32_t id, double grant,
+			const struct sl_lease_info *why)
+{
+	const struct sl_tenant_cfg *tc = &l->c->tenants[id];
+	uint64_t expires = sl_now_ns() + (uint64_t)tc->lease_ttl_s * 1000000000ull;
+	int ret;
+
+	ret = sl_maps_set_lease(&l->edge->maps, id, tc->rate * grant,
+				sl_lease_burst(tc->burst * grant, tc->burst, l->c), expires, why);
+	if (ret && ret != -ENOENT)
+		log_warn("lease for tenant %s: cannot write it: %s", tc->name, strerror(-ret));
+}
+
+static double reply_num(const redisReply *r)
+{
+	if (!r)
+		return -1;
+	if (r->type == REDIS_REPLY_STRING)
+		return strtod(r->str, NULL);
+	if (r->type == REDIS_REPLY_INTEGER)
+		return (double)r->integer;
+	return -1;
+}
+
+static void on_lease(void *arg, redisReply *reply)
+{
+	struct call *k = arg;
+	struct lease_ctl *l = k->l;
+	struct sl_lease_info why;
+	double grant;
+
+	if (k->generation != l->generation || (int)k->id >= l->c->n_tenants ||
+	    !l->c->tenants[k->id].edge_budget) {
+		free(k);
+		return;
+	}
+	if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 4 ||
+	    (grant = reply_num(reply->element[0])) < 0 || grant > 1) {
+		if (!l->warned)
+			log_warn("leases: no answer from Redis; leases are not renewed and fall "
+				 "back to each tenant's static rate when they expire");
+		l->warned = true;
+		free(k);
+		return;
+	}
+	if (l->warned)
+		log_info("leases: Redis answers again; leases follow demand");
+	l->warned = false;
+	why.share = grant;
+	why.demand = k->demand;
+	why.cluster_demand = reply_num(reply->element[1]);
+	why.nodes = (uint32_t)reply_num(reply->element[2]);
+	write_lease(l, k->id, grant, &why);
+	free(k);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct lease_ctl *l = arg;
+	const struct sl_config *c = l->c;
+	struct snap *now_s, *old;
+	unsigned want, back;
+	double secs;
+	uint32_t i;
+	int ret;
+
+	(void)fd;
+	(void)what;
+	if (!l->edge->skel || !l->snaps)
+		return;
+	now_s = &l->snaps[l->head];
+	ret = sl_maps_read_demand(&l->edge->maps, now_s->cum);
+	if (ret) {
+		log_warn("leases: cannot read tenant demand: %s", strerror(-ret));
+		return;
+	}
+	now_s->t_ns = mono_ns();
+	/* The snapshot one demand window ago, or the oldest there is. */
+	want = c->cluster.demand_window_ms / c->cluster.lease_interval_ms;
+	if (want >= l->n_snaps)
+		want = l->n_snaps - 1;
+	back = l->filled < want ? l->filled : want;
+	old = &l->snaps[(l->head + l->n_snaps - back) % l->n_snaps];
+	l->head = (l->head + 1) % l->n_snaps;
+	if (l->filled < l->n_snaps - 1)
+		l->filled++;
+	secs = (double)(now_s->t_ns - old->t_ns) / 1e9;
+
+	for (i = 0; i < (uint32_t)c->n_tenants; i++) {
+		const struct sl_tenant_cfg *tc = &c->tenants[i];
+		uint64_t used;
+		double demand;
+
+		if (!tc->edge_budget)
+			continue;
+		/* A counter that went backwards was recreated: count from zero. */
+		used = now_s->cum[i] >= old->cum[i] ? now_s->cum[i] - old->cum[i] : now_s->cum[i];
+		demand = back && secs > 0 ? (double)used / secs : 0;
+		if (l->script < 0) {
+			struct sl_lease_info why = { .share = 1.0 / c->cluster.nodes,
+						     .demand = demand, .cluster_demand = demand,
+						     .nodes = 1 };
+
+			write_lease(l, i, why.share, &why);
+		} else {
+			struct call *k = calloc(1, sizeof(*k));
+			char key[160], d[32], fl[32], ttl[32];
+			const char *argv[4] = { c->cluster.node, d, fl, ttl };
+
+			if (!k)
+				continue;
+			k->l = l;
+			k->generation = l->generation;
+			k->id = i;
+			k->demand = demand;
+			snprintf(key, sizeof(key), "%s:{%s}:lease", c->redis.key_prefix, tc->name);
+			snprintf(d, sizeof(d), "%.3f", demand);
+			snprintf(fl, sizeof(fl), "%.6f", c->cluster.lease_floor);
+			/* A grant counts for others as long as this node's datapath may use it. */
+			snprintf(ttl, sizeof(ttl), "%u", tc->lease_ttl_s * 1000 + 250);
+			sl_store_eval(l->store, l->script, key, 4, argv, on_lease, k);
+		}
+	}
+}
+
+struct lease_ctl *lease_new(struct event_base *base, struct sl_store *store, struct edge *e)
+{
+	struct lease_ctl *l = calloc(1, sizeof(*l));
+	struct sl_store_stats st;
+
+	if (!l)
+		return NULL;
+	l->base = base;
+	l->store = store;
+	l->edge = e;
+	l->script = -1;
+	if (store) {
+		sl_store_get_stats(store, &st);
+		if (st.redis)
+			l->script = sl_store_script(store, lease_lua);
+	}
+	l->timer = event_new(base, -1, EV_PERSIST, on_tick, l);
+	if (!l->timer) {
+		free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void lease_apply(struct lease_ctl *l, const struct sl_config *c)
+{
+	struct timeval tv = { .tv_sec = c->cluster.lease_interval_ms / 1000,
+			      .tv_usec = (c->cluster.lease_interval_ms % 1000) * 1000 };
+	unsigned n = c->cluster.demand_window_ms / c->cluster.lease_interval_ms + 1;
+
+	if (n > MAX_SNAPS)
+		n = MAX_SNAPS;
+	if (n < 2)
+		n = 2;
+	l->c = c;
+	l->generation++;
+	if (n != l->n_snaps) {
+		struct snap *s = calloc(n, sizeof(*s));
+
+		if (!s) {
+			log_warn("leases: out of memory; keeping the previous window");
+		} else {
+			free(l->snaps);
+			l->snaps = s;
+			l->n_snaps = n;
+			l->head = l->filled = 0;
+		}
+	}
+	evtimer_del(l->timer);
+	evtimer_add(l->timer, &tv);
+	/* A first lease at once rather than a tick from now. */
+	on_tick(-1, 0, l);
+}
+
+void lease_free(struct lease_ctl *l)
+{
+	if (!l)
+		return;
+	if (l->timer)
+		event_free(l->timer);
+	free(l->snaps);
+	free(l);
+}
