@@ -628,7 +628,42 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown top-level key", GOOD_EDGE
 	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
 	  "deamon: { log_level = \"info\"; };\n",
-	  6, "unknown key 'deamon' in the top level (known: edge, classes, tenants, routes, gateway, daemon)", 1, 0, NULL },
+	  6, "unknown key 'deamon' in the top level (known: edge, classes, tenants, routes, gateway, daemon, redis, cluster, counters)", 1, 0, NULL },
+	{ "redis address neither unix: nor host:port", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "redis: {\n"
+	  "  address = \"localhost\"; };\n",
+	  7, "redis.address: 'localhost' is neither", 1, 0, NULL },
+	{ "redis timeout out of range", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "redis: { address = \"unix:/run/redis.sock\";\n"
+	  "  timeout_ms = 0; };\n",
+	  7, "redis.timeout_ms: 0 is out of range 1..1000", 1, 0, NULL },
+	{ "lease floors worth more than the budget", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "cluster: { nodes = 4;\n"
+	  "  lease_floor = 0.3; };\n",
+	  7, "cluster.lease_floor: 0.3 x 4 nodes is more than the whole budget", 1, 0, NULL },
+	{ "demand window shorter than the lease interval", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "cluster: { lease_interval_ms = 500;\n"
+	  "  demand_window_ms = 200; };\n",
+	  6, "cluster: demand_window_ms (200) is shorter than lease_interval_ms (500)", 1, 0, NULL },
+	{ "a static budget on a fail-open counter", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "counters: { login_failures = { rate = 0.01; burst = 5.0;\n"
+	  "  static_rate = 1.0; }; };\n",
+	  7, "counters.login_failures: static_rate and static_burst apply to fail = \"closed\" only", 1, 0, NULL },
+	{ "a capacity counter without its budget", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "counters: {\n"
+	  "  tenant_logins = { fail = \"closed\"; }; };\n",
+	  7, "counters.tenant_logins: 'rate' is required", 2, 0, NULL },
+	{ "unknown fail mode", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "counters: {\n"
+	  "  login_successes = { fail = \"ajar\"; }; };\n",
+	  7, "counters.login_successes.fail: 'ajar' is not one of the allowed values", 1, 0, NULL },
 	{ "no class named unknown", GOOD_EDGE
 	  "\n"
 	  "classes = (\n"
@@ -1052,6 +1087,58 @@ static const struct bad_case bad_cases[] = {
 	  6, "tenants: expected a list ( { name = ...; }, ... )", 1, 0, NULL },
 };
 
+static void shared_state_is_read(void **state)
+{
+	static struct sl_config c;
+	char path[PATH_MAX], err[ERRLEN];
+
+	(void)state;
+	/* Defaults: in-process, one node, the login counters on and failing open. */
+	assert_int_equal(load_text(GOOD_EDGE
+				   "classes = ( { name = \"unknown\"; rate = 3.0; burst = 7.0; } );\n",
+				   NULL, &c, err, path, sizeof(path)), 0);
+	assert_string_equal(c.redis.address, "");
+	assert_int_equal(c.redis.timeout_ms, 5);
+	assert_int_equal(c.cluster.nodes, 1);
+	assert_int_equal(c.cluster.lease_interval_ms, 200);
+	assert_true(c.counters[SL_CTR_LOGIN_FAILURES].enabled);
+	assert_int_equal(c.counters[SL_CTR_LOGIN_FAILURES].fail, 0);
+	assert_false(c.counters[SL_CTR_TENANT_LOGINS].enabled);
+
+	assert_int_equal(load_text(GOOD_EDGE
+		"classes = ( { name = \"unknown\"; rate = 3.0; burst = 7.0; } );\n"
+		"redis: { address = \"127.0.0.1:6380\"; timeout_ms = 7; breaker_failures = 2;\n"
+		"         breaker_open_ms = 500; key_prefix = \"idp-eu\"; };\n"
+		"cluster: { node = \"edge-3\"; nodes = 4; lease_interval_ms = 250;\n"
+		"           demand_window_ms = 2000; lease_floor = 0.02; };\n"
+		"counters: { prefix_v4 = 24; prefix_v6 = 56;\n"
+		"  login_failures = { rate = 0.01; burst = 10.0; max_keys = 5000; };\n"
+		"  login_successes = { enabled = false; };\n"
+		"  tenant_logins = { rate = 400.0; burst = 800.0; }; };\n",
+		NULL, &c, err, path, sizeof(path)), 0);
+	assert_string_equal(err, "");
+	assert_string_equal(c.redis.address, "127.0.0.1:6380");
+	assert_int_equal(c.redis.timeout_ms, 7);
+	assert_int_equal(c.redis.breaker_failures, 2);
+	assert_int_equal(c.redis.breaker_open_ms, 500);
+	assert_string_equal(c.redis.key_prefix, "idp-eu");
+	assert_string_equal(c.cluster.node, "edge-3");
+	assert_int_equal(c.cluster.nodes, 4);
+	assert_int_equal(c.cluster.lease_interval_ms, 250);
+	assert_int_equal(c.cluster.demand_window_ms, 2000);
+	assert_true(c.cluster.lease_floor == 0.02);
+	assert_int_equal(c.counter_v4_prefix, 24);
+	assert_int_equal(c.counter_v6_prefix, 56);
+	assert_true(c.counters[SL_CTR_LOGIN_FAILURES].rate == 0.01);
+	assert_int_equal(c.counters[SL_CTR_LOGIN_FAILURES].max_keys, 5000);
+	assert_false(c.counters[SL_CTR_LOGIN_SUCCESSES].enabled);
+	/* The capacity counter fails closed by default, to an even split of its budget. */
+	assert_true(c.counters[SL_CTR_TENANT_LOGINS].enabled);
+	assert_int_equal(c.counters[SL_CTR_TENANT_LOGINS].fail, 1);
+	assert_true(c.counters[SL_CTR_TENANT_LOGINS].static_rate == 100.0);
+	assert_true(c.counters[SL_CTR_TENANT_LOGINS].static_burst == 200.0);
+}
+
 static void bad_configs_are_rejected_with_file_and_line(void **state)
 {
 	size_t i;
@@ -1262,6 +1349,7 @@ int main(void)
 		cmocka_unit_test(reply_action_and_knobs_are_read),
 		cmocka_unit_test(reply_knob_bounds_are_inclusive),
 		cmocka_unit_test(tenants_are_read),
+		cmocka_unit_test(shared_state_is_read),
 		cmocka_unit_test(bad_configs_are_rejected_with_file_and_line),
 		cmocka_unit_test(missing_file_cannot_be_read),
 		cmocka_unit_test(failed_load_leaves_config_untouched),
