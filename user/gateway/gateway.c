@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <arpa/inet.h>
 #include <sys/queue.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -40,6 +41,7 @@
 #include "gw_token.h"
 #include "json.h"
 #include "log.h"
+#include "store.h"
 
 #define TICK_MS 10
 #define SWEEP_EVERY 5          /* ticks: connections are swept every 50 ms */
@@ -93,6 +95,10 @@ struct gw_conn {
 	uint64_t deadline_ns;          /* 0: a request is being served */
 };
 
+struct login_check;
+struct gw_req;
+static void detach_check(struct gw_req *r);
+
 struct gw_req {
 	struct gw_job job;             /* first: the scheduler hands these back */
 	struct gw_work work;
@@ -109,6 +115,12 @@ struct gw_req {
 	char user[GW_USER_MAX + 1];
 	size_t user_len;
 	bool known;
+	/* the login counters (store.h): checked before admission */
+	struct login_check *check;     /* while the store has not answered */
+	char ckey[33];                 /* the (account, prefix) pair, or the prefix alone */
+	bool fail_charged;             /* an attempt is on ckey's failure budget */
+	uint32_t dl_ms;
+	uint32_t min_retry_s;          /* a counter's own wait, when it refused */
 	/* the answer, kept while held */
 	int code;
 	const char *reason;
@@ -131,6 +143,7 @@ struct gateway {
 	uint8_t key[GW_TOKEN_KEY_BYTES];
 	char dummy_phc[GW_PHC_MAX];
 	struct gw_tstats *ts;          /* by scheduler slot */
+	struct sl_store *store;        /* login counters; NULL: none */
 	struct gw_req *reqs;
 	uint32_t n_reqs;
 	struct gw_conn *conn_bucket[CONN_BUCKETS];
@@ -328,6 +341,8 @@ static void req_free(struct gw_req *r)
 		event_free(r->hold);
 		g->held--;
 	}
+	if (r->check)
+		detach_check(r);
 	if (r->prev)
 		r->prev->next = r->next;
 	else
@@ -429,6 +444,227 @@ static void respond(struct gw_req *r, int code, const char *reason, const char *
 	send_now(r);
 }
 
+/* ---- login counters ------------------------------------------------------------------- */
+
+struct login_check {
+	struct gw_req *r; /* NULL once the request is gone: the answers are then dropped */
+	int pending;
+	int phase;        /* 1: the pair (or prefix), 2: the tenant's logins */
+	int refused;      /* GW_SHED_* of the first refusal */
+	uint32_t retry_ms;
+};
+
+static void detach_check(struct gw_req *r)
+{
+	r->check->r = NULL;
+	r->check = NULL;
+}
+
+static struct sl_limit limit_of(const struct gateway *g, int id)
+{
+	static const char *const names[SL_CTR_N] = { "login_fail", "login_ok", "tenant_logins" };
+	const struct sl_counter_cfg *cc = &g->cfg->counters[id];
+
+	return (struct sl_limit){ .name = names[id], .rate = cc->rate, .burst = cc->burst,
+				  .fail = cc->fail, .static_rate = cc->static_rate,
+				  .static_burst = cc->static_burst, .max_keys = cc->max_keys };
+}
+
+static bool counter_on(const struct gateway *g, int id)
+{
+	return g->store && g->cfg->counters[id].enabled;
+}
+
+static void on_ignored(void *arg, int allowed, uint32_t retry_ms, int answer)
+{
+	(void)arg;
+	(void)allowed;
+	(void)retry_ms;
+	(void)answer;
+}
+
+/*
+ * The counter key of a login: a keyed hash of (tenant, account, source prefix), or of
+ * (tenant, "", prefix) for an account nobody has (the per-source bucket, same threshold,
+ * same answer). The hash key comes from the session key, which every node shares, so the
+ * nodes count the same keys; no account name or address reaches Redis.
+ */
+static void counter_key(const struct gateway *g, const struct gw_req *r, bool known,
+			char out[33])
+{
+	uint8_t ck[32], a[16] = { 0 };
+	char prefix[INET6_ADDRSTRLEN + 8], user[GW_USER_MAX + 1];
+	const char *parts[3];
+	unsigned plen = r->client.family == 6 ? g->cfg->counter_v6_prefix :
+						 g->cfg->counter_v4_prefix;
+	unsigned i, n = r->client.family == 6 ? 16 : 4;
+
+	for (i = 0; i < n; i++) {
+		unsigned bits = plen > i * 8 ? plen - i * 8 : 0;
+
+		a[i] = bits >= 8 ? r->client.addr[i] :
+		       (uint8_t)(r->client.addr[i] & (0xff00u >> bits));
+	}
+	if (!r->client.family ||
+	    !inet_ntop(r->client.family == 6 ? AF_INET6 : AF_INET, a, prefix, INET6_ADDRSTRLEN))
+		snprintf(prefix, sizeof(prefix), "?");
+	snprintf(prefix + strlen(prefix), sizeof(prefix) - strlen(prefix), "/%u", plen);
+	memcpy(user, r->user, r->user_len);
+	user[r->user_len] = '\0';
+	parts[0] = r->tenant;
+	parts[1] = known ? user : "";
+	parts[2] = prefix;
+	crypto_generichash(ck, sizeof(ck), (const unsigned char *)"sluice login counters", 21,
+			   g->key, sizeof(g->key));
+	sl_store_hash(ck, parts, 3, out);
+	sodium_memzero(ck, sizeof(ck));
+}
+
+static void refund_attempt(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct sl_limit l;
+
+	if (!r->fail_charged)
+		return;
+	r->fail_charged = false;
+	if (!counter_on(g, SL_CTR_LOGIN_FAILURES))
+		return;
+	l = limit_of(g, SL_CTR_LOGIN_FAILURES);
+	sl_store_charge(g->store, &l, r->tenant, r->ckey, -1, on_ignored, NULL);
+}
+
+/* After the hash: a success clears its own pair and spends a success; a failure keeps the
+ * attempt it was charged. */
+static void count_outcome(struct gw_req *r, bool success)
+{
+	struct gateway *g = r->g;
+	struct sl_limit l;
+
+	if (!success || !g->store) {
+		r->fail_charged = false;
+		return;
+	}
+	r->fail_charged = false;
+	if (counter_on(g, SL_CTR_LOGIN_FAILURES)) {
+		l = limit_of(g, SL_CTR_LOGIN_FAILURES);
+		sl_store_clear(g->store, &l, r->tenant, r->ckey);
+	}
+	if (counter_on(g, SL_CTR_LOGIN_SUCCESSES)) {
+		l = limit_of(g, SL_CTR_LOGIN_SUCCESSES);
+		sl_store_charge(g->store, &l, r->tenant, r->ckey, 1, on_ignored, NULL);
+	}
+}
+
+static void admit(struct gw_req *r, const char *token, size_t tlen);
+static void shed(struct gw_req *r, int reason);
+
+static void check_answer(struct login_check *k, int allowed, uint32_t retry_ms, int reason);
+
+static void on_check_failures(void *arg, int allowed, uint32_t retry_ms, int answer)
+{
+	struct login_check *k = arg;
+
+	(void)answer;
+	if (k->r && allowed)
+		k->r->fail_charged = true;
+	check_answer(k, allowed, retry_ms, GW_SHED_FAILURES);
+}
+
+static void on_check_successes(void *arg, int allowed, uint32_t retry_ms, int answer)
+{
+	(void)answer;
+	check_answer(arg, allowed, retry_ms, GW_SHED_SUCCESSES);
+}
+
+static void on_check_tenant(void *arg, int allowed, uint32_t retry_ms, int answer)
+{
+	(void)answer;
+	check_answer(arg, allowed, retry_ms, GW_SHED_TENANT_LOGINS);
+}
+
+static void check_answer(struct login_check *k, int allowed, uint32_t retry_ms, int why)
+{
+	struct gw_req *r = k->r;
+	int reason;
+
+	if (!allowed && !k->refused) {
+		k->refused = why;
+		k->retry_ms = retry_ms;
+	}
+	if (--k->pending > 0)
+		return;
+	if (!r) {
+		free(k);
+		return;
+	}
+	if (!k->refused && k->phase == 1 && counter_on(r->g, SL_CTR_TENANT_LOGINS)) {
+		struct sl_limit l = limit_of(r->g, SL_CTR_TENANT_LOGINS);
+
+		k->phase = 2;
+		k->pending = 1;
+		sl_store_charge(r->g->store, &l, r->tenant, "logins", 1, on_check_tenant, k);
+		return;
+	}
+	r->check = NULL;
+	reason = k->refused;
+	r->min_retry_s = (k->retry_ms + 999) / 1000;
+	free(k);
+	if (reason)
+		shed(r, reason);
+	else
+		admit(r, NULL, 0);
+}
+
+/*
+ * Before a login is admitted: charge one attempt to its (account, prefix) failure budget
+ * (unknown accounts: to their prefix's, at the same threshold), and ask whether the pair may
+ * succeed again; then charge the tenant's logins. Both answers come back on the loop within
+ * the store's timeout. Returns false when the counters are off (admit at once).
+ */
+static bool start_checks(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct login_check *k;
+	struct sl_limit lf, ls;
+	bool known;
+
+	if (!counter_on(g, SL_CTR_LOGIN_FAILURES) && !counter_on(g, SL_CTR_LOGIN_SUCCESSES) &&
+	    !counter_on(g, SL_CTR_TENANT_LOGINS))
+		return false;
+	k = calloc(1, sizeof(*k));
+	if (!k)
+		return false;
+	known = gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL;
+	counter_key(g, r, known, r->ckey);
+	k->r = r;
+	k->phase = 1;
+	r->check = k;
+	/* Count both calls first: an in-process answer comes back before the call returns. */
+	k->pending = 1 + counter_on(g, SL_CTR_LOGIN_FAILURES) +
+		     counter_on(g, SL_CTR_LOGIN_SUCCESSES);
+	if (counter_on(g, SL_CTR_LOGIN_FAILURES)) {
+		lf = limit_of(g, SL_CTR_LOGIN_FAILURES);
+		sl_store_charge(g->store, &lf, r->tenant, r->ckey, 1, on_check_failures, k);
+	}
+	/* Unknown accounts ask too (of a key never charged): the same calls either way. */
+	if (counter_on(g, SL_CTR_LOGIN_SUCCESSES)) {
+		ls = limit_of(g, SL_CTR_LOGIN_SUCCESSES);
+		sl_store_charge(g->store, &ls, r->tenant, r->ckey, 0, on_check_successes, k);
+	}
+	check_answer(k, 1, 0, 0); /* the extra count taken above */
+	return true;
+}
+
+void gateway_set_store(struct gateway *g, struct sl_store *s)
+{
+	g->store = s;
+	if (s && g->cfg->redis.address[0] && !g->cfg->gw.session_key[0])
+		log_warn("gateway: counters are shared through Redis but gateway.session_key is "
+			 "not set: this node hashes its counter keys with a key of its own, so the "
+			 "nodes do not count together");
+}
+
 static void shed(struct gw_req *r, int reason)
 {
 	struct gateway *g = r->g;
@@ -446,6 +682,10 @@ static void shed(struct gw_req *r, int reason)
 	if (reason == GW_SHED_CLIENT_GONE)
 		g->st.client_gone++;
 	ra = gw_ladder_hit(g->ladder, &r->client, gw_now_ns(), randombytes_random(), &early);
+	if (r->min_retry_s > ra)
+		ra = r->min_retry_s;
+	/* A login shed before its hash was no attempt at the password: give it back. */
+	refund_attempt(r);
 	/* Nobody is listening to a client that hung up: no floor to keep. */
 	respond(r, 429, "Too Many Requests", BODY_429, ra, reason != GW_SHED_CLIENT_GONE, early);
 }
@@ -540,12 +780,14 @@ static void finish_login(struct gw_req *r, uint64_t now)
 			return;
 		}
 		t->ok++;
+		count_outcome(r, true);
 		evbuffer_add_printf(b, "{\"access_token\":\"%s\",\"token_type\":\"Bearer\","
 				    "\"expires_in\":%u}", tok, g->cfg->gw.token_ttl_s);
 		respond(r, 200, "OK", NULL, 0, false, false);
 		return;
 	}
 	t->unauthorized++;
+	count_outcome(r, false);
 	respond(r, 401, "Unauthorized", BODY_401, 0, true, false);
 }
 
@@ -798,14 +1040,13 @@ static void on_request(struct evhttp_request *req, void *arg)
 	const struct sl_config *c = g->cfg;
 	struct gw_field f[2];
 	struct gw_conn *conn = conn_of(g, req);
-	struct gw_job *victim = NULL;
 	struct gw_req *r;
 	char host[MAX_HOST + 1], err[160], token[GW_TOKEN_MAX + 1];
 	const char *path, *body = NULL;
 	size_t blen = 0, tlen = 0;
 	uint32_t dl_ms = c->gw.default_deadline_ms;
 	uint64_t now = gw_now_ns();
-	int method, ti, slot, ri, kind, hr, verdict;
+	int method, ti, slot, ri, kind, hr;
 
 	g->st.requests++;
 	if (conn)
@@ -973,6 +1214,21 @@ static void on_request(struct evhttp_request *req, void *arg)
 	r->job.db = c->routes[ri].db;
 	r->job.deadline_ns = now + (uint64_t)dl_ms * 1000000ull;
 	g->ts[slot].requests++;
+	/* A login asks the counters first; admission follows their answer. */
+	if (kind == K_LOGIN && start_checks(r))
+		return;
+	admit(r, token, tlen);
+	sodium_memzero(token, sizeof(token));
+}
+
+/* Admit @r (its job filled in) or shed it, then run it: logins on the pool, the rest here. */
+static void admit(struct gw_req *r, const char *token, size_t tlen)
+{
+	struct gateway *g = r->g;
+	struct gw_job *victim = NULL;
+	uint64_t now = gw_now_ns();
+	int verdict, slot = r->job.tenant;
+
 	verdict = gw_sched_admit(g->sched, &r->job, now, &victim);
 	if (victim)
 		shed(req_of_job(victim), GW_SHED_PUSHED_OUT);
@@ -984,11 +1240,10 @@ static void on_request(struct evhttp_request *req, void *arg)
 		g->ts[slot].admitted_reserved++;
 	else
 		g->ts[slot].admitted_burst++;
-	if (kind == K_LOGIN)
+	if (r->kind == K_LOGIN)
 		dispatch(g);
 	else
 		run_inline(r, token, tlen);
-	sodium_memzero(token, sizeof(token));
 }
 
 /* ---- lifecycle -------------------------------------------------------------------------- */

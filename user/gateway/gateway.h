@@ -37,6 +37,11 @@ void gateway_prepared_free(struct gw_prepared *p);
 /* Listen and start the workers with @c; takes @p. NULL on failure (logged). */
 struct gateway *gateway_start(struct event_base *base, const struct sl_config *c,
 			      struct gw_prepared *p);
+/* The counter store for the login counters (config "counters"): failed logins per (account,
+ * source prefix) and per prefix for unknown accounts, successes per pair, and the tenant's
+ * logins across the cluster. Without one the gateway runs without them. */
+struct sl_store;
+void gateway_set_store(struct gateway *g, struct sl_store *s);
 /* Switch the running gateway to @c; takes @p. Cannot fail: listen address and Argon2
  * settings keep their running values until a restart (logged). */
 void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepared *p);

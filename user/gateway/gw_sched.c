@@ -27,6 +27,9 @@ static const char *const shed_names[GW_SHED__MAX] = {
 	[GW_SHED_EXPIRED] = "expired",
 	[GW_SHED_DB_FULL] = "db_full",
 	[GW_SHED_CLIENT_GONE] = "client_gone",
+	[GW_SHED_FAILURES] = "login_failures",
+	[GW_SHED_SUCCESSES] = "login_successes",
+	[GW_SHED_TENANT_LOGINS] = "tenant_logins",
 };
 
 const char *gw_shed_name(int reason)

@@ -58,6 +58,11 @@ enum gw_shed {
 	GW_SHED_EXPIRED,      /* its deadline passed before a worker could start it */
 	GW_SHED_DB_FULL,      /* no database slot */
 	GW_SHED_CLIENT_GONE,  /* the connection closed while it waited */
+	/* Counters (user/lib/store.h), checked before a login is admitted: */
+	GW_SHED_FAILURES,     /* the (account, prefix) pair, or an unknown account's prefix,
+			       * has used its failed-login budget */
+	GW_SHED_SUCCESSES,    /* the pair logged in successfully too often (a token mill) */
+	GW_SHED_TENANT_LOGINS,/* the tenant's password logins across the cluster (capacity) */
 	GW_SHED__MAX
 };
 

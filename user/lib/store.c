@@ -34,6 +34,16 @@ static const char gcra_lua[] =
 	"local T, tau, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])\n"
 	"local cap = tonumber(ARGV[4])\n"
 	"local cur = redis.call('GET', KEYS[1])\n"
+	"if cost < 0 then\n"
+	"  if cur then\n"
+	"    local back = tonumber(cur) + cost * T\n"
+	"    if back > now then\n"
+	"      redis.call('SET', KEYS[1], string.format('%.0f', back), 'PX',\n"
+	"                 math.ceil((back - now) / 1000) + 1)\n"
+	"    else redis.call('DEL', KEYS[1]) end\n"
+	"  end\n"
+	"  return {1, 0, 0}\n"
+	"end\n"
 	"local tat = now\n"
 	"if cur then tat = tonumber(cur) end\n"
 	"if tat > now + tau then tat = now + tau end\n"
@@ -171,7 +181,14 @@ static int local_charge(struct sl_store *s, const char *key, double rate, double
 		}
 	}
 	if (!e && cost <= 0) {
-		*retry_ms = 0; /* a peek at a key nobody charged */
+		*retry_ms = 0; /* a peek at, or a refund to, a key nobody charged */
+		return 1;
+	}
+	if (cost < 0) {
+		uint64_t back = (uint64_t)ceil(-cost) * T;
+
+		e->tat = e->tat > now + back ? e->tat - back : now;
+		*retry_ms = 0;
 		return 1;
 	}
 	if (!e) {

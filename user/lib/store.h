@@ -77,7 +77,8 @@ void sl_store_free(struct sl_store *s);
 
 /* Charge @cost units of @l for @key in @tenant. @cb runs exactly once, maybe before this
  * returns (in-process and fallback answers). A @cost of 0 only asks whether one more unit
- * would pass now, and writes nothing. */
+ * would pass now, and writes nothing; a negative @cost gives back what an earlier charge
+ * took (a refund: always "allowed"). */
 void sl_store_charge(struct sl_store *s, const struct sl_limit *l, const char *tenant,
 		     const char *key, double cost, sl_store_cb cb, void *arg);
 /* Forget @key (a success clears its own pair). Fire and forget. */

@@ -517,6 +517,7 @@ int main(int argc, char **argv)
 			log_error("sluiced could not start the gateway");
 			goto out_edge;
 		}
+		gateway_set_store(d.gw, d.store);
 	}
 	for (i = 0; i < 4; i++) {
 		sigs[i] = evsignal_new(d.base, signums[i], on_signal, &d);
