@@ -189,7 +189,7 @@ $(BENCH_BINS): $(BUILD)/bench/%: bench/%.c $(GW_A) $(LIB_A) $(HDRS) | $(BUILD)/.
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(GW_A) $(LIB_A) $(LDLIBS)
 
-bench: $(BUILD)/bench/xdp_cost bench-reply
+bench: $(BUILD)/bench/xdp_cost bench-reply bench-counters
 	$(Q)$(BUILD)/bench/xdp_cost
 
 bench-reply: $(BINS) $(BUILD)/bench/h1load $(BUILD)/bpf/bare_pass.bpf.o
@@ -200,6 +200,12 @@ bench-reply: $(BINS) $(BUILD)/bench/h1load $(BUILD)/bpf/bare_pass.bpf.o
 .PHONY: bench-gateway
 bench-gateway: $(BINS) $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 	$(Q)BUILD=$(BUILD) bench/gateway.sh
+
+# The counter store (bench/counters.sh): checks/s and latency in-process, by the Redis
+# script, and by a naive GET + SET; and how much the naive one over-admits under concurrency.
+.PHONY: bench-counters
+bench-counters: $(BUILD)/bench/counters
+	$(Q)BUILD=$(BUILD) bench/counters.sh
 
 # ---- install -----------------------------------------------------------------------------
 install: $(BINS)
