@@ -9,6 +9,7 @@
  *             its own prefix: prints how many of each were refused
  *
  * Options: --redis ADDR (none: in-process) --timeout-ms N --nodes N --rate R --burst B
+ *          --cost C (once: 0 asks without charging, a negative cost refunds)
  *          --fail open|closed --static-rate R --static-burst B --key K --tenant T
  */
 #include <getopt.h>
@@ -40,6 +41,7 @@ static double now_ms(void)
 /* ---- once ---- */
 
 static int once_result = 2;
+static double once_cost = 1; /* once: 0 peeks, < 0 refunds */
 
 static void once_cb(void *arg, int allowed, uint32_t retry_ms, int answer)
 {
@@ -56,7 +58,7 @@ static void start_once(evutil_socket_t fd, short w, void *a)
 	(void)fd;
 	(void)w;
 	(void)a;
-	sl_store_charge(store, &lim, tenant, key, 1, once_cb, NULL);
+	sl_store_charge(store, &lim, tenant, key, once_cost, once_cb, NULL);
 }
 
 /* ---- run ---- */
@@ -200,6 +202,7 @@ int main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 'd' },
 		{ "interval-ms", required_argument, NULL, 'i' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "cost", required_argument, NULL, 'c' },
 		{ 0 }
 	};
 	struct sl_store_opts so = { .timeout_ms = 5, .nodes = 1, .breaker_failures = 3,
@@ -223,6 +226,7 @@ int main(int argc, char **argv)
 		case 'd': seconds = atof(optarg); break;
 		case 'i': interval_ms = atof(optarg); break;
 		case 'v': verbose = 1; break;
+		case 'c': once_cost = atof(optarg); break;
 		default: return 2;
 		}
 	}

@@ -33,6 +33,28 @@ expect_eq "the attacker's 50 tries at (alice, its prefix): 48 refused" "$(jget "
 expect_eq "alice from her own prefix: admitted" "$(jget "$out" alice_home_admitted)" 1
 expect_eq "no key holds an account name" "$(redis-cli -s "$REDIS_SOCK" --scan --pattern '*alice*' | wc -l)" 0
 
+# 2b. A peek (cost 0) refuses once the burst is spent and charges nothing; a refund (cost -1)
+#     gives one unit back.
+once() { "$SC" --redis "$R" --rate 0.001 --burst 2 --key peek --cost "$1" once | cut -d' ' -f1; }
+seq3="$(once 1) $(once 1) $(once 0) $(once 1) $(once -1) $(once 0) $(once 1) $(once 1)"
+expect_eq "charge, charge, peek, charge, refund, peek, charge, charge" "$seq3" \
+	"admitted admitted refused refused admitted admitted admitted refused"
+r=$("$SC" --rate 0.001 --burst 2 --key peekl --cost 0 once)
+expect_eq "in-process: a peek at a key nobody charged is admitted" "$r" "admitted exact"
+
+# 2c. The server forgets our script (SCRIPT FLUSH): the next call is answered from the
+#     fallback, the script is loaded again, and the answers after it are exact.
+"$SC" --redis "$R" --rate 1000 --burst 1000 --key flush --seconds 1.5 --interval-ms 10 \
+	--timeout-ms 50 run >"$NT_DIR/flush" &
+runpid=$!
+sleep 0.5
+redis-cli -s "$REDIS_SOCK" script flush >/dev/null
+wait $runpid
+expect_match "after SCRIPT FLUSH the answers are exact again, breaker closed" \
+	"$(tail -3 "$NT_DIR/flush" | head -2)" '"local":0,"static":0,.*"breaker":"closed"'
+expect_le "and at most one answer in the whole run came from the fallback" \
+	"$(/usr/bin/python3 -c 'import sys,json; print(sum(json.loads(l)["local"] for l in sys.stdin))' <"$NT_DIR/flush")" 1
+
 # 3. Redis dies mid-run (fail open, N = 2): answers fall back to limit / N at once, and come
 #    back from Redis, exact, once it is up again.
 "$SC" --redis "$R" --rate 20 --burst 20 --nodes 2 --key died --seconds 5 --interval-ms 10 \

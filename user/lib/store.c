@@ -40,7 +40,10 @@ static const char gcra_lua[] =
 	"    if back > now then\n"
 	"      redis.call('SET', KEYS[1], string.format('%.0f', back), 'PX',\n"
 	"                 math.ceil((back - now) / 1000) + 1)\n"
-	"    else redis.call('DEL', KEYS[1]) end\n"
+	"    else\n"
+	"      redis.call('DEL', KEYS[1])\n"
+	"      if cap > 0 then redis.call('ZREM', KEYS[2], KEYS[1]) end\n"
+	"    end\n"
 	"  end\n"
 	"  return {1, 0, 0}\n"
 	"end\n"
@@ -49,7 +52,7 @@ static const char gcra_lua[] =
 	"if tat > now + tau then tat = now + tau end\n"
 	"local base = tat\n"
 	"if base < now then base = now end\n"
-	"local nxt = base + cost * T\n"
+	"local nxt = base + math.max(cost, 1) * T\n"
 	"if nxt - now > tau then\n"
 	"  return {0, math.ceil((nxt - now - tau) / 1000), 0}\n"
 	"end\n"
@@ -163,6 +166,7 @@ static int local_charge(struct sl_store *s, const char *key, double rate, double
 	size_t i, victim = SIZE_MAX, empty = SIZE_MAX;
 	uint64_t victim_tat = UINT64_MAX;
 	struct entry *e = NULL;
+	uint64_t units;
 	int ok;
 
 	for (i = 0; i < PROBE; i++) {
@@ -200,10 +204,18 @@ static int local_charge(struct sl_store *s, const char *key, double rate, double
 		snprintf(e->key, sizeof(e->key), "%s", key);
 		e->tat = now;
 	}
-	ok = sl_gcra_charge(e->tat, now, (uint64_t)ceil(cost), T, tau, &next);
-	if (ok)
+	/* A peek (cost 0) asks about one unit and writes nothing. */
+	units = cost > 0 ? (uint64_t)ceil(cost) : 1;
+	ok = sl_gcra_charge(e->tat, now, units, T, tau, &next);
+	if (ok && cost > 0)
 		e->tat = next ? next : 1;
-	*retry_ms = ok ? 0 : (uint32_t)((e->tat + (uint64_t)ceil(cost) * T - now - tau) / 1000000);
+	if (ok) {
+		*retry_ms = 0;
+	} else {
+		uint64_t over = (e->tat > now ? e->tat : now) + units * T - now;
+
+		*retry_ms = over > tau ? (uint32_t)((over - tau + 999999) / 1000000) : 0;
+	}
 	return ok;
 }
 
@@ -431,7 +443,22 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 		p->done = true;
 		if (p->timer)
 			event_del(p->timer);
-		if (!reply || reply->type == REDIS_REPLY_ERROR) {
+		if (reply && reply->type == REDIS_REPLY_ERROR &&
+		    !strncmp(reply->str, "NOSCRIPT", 8)) {
+			/* The server lost its scripts (SCRIPT FLUSH, a restart behind a proxy, a
+			 * failover): send them whole until they are loaded again. The server is
+			 * fine, so the breaker is not told; this one call takes the fallback. */
+			long i;
+
+			log_warn("redis %s: the server lost our scripts; loading them again",
+				 s->redis_addr);
+			for (i = 0; i < s->n_scripts; i++) {
+				s->scripts[i].sha[0] = '\0';
+				redisAsyncCommand(s->ac, on_script_loaded, (void *)i,
+						  "SCRIPT LOAD %s", s->scripts[i].lua);
+			}
+			pending_fail(p);
+		} else if (!reply || reply->type == REDIS_REPLY_ERROR) {
 			if (reply && !s->closing)
 				log_warn("redis %s: %s", s->redis_addr, reply->str);
 			s->st.errors++;
@@ -573,8 +600,13 @@ void sl_store_clear(struct sl_store *s, const struct sl_limit *l, const char *te
 		}
 	}
 	if (s->redis_addr[0] && s->connected && s->breaker == SL_BREAKER_CLOSED) {
+		char zk[KEY_MAX];
+
 		snprintf(k, sizeof(k), "%s:{%s}:%s:%s", s->prefix, tenant, l->name, key);
+		snprintf(zk, sizeof(zk), "%s:{%s}:%s:live", s->prefix, tenant, l->name);
 		redisAsyncCommand(s->ac, on_ignore, NULL, "DEL %s", k);
+		if (l->max_keys)
+			redisAsyncCommand(s->ac, on_ignore, NULL, "ZREM %s %s", zk, k);
 	}
 }
 

@@ -244,6 +244,28 @@ static int cmd_status(const struct ctl *c)
 	long entries;
 	uint32_t i, cap;
 
+	if (sl_maps_open_pinned(&m, c->pin_path) == -ENOENT &&
+	    ctl_call(c, "store", store, sizeof(store)) == 1) {
+		/* No datapath pinned, but a daemon answers: a gateway-only sluiced. */
+		strip_nl(store);
+		if (c->json) {
+			struct json j;
+
+			json_init(&j, stdout);
+			json_obj_begin(&j, NULL);
+			json_bool(&j, "daemon_running", true);
+			json_bool(&j, "edge", false);
+			json_str(&j, "control_socket", c->socket);
+			json_raw(&j, "store", store + 3);
+			json_obj_end(&j);
+			json_end(&j);
+		} else if (ctl_call(c, "store text", store, sizeof(store)) == 1) {
+			printf("daemon:      running, no edge (gateway only), socket %s\n", c->socket);
+			printf("counters:    %s", store + 3);
+		}
+		return 0;
+	}
+	sl_maps_close(&m);
 	if (open_pins(c, &m))
 		return 1;
 	if (sl_maps_read_meta(&m, &meta)) {
