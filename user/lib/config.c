@@ -906,8 +906,11 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 				    max_cost);
 			t->burst = d;
 		}
-		t->static_rate = t->rate / 4.0;
-		t->static_burst = t->burst / 4.0 > max_cost ? t->burst / 4.0 : max_cost;
+		/* A quarter of the budget across the cluster: each node a quarter of its even
+		 * share, so a cluster whose every lease lapsed still stays well inside it. */
+		t->static_rate = t->rate / (4.0 * c->cluster.nodes);
+		t->static_burst = t->burst / (4.0 * c->cluster.nodes) > max_cost ?
+				  t->burst / (4.0 * c->cluster.nodes) : max_cost;
 		if (get_num(x, g, where, "static_rate", false, 0.0, 1e9, &d)) {
 			if (d <= 0.0)
 				bad(x, config_setting_get_member(g, "static_rate"),
@@ -1400,6 +1403,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 		goto out;
 	}
 	check_keys(&x, config_root_setting(&cfg), "the top level", top_keys);
+	load_cluster(&x, config_root_setting(&cfg), c); /* tenants' defaults use nodes */
 	load_edge(&x, config_root_setting(&cfg), c, base_dir);
 	load_classes(&x, config_root_setting(&cfg), c);
 	load_tenants(&x, config_root_setting(&cfg), c);
@@ -1410,7 +1414,6 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 		    "section");
 	load_daemon(&x, config_root_setting(&cfg), c);
 	load_redis(&x, config_root_setting(&cfg), c);
-	load_cluster(&x, config_root_setting(&cfg), c);
 	load_counters(&x, config_root_setting(&cfg), c);
 	if (x.nerr) {
 		ret = -EINVAL;
