@@ -13,7 +13,7 @@ PKGS=(
 	libevent-dev libconfig-dev libhiredis-dev libargon2-dev libsodium-dev
 	# tests
 	libcmocka-dev iproute2 python3-scapy tcpdump curl procps util-linux ethtool
-	redis-server redis-tools
+	redis-server redis-tools python3-prometheus-client
 	# demo and benchmarks
 	xdp-tools hping3 wrk nginx-light gnuplot-nox openssl
 )

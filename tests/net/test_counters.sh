@@ -63,12 +63,14 @@ counters: {
   login_successes = { rate = 0.001; burst = 3.0; };
   tenant_logins = { rate = 1000.0; burst = 1000.0; static_rate = 0.001; static_burst = 4.0; };
 };
-daemon: { control_socket = "$NT_DIR/$1.sock"; };
+daemon: { control_socket = "$NT_DIR/$1.sock"; metrics_listen = "127.0.0.1:$3"; };
 EOF
 }
 ctl() { "$BUILD/sluicectl" -c "$NT_DIR/$1.conf" "${@:2}"; }
-write_conf n1 "$P1"
-write_conf n2 "$P2"
+M1=$(free_port)
+write_conf n1 "$P1" "$M1"
+write_conf n2 "$P2" "$(free_port)"
+prom() { $PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$M1/metrics" "$@"; }
 for who in "alice pw-a" "bob pw-b" "carol pw-c" "dave pw-d"; do
 	set -- $who
 	echo "$2" | ctl n1 user add default "$1" >/dev/null || { echo "Bail out! user add $1"; exit 1; }
@@ -157,6 +159,11 @@ st=$(ctl n1 status --json 2>/dev/null || true)
 s=$(echo "$(ctl n1 tenants --json)" | $PY -c 'import json,sys; d=json.load(sys.stdin); t=[x for x in d["tenants"] if x["name"]=="default"][0]; print(t["shed_by_reason"]["login_failures"])')
 expect_ge "the gateway counts the refusals by reason (login_failures: $s)" "$s" 2
 
+expect_ge "metrics parse as Prometheus text ($(prom --check) samples)" "$(prom --check)" 10
+expect_eq "metrics: the breaker is closed while Redis answers" \
+	"$(prom sluice_store_breaker_state state=closed)" 1
+expect_ge "metrics: exact checks counted" "$(prom sluice_store_checks_total outcome=exact)" 30
+
 # ---- Redis dies -----------------------------------------------------------------------------
 redis_stop
 sleep 0.1
@@ -175,6 +182,12 @@ expect_eq "status: the failure counter now answers from the local fallback" \
 expect_eq "status: the capacity counter from its static budget" \
 	"$(jget "$st" store.counters.tenant_logins.in_force)" static
 expect_ge "status counts the fallbacks taken" "$(jget "$st" store.fallback_local)" 5
+expect_eq "metrics: the breaker is not closed" \
+	"$(prom sluice_store_breaker_state state=closed)" 0
+expect_ge "metrics: fallbacks taken in fail-open mode" \
+	"$(prom sluice_store_fallbacks_total mode=local)" 5
+expect_eq "metrics: login_failures answered locally now" \
+	"$(prom sluice_counter_in_force counter=login_failures mode=local)" 1
 # Fail closed: the tenant's logins hold the static budget of 4 on this node (5 used above:
 # the failure counter's refusals come first and are not charged to it).
 r=$(logins "$P2,frank,x,192.0.2.61" "$P2,frank,x,192.0.2.62" "$P2,frank,x,192.0.2.63" \
@@ -193,6 +206,7 @@ done
 st=$(ctl n1 status --json)
 expect_eq "Redis back: the breaker closes" "$(jget "$st" store.breaker)" closed
 expect_eq "  ... and the counters are exact again" "$(jget "$st" store.counters.login_failures.in_force)" exact
+expect_eq "  ... in the metrics too" "$(prom sluice_counter_in_force counter=login_failures mode=exact)" 1
 r=$(logins "$P1,gina,x,192.0.2.70" "$P2,gina,x,192.0.2.70" "$P1,gina,x,192.0.2.70" \
 	"$P2,gina,x,192.0.2.70" "$P1,gina,x,192.0.2.70" "$P2,gina,x,192.0.2.70")
 expect_eq "exact shared counting resumes across the nodes: 401 x5, then 429" "$(statuses "$r")" \

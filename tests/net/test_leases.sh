@@ -71,7 +71,7 @@ tenants = ( { name = "acme"; listen = [ "$3:80" ]; rate = 100.0; burst = 20.0;
 redis: { address = "unix:$REDIS_SOCK"; timeout_ms = 20; breaker_open_ms = 300; };
 cluster: { node = "$1"; nodes = 2; lease_interval_ms = 200; demand_window_ms = 1000;
            lease_floor = 0.05; };
-daemon: { control_socket = "$NT_DIR/$1.sock"; };
+daemon: { control_socket = "$NT_DIR/$1.sock"; metrics_listen = "127.0.0.1:$4"; };
 EOF
 }
 ctl() { "$BUILD/sluicectl" -c "$NT_DIR/$1.conf" "${@:2}"; }
@@ -89,8 +89,13 @@ start_node() { # node netns
 	return 1
 }
 
-write_conf a vsa 10.201.0.2
-write_conf b vsb 10.202.0.2
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+MA=$(free_port)
+write_conf a vsa 10.201.0.2 "$MA"
+write_conf b vsb 10.202.0.2 "$(free_port)"
+# sluiced enters only the server's network namespace, so node a's metrics listen on the
+# loopback of namespace A: scrape from there.
+prom() { ip netns exec "$NS_A" $PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$MA/metrics" "$@"; }
 start_node a "$NS_A" && start_node b "$NS_B" || { echo "Bail out! sluiced did not start"; exit 1; }
 
 # With no demand anywhere, the live nodes split the budget evenly (a first node alone holds it
@@ -146,6 +151,13 @@ expect_le "node b (18/s) shed none either" "$((b1 - b0))" 2
 in_range "$sum_max" 0 110 && tap_ok "the two leases never summed past budget x (1 + 2 x floor) = 110/s (max $sum_max)" ||
 	tap_not_ok "the two leases never summed past budget x (1 + 2 x floor) = 110/s (max $sum_max)"
 
+expect_ge "metrics parse as Prometheus text" "$(prom --check)" 10
+ms=$(prom sluice_lease_share tenant=acme)
+in_range "$ms" 0.7 0.9 && tap_ok "metrics: node a's lease share ($ms)" ||
+	tap_not_ok "metrics: node a's lease share ($ms)"
+expect_ge "metrics: XDP decisions by reason and class move with traffic" \
+	"$(prom sluice_xdp_decisions_total reason=passed class=unknown)" 400
+expect_eq "metrics: the lease is live" "$(prom sluice_lease_live tenant=acme)" 1
 st=$(ctl a status --json)
 expect_eq "status: the counter store is Redis, breaker closed" \
 	"$(jget "$st" store.backend) $(jget "$st" store.breaker)" "redis closed"
@@ -156,6 +168,7 @@ sleep 1.6
 la=$(ctl a leases --json)
 expect_eq "without Redis, node a's lease expired" "$(jget "$la" tenants.0.lease_live)" false
 expect_eq "  ... and the datapath's static rate is in force" "$(jget "$la" tenants.0.in_force_rate)" 10
+expect_eq "metrics: the lease is no longer live" "$(prom sluice_lease_live tenant=acme)" 0
 st=$(ctl a status --json)
 expect_match "status shows the breaker open or probing" "$(jget "$st" store.breaker)" '^(open|half-open)$'
 grep -q "leases: no answer from Redis" "$NT_DIR/a.log" && tap_ok "the lost lease is logged" ||

@@ -1165,7 +1165,8 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 
 static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
-	static const char *const keys[] = { "control_socket", "log_level", NULL };
+	static const char *const keys[] = { "control_socket", "log_level", "metrics_listen",
+		NULL };
 	const config_setting_t *d = config_setting_get_member(root, "daemon");
 	const char *s;
 	int e;
@@ -1184,6 +1185,18 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 			    "daemon.control_socket: must be an absolute path under 100 characters");
 		else
 			snprintf(c->ctl_socket, sizeof(c->ctl_socket), "%s", s);
+	}
+	s = get_str(x, d, "daemon", "metrics_listen", false);
+	if (s) {
+		const char *colon = strrchr(s, ':');
+		long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+
+		if (!colon || colon == s || port < 1 || port > 65535 ||
+		    strlen(s) >= sizeof(c->metrics_listen))
+			bad(x, config_setting_get_member(d, "metrics_listen"),
+			    "daemon.metrics_listen: expected \"ADDR:PORT\" or \"[ADDR6]:PORT\"");
+		else
+			snprintf(c->metrics_listen, sizeof(c->metrics_listen), "%s", s);
 	}
 	e = get_enum(x, d, "daemon", "log_level", level_names, LOG_LVL_INFO);
 	if (e >= 0)

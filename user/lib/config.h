@@ -157,6 +157,7 @@ struct sl_config {
 
 	/* daemon */
 	char ctl_socket[PATH_MAX];
+	char metrics_listen[128]; /* "ADDR:PORT" for /metrics; empty: off */
 	int log_level; /* enum log_level */
 
 	struct sl_class_cfg classes[SL_MAX_CLASSES];

@@ -28,6 +28,7 @@
 #include "gateway.h"
 #include "lease.h"
 #include "log.h"
+#include "metrics.h"
 #include "store.h"
 
 #ifndef SLUICE_VERSION
@@ -42,6 +43,7 @@ struct daemon {
 	struct gateway *gw;
 	struct sl_store *store;  /* counters: in-process, or Redis when redis.address is set */
 	struct lease_ctl *lease; /* the edge's tenant leases */
+	struct metrics_server *metrics;
 	struct sl_config cfg;
 	char config_path[PATH_MAX];
 	char base_dir[PATH_MAX];
@@ -162,6 +164,8 @@ static int reload(struct daemon *d, char *msg, size_t n)
 	    strcmp(nc->redis.key_prefix, d->cfg.redis.key_prefix) ||
 	    nc->cluster.nodes != d->cfg.cluster.nodes)
 		log_warn("redis.* and cluster.nodes changes take effect at the next start");
+	if (strcmp(nc->metrics_listen, d->cfg.metrics_listen))
+		log_warn("daemon.metrics_listen changes take effect at the next start");
 	if (strcmp(nc->ctl_socket, d->cfg.ctl_socket))
 		log_warn("daemon.control_socket changes take effect at the next start");
 	if (nc->state_entries != d->cfg.state_entries)
@@ -187,6 +191,17 @@ static void stop(struct daemon *d, bool handover, int delay_ms)
 	d->handover = handover;
 	d->stopping = true;
 	event_base_loopexit(d->base, delay_ms ? &tv : NULL);
+}
+
+static void render_metrics(void *arg, struct evbuffer *out)
+{
+	struct daemon *d = arg;
+
+	if (d->cfg.has_edge && d->edge.skel) {
+		metrics_edge(out, &d->edge.maps, &d->cfg);
+		metrics_leases(out, &d->edge.maps, &d->cfg);
+	}
+	metrics_store(out, d->store, &d->cfg);
 }
 
 /* The counter store for sluicectl status: backend, breaker, what fell back, each counter's
@@ -498,6 +513,15 @@ int main(int argc, char **argv)
 			goto out_edge;
 		}
 	}
+	if (d.cfg.metrics_listen[0]) {
+		d.metrics = metrics_listen(d.base, d.cfg.metrics_listen, render_metrics, &d, msg,
+					   sizeof(msg));
+		if (!d.metrics) {
+			log_error("metrics: %s", msg);
+			goto out_edge;
+		}
+		log_info("metrics on http://%s/metrics", d.cfg.metrics_listen);
+	}
 	if (d.cfg.has_edge) {
 		d.lease = lease_new(d.base, d.store, &d.edge);
 		if (!d.lease) {
@@ -547,6 +571,7 @@ out_edge:
 		if (sigs[i])
 			event_free(sigs[i]);
 	gateway_stop(d.gw);
+	metrics_close(d.metrics);
 	sl_store_free(d.store); /* answers what is in flight, before what it answers to goes */
 	lease_free(d.lease);
 	if (d.cfg.has_edge)

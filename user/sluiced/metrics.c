@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* /metrics: see metrics.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <bpf/bpf.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "log.h"
+#include "metrics.h"
+#include "reasons.h"
+
+struct metrics_server {
+	struct evhttp *http;
+	metrics_render_fn fn;
+	void *arg;
+};
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+	struct metrics_server *m = arg;
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	struct evbuffer *out = evhttp_request_get_output_buffer(req);
+
+	if (!path || strcmp(path, "/metrics")) {
+		evbuffer_add_printf(out, "sluiced serves /metrics here\n");
+		evhttp_send_reply(req, 404, "Not Found", NULL);
+		return;
+	}
+	if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
+	    evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
+		evhttp_send_reply(req, 405, "Method Not Allowed", NULL);
+		return;
+	}
+	m->fn(m->arg, out);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "text/plain; version=0.0.4; charset=utf-8");
+	evhttp_send_reply(req, 200, "OK", NULL);
+}
+
+struct metrics_server *metrics_listen(struct event_base *base, const char *listen,
+				      metrics_render_fn fn, void *arg, char *err, size_t errlen)
+{
+	struct metrics_server *m = calloc(1, sizeof(*m));
+	char host[128];
+	const char *colon;
+	long port;
+
+	if (!m) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	m->fn = fn;
+	m->arg = arg;
+	if (listen[0] == '[') {
+		const char *close = strchr(listen, ']');
+
+		if (!close || close[1] != ':' || (size_t)(close - listen) >= sizeof(host))
+			goto bad;
+		memcpy(host, listen + 1, (size_t)(close - listen - 1));
+		host[close - listen - 1] = '\0';
+		colon = close + 1;
+	} else {
+		colon = strrchr(listen, ':');
+		if (!colon || (size_t)(colon - listen) >= sizeof(host))
+			goto bad;
+		memcpy(host, listen, (size_t)(colon - listen));
+		host[colon - listen] = '\0';
+	}
+	port = strtol(colon + 1, NULL, 10);
+	if (port < 1 || port > 65535)
+		goto bad;
+	m->http = evhttp_new(base);
+	if (!m->http || evhttp_bind_socket(m->http, host, (uint16_t)port)) {
+		snprintf(err, errlen, "cannot listen on %s: %s", listen, strerror(errno));
+		if (m->http)
+			evhttp_free(m->http);
+		free(m);
+		return NULL;
+	}
+	evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
+	evhttp_set_gencb(m->http, on_request, m);
+	return m;
+bad:
+	snprintf(err, errlen, "cannot parse '%s' as ADDR:PORT", listen);
+	free(m);
+	return NULL;
+}
+
+void metrics_close(struct metrics_server *m)
+{
+	if (!m)
+		return;
+	evhttp_free(m->http);
+	free(m);
+}
+
+/* Label values: backslash, quote and newline escaped. */
+static void label(struct evbuffer *out, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			evbuffer_add_printf(out, "\\%c", *v);
+		else if (*v == '\n')
+			evbuffer_add_printf(out, "\\n");
+		else
+			evbuffer_add(out, v, 1);
+	}
+}
+
+static void head(struct evbuffer *out, const char *name, const char *type, const char *help)
+{
+	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void metrics_edge(struct evbuffer *out, const struct sl_maps *maps, const struct sl_config *c)
+{
+	struct sl_counters *rows = calloc(SL_STATS_ROWS, sizeof(*rows));
+	unsigned i, k;
+
+	if (!rows)
+		return;
+	if (sl_maps_read_stats(maps, rows)) {
+		free(rows);
+		return;
+	}
+	head(out, "sluice_xdp_decisions_total", "counter",
+	     "Packets the XDP program decided, by reason and source class.");
+	for (i = 0; i < SL_STATS_ROWS; i++) {
+		const char *cls = i < (unsigned)c->n_classes ? c->classes[i].name :
+				  i == SL_CLASS_NONE ? "none" : NULL;
+
+		if (!cls)
+			continue;
+		for (k = 0; k < SL_R__MAX; k++) {
+			if (!rows[i].pkts[k])
+				continue;
+			evbuffer_add_printf(out, "sluice_xdp_decisions_total{reason=\"%s\",class=\"",
+					    sl_reason_name(k));
+			label(out, cls);
+			evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)rows[i].pkts[k]);
+		}
+	}
+	free(rows);
+}
+
+void metrics_leases(struct evbuffer *out, const struct sl_maps *maps, const struct sl_config *c)
+{
+	static const struct {
+		const char *name, *type, *help;
+	} m[] = {
+		{ "sluice_tenant_budget_rate", "gauge",
+		  "The tenant's edge budget across all nodes, cost units per second." },
+		{ "sluice_lease_rate", "gauge", "This node's lease of the budget, units per second." },
+		{ "sluice_lease_share", "gauge", "This node's share of the tenant's budget (0..1)." },
+		{ "sluice_lease_live", "gauge",
+		  "1 while the lease holds; 0 once it expired and the static rate is in force." },
+		{ "sluice_lease_expires_seconds", "gauge", "Seconds until the lease expires." },
+		{ "sluice_tenant_demand_rate", "gauge",
+		  "Cost units per second reaching the tenant's bucket on this node." },
+		{ "sluice_tenant_cluster_demand_rate", "gauge",
+		  "The same, summed over the nodes with a live demand report." },
+	};
+	uint64_t now = sl_now_ns();
+	unsigned j;
+	uint32_t i;
+
+	for (j = 0; j < sizeof(m) / sizeof(m[0]); j++) {
+		head(out, m[j].name, m[j].type, m[j].help);
+		for (i = 0; i < (uint32_t)c->n_tenants && i < SL_MAX_TENANTS; i++) {
+			struct sl_tenant t;
+			double v;
+			bool live;
+
+			if (!c->tenants[i].edge_budget || bpf_map_lookup_elem(maps->tenants, &i, &t) ||
+			    !t.valid)
+				continue;
+			live = now < t.lease_expires_ns;
+			switch (j) {
+			case 0: v = c->tenants[i].rate; break;
+			case 1: v = t.lease.emission_ns ? 1e9 / (double)t.lease.emission_ns : 0; break;
+			case 2: v = (double)t.share_ppm / 1e6; break;
+			case 3: v = live; break;
+			case 4: v = live ? (double)(t.lease_expires_ns - now) / 1e9 : 0; break;
+			case 5: v = (double)t.demand_milli / 1000.0; break;
+			default: v = (double)t.cluster_milli / 1000.0; break;
+			}
+			evbuffer_add_printf(out, "%s{tenant=\"", m[j].name);
+			label(out, t.name);
+			evbuffer_add_printf(out, "\"} %.6g\n", v);
+		}
+	}
+}
+
+void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct sl_config *c)
+{
+	static const char *const states[] = { "closed", "open", "half_open" };
+	struct sl_store_stats st;
+	bool degraded;
+	int i;
+
+	sl_store_get_stats(s, &st);
+	degraded = st.redis && (st.breaker != SL_BREAKER_CLOSED || !st.connected);
+	head(out, "sluice_store_redis_configured", "gauge",
+	     "1 when counters are shared through Redis, 0 when they live in this process.");
+	evbuffer_add_printf(out, "sluice_store_redis_configured %d\n", st.redis);
+	head(out, "sluice_store_redis_connected", "gauge", "1 while connected to Redis.");
+	evbuffer_add_printf(out, "sluice_store_redis_connected %d\n", st.connected);
+	head(out, "sluice_store_breaker_state", "gauge",
+	     "The circuit breaker in front of Redis: 1 for the state it is in.");
+	for (i = 0; i < 3; i++)
+		evbuffer_add_printf(out, "sluice_store_breaker_state{state=\"%s\"} %d\n", states[i],
+				    st.breaker == i);
+	head(out, "sluice_store_checks_total", "counter",
+	     "Counter checks by outcome: exact (the store answered), timeout, error, "
+	     "short_circuit (the open breaker sent it straight to the fallback).");
+	evbuffer_add_printf(out,
+			    "sluice_store_checks_total{outcome=\"exact\"} %llu\n"
+			    "sluice_store_checks_total{outcome=\"timeout\"} %llu\n"
+			    "sluice_store_checks_total{outcome=\"error\"} %llu\n"
+			    "sluice_store_checks_total{outcome=\"short_circuit\"} %llu\n",
+			    (unsigned long long)st.exact, (unsigned long long)st.timeouts,
+			    (unsigned long long)st.errors, (unsigned long long)st.short_circuits);
+	head(out, "sluice_store_fallbacks_total", "counter",
+	     "Checks answered by a fallback: local (fail open, limit / N) or static (fail closed).");
+	evbuffer_add_printf(out,
+			    "sluice_store_fallbacks_total{mode=\"local\"} %llu\n"
+			    "sluice_store_fallbacks_total{mode=\"static\"} %llu\n",
+			    (unsigned long long)st.fallback_local,
+			    (unsigned long long)st.fallback_static);
+	head(out, "sluice_store_keys_capped_total", "counter",
+	     "Checks refused because their tenant had max_keys live keys.");
+	evbuffer_add_printf(out, "sluice_store_keys_capped_total %llu\n",
+			    (unsigned long long)st.keys_capped);
+	head(out, "sluice_counter_in_force", "gauge",
+	     "What answers each counter now (1 for the mode in force): exact, local or static.");
+	for (i = 0; i < SL_CTR_N; i++) {
+		const char *now = !degraded ? "exact" : c->counters[i].fail ? "static" : "local";
+		static const char *const modes[] = { "exact", "local", "static" };
+		int k;
+
+		if (!c->counters[i].enabled)
+			continue;
+		for (k = 0; k < 3; k++)
+			evbuffer_add_printf(out, "sluice_counter_in_force{counter=\"%s\",fail=\"%s\","
+					    "mode=\"%s\"} %d\n", sl_counter_name(i),
+					    c->counters[i].fail ? "closed" : "open", modes[k],
+					    !strcmp(now, modes[k]));
+	}
+}
