@@ -42,6 +42,7 @@
 #include "json.h"
 #include "log.h"
 #include "store.h"
+#include "stream.h"
 
 #define TICK_MS 10
 #define SWEEP_EVERY 5          /* ticks: connections are swept every 50 ms */
@@ -55,6 +56,9 @@ static const char BODY_401_TOKEN[] = "{\"error\":\"invalid_token\"}";
 static const char BODY_429[] = "{\"error\":\"throttled\",\"detail\":\"retry after the number "
 			       "of seconds in Retry-After\"}";
 static const char BODY_503[] = "{\"error\":\"unavailable\"}";
+/* The stream job escalated this account, or flagged the password tried: the client must
+ * complete a second factor elsewhere (docs/gateway.md, "Escalations"). */
+static const char BODY_STEP_UP[] = "{\"error\":\"step_up_required\"}";
 
 enum kind {
 	K_LOGIN = 0,
@@ -121,6 +125,11 @@ struct gw_req {
 	bool fail_charged;             /* an attempt is on ckey's failure budget */
 	uint32_t dl_ms;
 	uint32_t min_retry_s;          /* a counter's own wait, when it refused */
+	uint64_t extra_ns;             /* an escalated account's delay, on top of any floor */
+	uint8_t acct_hash[16];         /* for the stream job: keyed hashes, never the values */
+	uint8_t pw_hash[16];
+	bool hashed_ids;
+	int tenant_idx;                /* in the config */
 	/* the answer, kept while held */
 	int code;
 	const char *reason;
@@ -144,6 +153,9 @@ struct gateway {
 	char dummy_phc[GW_PHC_MAX];
 	struct gw_tstats *ts;          /* by scheduler slot */
 	struct sl_store *store;        /* login counters; NULL: none */
+	struct stream *stream;         /* outcome events go there; NULL: none */
+	struct evq *evq;
+	struct esc *esc_acct, *esc_pw; /* the stream job's escalations, by hash */
 	struct gw_req *reqs;
 	uint32_t n_reqs;
 	struct gw_conn *conn_bucket[CONN_BUCKETS];
@@ -156,6 +168,7 @@ struct gateway {
 		uint64_t requests, hashes, dummy_hashes, expired_before_hash, expired_at_start;
 		uint64_t client_gone, floor_held, floor_skipped, conn_timeouts, accept_pauses;
 		uint64_t xff_used, xff_ignored, status[600];
+		uint64_t step_ups, delayed, would_block, events, events_dropped;
 	} st;
 };
 
@@ -419,9 +432,12 @@ static void respond(struct gw_req *r, int code, const char *reason, const char *
 	r->reason = reason;
 	r->body = body;
 	r->retry_after = retry_after;
-	if (floor && floor_ns) {
-		/* A client back before its Retry-After is held twice as long. */
-		due = r->arrival_ns + (longer ? 2 * floor_ns : floor_ns);
+	if (!floor)
+		floor_ns = 0;
+	if (floor_ns || r->extra_ns) {
+		/* A client back before its Retry-After is held twice as long; an escalated
+		 * account, its delay longer. */
+		due = r->arrival_ns + (longer ? 2 * floor_ns : floor_ns) + r->extra_ns;
 		now = gw_now_ns();
 		if (due > now) {
 			if (g->held < g->cfg->gw.max_held) {
@@ -442,6 +458,189 @@ static void respond(struct gw_req *r, int code, const char *reason, const char *
 		}
 	}
 	send_now(r);
+}
+
+/* ---- the stream job: outcome events and its escalations -------------------------------- */
+
+static void shed(struct gw_req *r, int reason);
+
+#define ESC_CAP 65536u
+#define ESC_PROBE 16
+#define ESC_ANY_TENANT 0xffff
+
+struct esc {
+	uint8_t h[16];
+	uint16_t tenant;
+	uint8_t level;
+	bool used;
+	uint64_t expires_ns;
+};
+
+/* The entry for (@h, @tenant): made when @make (over an expired one, or the one expiring
+ * soonest in the probe window); NULL when absent or expired. */
+static struct esc *esc_find(struct esc *t, const uint8_t h[16], uint16_t tenant, uint64_t now,
+			    bool make)
+{
+	uint64_t k;
+	struct esc *victim = NULL, *e;
+	unsigned i;
+
+	if (!t)
+		return NULL;
+	memcpy(&k, h, sizeof(k));
+	for (i = 0; i < ESC_PROBE; i++) {
+		e = &t[(k + i) & (ESC_CAP - 1)];
+		if (e->used && e->tenant == tenant && !memcmp(e->h, h, 16)) {
+			if (e->expires_ns > now || make)
+				return e;
+			return NULL;
+		}
+		if (!e->used || e->expires_ns <= now) {
+			if (!victim || (victim->used && victim->expires_ns > now))
+				victim = e;
+		} else if (!victim || (victim->used && victim->expires_ns > now &&
+					e->expires_ns < victim->expires_ns)) {
+			victim = e;
+		}
+	}
+	if (!make)
+		return NULL;
+	memset(victim, 0, sizeof(*victim));
+	victim->used = true;
+	memcpy(victim->h, h, 16);
+	victim->tenant = tenant;
+	return victim;
+}
+
+/* Keyed hashes of the account and the password tried: the stream job and the escalation
+ * tables see these, never the values. The keys derive from the session key, which every
+ * node shares, so the nodes' hashes agree. */
+static void stream_ids(struct gateway *g, struct gw_req *r)
+{
+	crypto_generichash_state st;
+	uint8_t k[32];
+
+	crypto_generichash(k, sizeof(k), (const unsigned char *)"sluice stream accounts", 22,
+			   g->key, sizeof(g->key));
+	crypto_generichash_init(&st, k, sizeof(k), sizeof(r->acct_hash));
+	crypto_generichash_update(&st, (const unsigned char *)r->tenant, strlen(r->tenant) + 1);
+	crypto_generichash_update(&st, (const unsigned char *)r->user, r->user_len);
+	crypto_generichash_final(&st, r->acct_hash, sizeof(r->acct_hash));
+	crypto_generichash(k, sizeof(k), (const unsigned char *)"sluice stream passwords", 23,
+			   g->key, sizeof(g->key));
+	crypto_generichash(r->pw_hash, sizeof(r->pw_hash), (const unsigned char *)r->work.pwd,
+			   r->work.pwd_len, k, sizeof(k));
+	sodium_memzero(k, sizeof(k));
+	r->hashed_ids = true;
+}
+
+/* One login outcome to the stream job; never waits (a full queue drops and counts). */
+static void emit(struct gw_req *r, bool success)
+{
+	struct gateway *g = r->g;
+	struct sl_outcome_event ev;
+	unsigned plen, n, i;
+
+	if (!g->evq || !r->hashed_ids)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.ts_ns = gw_now_ns();
+	memcpy(ev.account, r->acct_hash, 16);
+	if (!success)
+		memcpy(ev.password, r->pw_hash, 16);
+	ev.family = r->client.family == 6 ? 6 : 4;
+	plen = ev.family == 6 ? g->cfg->stream.prefix_v6 : g->cfg->stream.prefix_v4;
+	n = ev.family == 6 ? 16 : 4;
+	for (i = 0; i < n; i++) {
+		unsigned bits = plen > i * 8 ? plen - i * 8 : 0;
+
+		ev.prefix[i] = bits >= 8 ? r->client.addr[i] :
+			       (uint8_t)(r->client.addr[i] & (0xff00u >> bits));
+	}
+	ev.plen = (uint8_t)plen;
+	ev.success = success;
+	ev.known = r->known;
+	ev.tenant = (uint16_t)(r->tenant_idx >= 0 ? r->tenant_idx : SL_MAX_TENANTS);
+	ev.class_id = 255;
+	g->st.events++;
+	if (!evq_push(g->evq, &ev))
+		g->st.events_dropped++;
+}
+
+void gateway_set_stream(struct gateway *g, struct stream *st)
+{
+	g->stream = st;
+	g->evq = stream_queue(st);
+	if (st && !g->esc_acct) {
+		g->esc_acct = calloc(ESC_CAP, sizeof(*g->esc_acct));
+		g->esc_pw = calloc(ESC_CAP, sizeof(*g->esc_pw));
+		if (!g->esc_acct || !g->esc_pw) {
+			log_warn("gateway: out of memory for escalations; the stream job's account "
+				 "and password actions are ignored");
+			free(g->esc_acct);
+			free(g->esc_pw);
+			g->esc_acct = g->esc_pw = NULL;
+		}
+	}
+}
+
+void gateway_stream_action(struct gateway *g, const struct stream_action *a)
+{
+	struct esc *e;
+
+	if (a->kind == STREAM_ACCOUNT_LEVEL) {
+		e = esc_find(g->esc_acct, a->hash, a->tenant, gw_now_ns(), true);
+		if (e && a->level >= e->level) {
+			e->level = a->level;
+			e->expires_ns = a->expires_ns;
+			log_info("gateway: account escalated to %s by the stream job",
+				 a->level >= 3 ? "block" : a->level == 2 ? "step-up" : "delay");
+		}
+	} else if (a->kind == STREAM_PASSWORD_STEP_UP) {
+		e = esc_find(g->esc_pw, a->hash, ESC_ANY_TENANT, gw_now_ns(), true);
+		if (e) {
+			e->level = 1;
+			e->expires_ns = a->expires_ns;
+			log_info("gateway: a password tried across many accounts now answers "
+				 "step_up_required");
+		}
+	}
+}
+
+/* Before the counters: what the stream job decided about this account or password.
+ * Returns true when the login has been answered. */
+static bool escalated(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	uint64_t now = gw_now_ns();
+	struct esc *e;
+
+	if (!g->esc_acct)
+		return false;
+	if (esc_find(g->esc_pw, r->pw_hash, ESC_ANY_TENANT, now, false)) {
+		g->st.step_ups++;
+		emit(r, false);
+		respond(r, 401, "Unauthorized", BODY_STEP_UP, 0, true, false);
+		return true;
+	}
+	e = esc_find(g->esc_acct, r->acct_hash, (uint16_t)r->tenant_idx, now, false);
+	if (!e)
+		return false;
+	if (e->level >= 3) {
+		emit(r, false);
+		r->min_retry_s = (uint32_t)((e->expires_ns - now) / 1000000000ull) + 1;
+		shed(r, GW_SHED_ACCOUNT_BLOCKED);
+		return true;
+	}
+	if (e->level == 2) {
+		g->st.step_ups++;
+		emit(r, false);
+		respond(r, 401, "Unauthorized", BODY_STEP_UP, 0, true, false);
+		return true;
+	}
+	g->st.delayed++;
+	r->extra_ns = (uint64_t)g->cfg->stream.ladder_delay_ms * 1000000ull;
+	return false;
 }
 
 /* ---- login counters ------------------------------------------------------------------- */
@@ -557,7 +756,6 @@ static void count_outcome(struct gw_req *r, bool success)
 }
 
 static void admit(struct gw_req *r, const char *token, size_t tlen);
-static void shed(struct gw_req *r, int reason);
 
 static void check_answer(struct login_check *k, int allowed, uint32_t retry_ms, int reason);
 
@@ -586,8 +784,29 @@ static void on_check_tenant(void *arg, int allowed, uint32_t retry_ms, int answe
 static void check_answer(struct login_check *k, int allowed, uint32_t retry_ms, int why)
 {
 	struct gw_req *r = k->r;
-	int reason;
+	int reason, ctr = why == GW_SHED_FAILURES ? SL_CTR_LOGIN_FAILURES :
+			  why == GW_SHED_SUCCESSES ? SL_CTR_LOGIN_SUCCESSES :
+			  why == GW_SHED_TENANT_LOGINS ? SL_CTR_TENANT_LOGINS : -1;
 
+	if (!allowed && r && ctr >= 0) {
+		struct gateway *g = r->g;
+		bool monitor = g->cfg->counter_mode[ctr] == SL_MODE_MONITOR;
+		char key[96], rule[48];
+
+		snprintf(rule, sizeof(rule), "counter:%s", sl_counter_name(ctr));
+		snprintf(key, sizeof(key), "%s %.16s", ctr == SL_CTR_TENANT_LOGINS ? "tenant" :
+			 "pair", ctr == SL_CTR_TENANT_LOGINS ? r->tenant : r->ckey);
+		stream_record(g->stream, rule, key, (uint16_t)r->tenant_idx, 255,
+			      monitor ? SL_MODE_MONITOR : SL_MODE_ENFORCE, 1,
+			      g->cfg->counters[ctr].burst);
+		if (monitor) {
+			/* Counted, recorded, and let through. */
+			g->st.would_block++;
+			allowed = 1;
+			if (ctr == SL_CTR_LOGIN_FAILURES)
+				r->fail_charged = false;
+		}
+	}
 	if (!allowed && !k->refused) {
 		k->refused = why;
 		k->retry_ms = retry_ms;
@@ -610,10 +829,12 @@ static void check_answer(struct login_check *k, int allowed, uint32_t retry_ms, 
 	reason = k->refused;
 	r->min_retry_s = (k->retry_ms + 999) / 1000;
 	free(k);
-	if (reason)
+	if (reason) {
+		emit(r, false);
 		shed(r, reason);
-	else
+	} else {
 		admit(r, NULL, 0);
+	}
 }
 
 /*
@@ -636,6 +857,7 @@ static bool start_checks(struct gw_req *r)
 	if (!k)
 		return false;
 	known = gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL;
+	r->known = known;
 	counter_key(g, r, known, r->ckey);
 	k->r = r;
 	k->phase = 1;
@@ -781,6 +1003,7 @@ static void finish_login(struct gw_req *r, uint64_t now)
 		}
 		t->ok++;
 		count_outcome(r, true);
+		emit(r, true);
 		evbuffer_add_printf(b, "{\"access_token\":\"%s\",\"token_type\":\"Bearer\","
 				    "\"expires_in\":%u}", tok, g->cfg->gw.token_ttl_s);
 		respond(r, 200, "OK", NULL, 0, false, false);
@@ -788,6 +1011,7 @@ static void finish_login(struct gw_req *r, uint64_t now)
 	}
 	t->unauthorized++;
 	count_outcome(r, false);
+	emit(r, false);
 	respond(r, 401, "Unauthorized", BODY_401, 0, true, false);
 }
 
@@ -1111,6 +1335,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 	r->kind = kind;
 	r->route = ri;
 	snprintf(r->tenant, sizeof(r->tenant), "%s", c->tenants[ti].name);
+	r->tenant_idx = ti;
 	client_of(g, req, &r->client);
 	r->next = g->reqs;
 	if (g->reqs)
@@ -1214,7 +1439,13 @@ static void on_request(struct evhttp_request *req, void *arg)
 	r->job.db = c->routes[ri].db;
 	r->job.deadline_ns = now + (uint64_t)dl_ms * 1000000ull;
 	g->ts[slot].requests++;
-	/* A login asks the counters first; admission follows their answer. */
+	/* A login hears what the stream job decided, then asks the counters; admission
+	 * follows their answer. */
+	if (kind == K_LOGIN && g->stream) {
+		stream_ids(g, r);
+		if (escalated(r))
+			return;
+	}
 	if (kind == K_LOGIN && start_checks(r))
 		return;
 	admit(r, token, tlen);
@@ -1516,6 +1747,8 @@ void gateway_stop(struct gateway *g)
 	while (g->conns)
 		conn_forget(g, g->conns);
 	gw_creds_free(g->creds);
+	free(g->esc_acct);
+	free(g->esc_pw);
 	sodium_memzero(g->key, sizeof(g->key));
 	free(g->sched);
 	free(g->ladder);

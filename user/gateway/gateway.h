@@ -42,6 +42,12 @@ struct gateway *gateway_start(struct event_base *base, const struct sl_config *c
  * logins across the cluster. Without one the gateway runs without them. */
 struct sl_store;
 void gateway_set_store(struct gateway *g, struct sl_store *s);
+/* The stream job (user/sluiced/stream.h): login outcome events go to its queue, and its
+ * account and password escalations come back through gateway_stream_action(). */
+struct stream;
+struct stream_action;
+void gateway_set_stream(struct gateway *g, struct stream *st);
+void gateway_stream_action(struct gateway *g, const struct stream_action *a);
 /* Switch the running gateway to @c; takes @p. Cannot fail: listen address and Argon2
  * settings keep their running values until a restart (logged). */
 void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepared *p);

@@ -30,6 +30,7 @@ static const char *const shed_names[GW_SHED__MAX] = {
 	[GW_SHED_FAILURES] = "login_failures",
 	[GW_SHED_SUCCESSES] = "login_successes",
 	[GW_SHED_TENANT_LOGINS] = "tenant_logins",
+	[GW_SHED_ACCOUNT_BLOCKED] = "account_blocked",
 };
 
 const char *gw_shed_name(int reason)

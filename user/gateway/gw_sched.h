@@ -63,6 +63,7 @@ enum gw_shed {
 			       * has used its failed-login budget */
 	GW_SHED_SUCCESSES,    /* the pair logged in successfully too often (a token mill) */
 	GW_SHED_TENANT_LOGINS,/* the tenant's password logins across the cluster (capacity) */
+	GW_SHED_ACCOUNT_BLOCKED, /* the stream job's ladder reached "block" for this account */
 	GW_SHED__MAX
 };
 

@@ -101,6 +101,22 @@ void sl_prefix_to_lpm(const struct sl_prefix *p, struct sl_lpm_key *k)
 	}
 }
 
+void sl_lpm_to_prefix(const struct sl_lpm_key *k, struct sl_prefix *p)
+{
+	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+	memset(p, 0, sizeof(*p));
+	if (k->prefixlen >= SL_V4_MAPPED_PLEN && !memcmp(k->addr, mapped, 12)) {
+		p->family = SL_FAM_V4;
+		p->plen = (uint8_t)(k->prefixlen - SL_V4_MAPPED_PLEN);
+		memcpy(p->addr, &k->addr[12], 4);
+	} else {
+		p->family = SL_FAM_V6;
+		p->plen = (uint8_t)k->prefixlen;
+		memcpy(p->addr, k->addr, 16);
+	}
+}
+
 void sl_bkey_make(struct sl_bkey *k, const struct sl_prefix *a, uint8_t plen, uint8_t level,
 		  uint8_t class_id)
 {

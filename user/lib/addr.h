@@ -31,6 +31,8 @@ char *sl_prefix_str(const struct sl_prefix *p, char *buf, size_t n);
 
 /* The key the ASN trie is searched with (IPv4 mapped into ::ffff:0:0/96). */
 void sl_prefix_to_lpm(const struct sl_prefix *p, struct sl_lpm_key *k);
+/* The inverse: an LPM key (IPv4 mapped into ::ffff:0:0/96) back to a prefix. */
+void sl_lpm_to_prefix(const struct sl_lpm_key *k, struct sl_prefix *p);
 
 /* The bucket key the datapath builds for a source @a at @plen, @level, @class_id. */
 void sl_bkey_make(struct sl_bkey *k, const struct sl_prefix *a, uint8_t plen, uint8_t level,

@@ -331,6 +331,44 @@ void sl_config_defaults(struct sl_config *c)
 		.enabled = 1, .rate = 1, .burst = 30, .fail = 0, .max_keys = 1000000 };
 	c->counter_v4_prefix = 32;
 	c->counter_v6_prefix = 64;
+	c->stream.enabled = 1;
+	c->stream.window_s = 600;
+	c->stream.queue = 65536;
+	c->stream.prefix_v4 = 24;
+	c->stream.prefix_v6 = 48;
+	c->stream.max_keys = 200000;
+	c->stream.tail_per_day = 100;
+	c->stream.min_attempts = 200;
+	c->stream.baseline_s = 3600;
+	c->stream.records = 4096;
+	c->stream.ladder_delay_ms = 2000;
+	c->stream.det[SL_DET_PREFIX_ACCOUNTS] = (struct sl_detector_cfg){
+		.enabled = 1, .action = SL_DET_BLOCK, .threshold = 50, .factor = 1, .ttl_s = 900 };
+	c->stream.det[SL_DET_ASN_ACCOUNTS] = (struct sl_detector_cfg){
+		.enabled = 1, .action = SL_DET_TIGHTEN, .threshold = 500, .factor = 0.1,
+		.ttl_s = 900 };
+	c->stream.det[SL_DET_ACCOUNT_SOURCES] = (struct sl_detector_cfg){
+		.enabled = 1, .action = SL_DET_LADDER, .threshold = 20, .factor = 1, .ttl_s = 900 };
+	c->stream.det[SL_DET_PASSWORD_ACCOUNTS] = (struct sl_detector_cfg){
+		.enabled = 1, .action = SL_DET_STEP_UP, .threshold = 10, .factor = 1,
+		.ttl_s = 3600 };
+	c->stream.det[SL_DET_TENANT_RATIO] = (struct sl_detector_cfg){
+		.enabled = 1, .action = SL_DET_ALERT, .threshold = 3, .factor = 1, .ttl_s = 900 };
+}
+
+const char *sl_detector_name(int id)
+{
+	static const char *const n[SL_DET_N] = { "prefix_accounts", "asn_accounts",
+		"account_sources", "password_accounts", "tenant_failure_ratio" };
+
+	return id >= 0 && id < SL_DET_N ? n[id] : "?";
+}
+
+const char *sl_det_action_name(uint8_t a)
+{
+	static const char *const n[] = { "block", "tighten", "ladder", "step_up", "alert" };
+
+	return a < sizeof(n) / sizeof(n[0]) ? n[a] : "?";
 }
 
 const char *sl_counter_name(int id)
@@ -1305,7 +1343,7 @@ static void load_counters(struct vctx *x, const config_setting_t *root, struct s
 	static const char *const keys[] = { "login_failures", "login_successes", "tenant_logins",
 		"prefix_v4", "prefix_v6", NULL };
 	static const char *const ckeys[] = { "rate", "burst", "fail", "static_rate",
-		"static_burst", "max_keys", "enabled", NULL };
+		"static_burst", "max_keys", "enabled", "mode", NULL };
 	static const char *const fail_names[] = { "open", "closed", NULL };
 	const config_setting_t *g = config_setting_get_member(root, "counters");
 	long v;
@@ -1373,6 +1411,121 @@ static void load_counters(struct vctx *x, const config_setting_t *root, struct s
 			    "(fail open limits at rate / cluster.nodes)", where);
 		if (get_int(x, k, where, "max_keys", false, 0, 1L << 30, &v))
 			cc->max_keys = (uint32_t)v;
+		e = get_enum(x, k, where, "mode", mode_names, SL_MODE_ENFORCE);
+		if (e >= 0)
+			c->counter_mode[i] = (uint8_t)e;
+	}
+}
+
+static void load_stream(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	static const char *const keys[] = { "enabled", "window_s", "queue", "prefix_v4",
+		"prefix_v6", "max_keys", "tail_per_day", "min_attempts", "baseline_s", "records",
+		"ladder_delay_ms", "mode", "prefix_accounts", "asn_accounts", "account_sources",
+		"password_accounts", "tenant_failure_ratio", NULL };
+	static const char *const dkeys[] = { "enabled", "mode", "threshold", "action", "factor",
+		"ttl_s", NULL };
+	/* Which actions each detector may take. */
+	static const uint8_t allowed[SL_DET_N] = {
+		[SL_DET_PREFIX_ACCOUNTS] = 1 << SL_DET_BLOCK | 1 << SL_DET_TIGHTEN | 1 << SL_DET_ALERT,
+		[SL_DET_ASN_ACCOUNTS] = 1 << SL_DET_BLOCK | 1 << SL_DET_TIGHTEN | 1 << SL_DET_ALERT,
+		[SL_DET_ACCOUNT_SOURCES] = 1 << SL_DET_LADDER | 1 << SL_DET_ALERT,
+		[SL_DET_PASSWORD_ACCOUNTS] = 1 << SL_DET_STEP_UP | 1 << SL_DET_ALERT,
+		[SL_DET_TENANT_RATIO] = 1 << SL_DET_ALERT,
+	};
+	static const char *const action_names_d[] = { "block", "tighten", "ladder", "step_up",
+		"alert", NULL };
+	const config_setting_t *g = config_setting_get_member(root, "stream");
+	struct sl_stream_cfg *st = &c->stream;
+	int all_mode = -1, i, e;
+	long v;
+
+	if (!g)
+		return;
+	if (!config_setting_is_group(g)) {
+		bad(x, g, "stream: expected a group { ... }");
+		return;
+	}
+	check_keys(x, g, "stream", keys);
+	if (config_setting_get_member(g, "enabled")) {
+		int b;
+
+		if (config_setting_type(config_setting_get_member(g, "enabled")) != CONFIG_TYPE_BOOL)
+			bad(x, config_setting_get_member(g, "enabled"),
+			    "stream.enabled: expected true or false");
+		else if (config_setting_lookup_bool(g, "enabled", &b))
+			st->enabled = b;
+	}
+	if (get_int(x, g, "stream", "window_s", false, 10, 86400, &v))
+		st->window_s = (uint32_t)v;
+	if (get_int(x, g, "stream", "queue", false, 64, 1L << 24, &v)) {
+		if (v & (v - 1))
+			bad(x, config_setting_get_member(g, "queue"),
+			    "stream.queue: %ld is not a power of two", v);
+		else
+			st->queue = (uint32_t)v;
+	}
+	if (get_int(x, g, "stream", "prefix_v4", false, 8, 32, &v))
+		st->prefix_v4 = (uint8_t)v;
+	if (get_int(x, g, "stream", "prefix_v6", false, 16, 64, &v))
+		st->prefix_v6 = (uint8_t)v;
+	if (get_int(x, g, "stream", "max_keys", false, 1024, 1L << 26, &v))
+		st->max_keys = (uint32_t)v;
+	if (get_int(x, g, "stream", "tail_per_day", false, 1, 1L << 30, &v))
+		st->tail_per_day = (uint32_t)v;
+	if (get_int(x, g, "stream", "min_attempts", false, 1, 1L << 30, &v))
+		st->min_attempts = (uint32_t)v;
+	if (get_int(x, g, "stream", "baseline_s", false, 60, 7L * 86400, &v))
+		st->baseline_s = (uint32_t)v;
+	if (get_int(x, g, "stream", "records", false, 16, 1L << 20, &v))
+		st->records = (uint32_t)v;
+	if (get_int(x, g, "stream", "ladder_delay_ms", false, 0, 60000, &v))
+		st->ladder_delay_ms = (uint32_t)v;
+	all_mode = get_enum(x, g, "stream", "mode", mode_names, -2);
+	for (i = 0; i < SL_DET_N; i++) {
+		const config_setting_t *k = config_setting_get_member(g, sl_detector_name(i));
+		struct sl_detector_cfg *d = &st->det[i];
+		char where[64];
+		double n;
+
+		if (all_mode >= 0)
+			d->mode = (uint8_t)all_mode;
+		if (!k)
+			continue;
+		snprintf(where, sizeof(where), "stream.%s", sl_detector_name(i));
+		if (!config_setting_is_group(k)) {
+			bad(x, k, "%s: expected a group { ... }", where);
+			continue;
+		}
+		check_keys(x, k, where, dkeys);
+		if (config_setting_get_member(k, "enabled")) {
+			int b;
+
+			if (config_setting_type(config_setting_get_member(k, "enabled")) !=
+			    CONFIG_TYPE_BOOL)
+				bad(x, config_setting_get_member(k, "enabled"),
+				    "%s.enabled: expected true or false", where);
+			else if (config_setting_lookup_bool(k, "enabled", &b))
+				d->enabled = b;
+		}
+		e = get_enum(x, k, where, "mode", mode_names, d->mode);
+		if (e >= 0)
+			d->mode = (uint8_t)e;
+		if (get_num(x, k, where, "threshold", false, 1, 1e9, &n))
+			d->threshold = n;
+		e = get_enum(x, k, where, "action", action_names_d, d->action);
+		if (e >= 0) {
+			if (!(allowed[i] & (1u << e)))
+				bad(x, config_setting_get_member(k, "action"),
+				    "%s.action: '%s' is not an action this detector can take", where,
+				    sl_det_action_name((uint8_t)e));
+			else
+				d->action = (uint8_t)e;
+		}
+		if (get_num(x, k, where, "factor", false, 0.001, 1, &n))
+			d->factor = n;
+		if (get_int(x, k, where, "ttl_s", false, 1, 7L * 86400, &v))
+			d->ttl_s = (uint32_t)v;
 	}
 }
 
@@ -1380,7 +1533,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 		   size_t errlen)
 {
 	static const char *const top_keys[] = { "edge", "classes", "tenants", "routes", "gateway",
-		"daemon", "redis", "cluster", "counters", NULL };
+		"daemon", "redis", "cluster", "counters", "stream", NULL };
 	struct vctx x = { .file = path, .err = err, .errlen = errlen };
 	struct sl_config *c;
 	config_t cfg;
@@ -1428,6 +1581,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	load_daemon(&x, config_root_setting(&cfg), c);
 	load_redis(&x, config_root_setting(&cfg), c);
 	load_counters(&x, config_root_setting(&cfg), c);
+	load_stream(&x, config_root_setting(&cfg), c);
 	if (x.nerr) {
 		ret = -EINVAL;
 		goto out;

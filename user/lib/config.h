@@ -133,6 +133,47 @@ struct sl_counter_cfg {
 	uint32_t max_keys;              /* live keys per tenant; 0: no cap */
 };
 
+/* The stream job's detectors (docs/configuration.md, "stream"). */
+enum sl_detector_id {
+	SL_DET_PREFIX_ACCOUNTS = 0, /* distinct accounts failed per source prefix */
+	SL_DET_ASN_ACCOUNTS,        /* distinct accounts failed per ASN */
+	SL_DET_ACCOUNT_SOURCES,     /* distinct source prefixes failed per account */
+	SL_DET_PASSWORD_ACCOUNTS,   /* distinct accounts tried with one (hashed) password */
+	SL_DET_TENANT_RATIO,        /* a tenant's failure ratio against its trailing baseline */
+	SL_DET_N,
+};
+
+enum sl_det_action {
+	SL_DET_BLOCK = 0,   /* an XDP verdict that drops the prefix's SYNs */
+	SL_DET_TIGHTEN,     /* an XDP verdict that scales the prefix's buckets by factor */
+	SL_DET_LADDER,      /* accounts: delay, then step-up, then block, in the gateway */
+	SL_DET_STEP_UP,     /* passwords: logins trying it answer step_up_required */
+	SL_DET_ALERT,       /* record and count only */
+};
+
+struct sl_detector_cfg {
+	int enabled;
+	uint8_t mode;        /* enum sl_mode: enforce or monitor */
+	uint8_t action;      /* enum sl_det_action */
+	double threshold;    /* distinct count in the window (tenant ratio: x baseline) */
+	double factor;       /* tighten: rate and burst x factor */
+	uint32_t ttl_s;      /* how long what it does lasts */
+};
+
+struct sl_stream_cfg {
+	int enabled;
+	uint32_t window_s;          /* sliding window of the distinct counts */
+	uint32_t queue;             /* outcome events in flight (a power of two) */
+	uint8_t prefix_v4, prefix_v6; /* the source prefix the detectors key by */
+	uint32_t max_keys;          /* per detector; the least recently seen go first */
+	uint32_t tail_per_day;      /* attempts per account per day above which it is non-human */
+	uint32_t min_attempts;      /* tenant ratio: attempts in the window before it judges */
+	uint32_t baseline_s;        /* tenant ratio: the trailing baseline's time constant */
+	uint32_t records;           /* would-block and block records kept */
+	uint32_t ladder_delay_ms;   /* account ladder, first step */
+	struct sl_detector_cfg det[SL_DET_N];
+};
+
 struct sl_config {
 	char path[PATH_MAX];
 
@@ -178,7 +219,12 @@ struct sl_config {
 	struct sl_cluster_cfg cluster;
 	struct sl_counter_cfg counters[SL_CTR_N];
 	uint8_t counter_v4_prefix, counter_v6_prefix; /* the "source prefix" of the counters */
+	uint8_t counter_mode[SL_CTR_N];               /* enum sl_mode */
+	struct sl_stream_cfg stream;
 };
+
+const char *sl_detector_name(int id);
+const char *sl_det_action_name(uint8_t a);
 
 const char *sl_counter_name(int id);
 

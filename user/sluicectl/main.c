@@ -46,6 +46,7 @@
 
 struct ctl {
 	char action[16];
+	double since;  /* wouldblock: unix time; 0 all */
 	double factor;
 	long ttl;
 	char reason[SL_VERDICT_REASON_LEN];
@@ -86,6 +87,12 @@ static void usage(FILE *f)
 		"                         --backlog also prints those queued before it started\n"
 		"  leases                 each tenant's edge budget, this node's demand and share,\n"
 		"                         its lease and when it expires (then: the static rate)\n"
+		"  wouldblock [--since T] what the detectors and counters in monitor mode would have\n"
+		"                         blocked, and what those enforcing did (T: seconds, Nm, Nh,\n"
+		"                         Nd ago, or a unix time), with a summary by rule, tenant\n"
+		"                         and source class\n"
+		"  distribution           login attempts per account today at p50/p90/p99/p99.9 per\n"
+		"                         tenant, and the non-human tail (stream.tail_per_day)\n"
 		"  tenants                the gateway's tenants: reservation, consumption, overage,\n"
 		"                         sheds by class and reason, queue wait and service time\n"
 		"                         p50/p99, hashes; the queue and the cost classes\n"
@@ -917,22 +924,6 @@ static int cmd_verdict_del(const struct ctl *c, const char *prefix)
 	return 0;
 }
 
-static void lpm_to_prefix(const struct sl_lpm_key *k, struct sl_prefix *p)
-{
-	static const uint8_t mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-
-	memset(p, 0, sizeof(*p));
-	if (k->prefixlen >= SL_V4_MAPPED_PLEN && !memcmp(k->addr, mapped, 12)) {
-		p->family = SL_FAM_V4;
-		p->plen = (uint8_t)(k->prefixlen - SL_V4_MAPPED_PLEN);
-		memcpy(p->addr, &k->addr[12], 4);
-	} else {
-		p->family = SL_FAM_V6;
-		p->plen = (uint8_t)k->prefixlen;
-		memcpy(p->addr, k->addr, 16);
-	}
-}
-
 static int cmd_verdict_list(const struct ctl *c)
 {
 	struct sl_lpm_key k, next;
@@ -961,7 +952,7 @@ static int cmd_verdict_list(const struct ctl *c)
 		prev = &k;
 		if (bpf_map_lookup_elem(m.verdicts, &k, &v))
 			continue;
-		lpm_to_prefix(&k, &p);
+		sl_lpm_to_prefix(&k, &p);
 		left = v.expires_ns > now ? (long)((v.expires_ns - now) / 1000000000ull) : 0;
 		if (c->json) {
 			json_obj_begin(&j, NULL);
@@ -1129,6 +1120,30 @@ static int cmd_tenants(const struct ctl *c)
 	return 0;
 }
 
+/* A document the daemon renders (wouldblock, distribution): print what follows "ok". */
+static int cmd_daemon_doc(const struct ctl *c, const char *verb, const char *cmd)
+{
+	char *buf = malloc(TENANTS_MAX_ANSWER);
+	const char *body;
+	int r;
+
+	if (!buf) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		return 1;
+	}
+	r = ctl_call(c, cmd, buf, TENANTS_MAX_ANSWER);
+	if (r != 1) {
+		free(buf);
+		return run_ctl(c, verb, cmd);
+	}
+	body = buf + 2;
+	if (*body == ' ' || *body == '\n')
+		body++;
+	fputs(body, stdout);
+	free(buf);
+	return 0;
+}
+
 /* One line of password from stdin, without echo on a terminal. Returns its length or -1. */
 static ssize_t read_password(char *pwd, size_t n)
 {
@@ -1270,6 +1285,7 @@ int main(int argc, char **argv)
 		{ "count", required_argument, NULL, 'n' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "backlog", no_argument, NULL, 'B' },
+		{ "since", required_argument, NULL, 's' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -1331,6 +1347,21 @@ int main(int argc, char **argv)
 		case 't':
 			c.timeout = atof(optarg);
 			break;
+		case 's': {
+			/* "600", "10m", "2h", "1d" ago, or an absolute unix time. */
+			char *end;
+			double v = strtod(optarg, &end), mul = 1;
+
+			if (end == optarg || v < 0 ||
+			    (*end && (end[1] || !strchr("smhd", *end)))) {
+				fprintf(stderr, "sluicectl: --since: expected SECONDS, Nm, Nh, Nd or a "
+					"unix time\n");
+				return 2;
+			}
+			mul = *end == 'm' ? 60 : *end == 'h' ? 3600 : *end == 'd' ? 86400 : 1;
+			c.since = v > 1e9 && !*end ? v : (double)time(NULL) - v * mul;
+			break;
+		}
 		case 'B':
 			c.backlog = true;
 			break;
@@ -1359,6 +1390,15 @@ int main(int argc, char **argv)
 		return cmd_stats(&c);
 	if (!strcmp(cmd, "leases") && !sub)
 		return cmd_leases(&c);
+	if (!strcmp(cmd, "wouldblock") && !sub) {
+		char line[64];
+
+		snprintf(line, sizeof(line), "wouldblock %.3f%s", c.since, c.json ? " json" : "");
+		return cmd_daemon_doc(&c, "wouldblock", line);
+	}
+	if (!strcmp(cmd, "distribution") && !sub)
+		return cmd_daemon_doc(&c, "distribution", c.json ? "distribution json" :
+						       "distribution");
 	if (!strcmp(cmd, "prefix") && sub && !strcmp(sub, "show") && optind + 3 == argc)
 		return cmd_prefix_show(&c, argv[optind + 2]);
 	if (!strcmp(cmd, "verdict") && sub && !strcmp(sub, "add") && optind + 3 == argc)

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "store.h"
+#include "stream.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.1.0"
@@ -44,6 +45,7 @@ struct daemon {
 	struct sl_store *store;  /* counters: in-process, or Redis when redis.address is set */
 	struct lease_ctl *lease; /* the edge's tenant leases */
 	struct metrics_server *metrics;
+	struct stream *stream;   /* the stream job, when the gateway runs */
 	struct sl_config cfg;
 	char config_path[PATH_MAX];
 	char base_dir[PATH_MAX];
@@ -174,6 +176,8 @@ static int reload(struct daemon *d, char *msg, size_t n)
 	d->cfg = *nc;
 	if (d->lease)
 		lease_apply(d->lease, &d->cfg);
+	if (d->stream)
+		stream_apply(d->stream, &d->cfg);
 	if (!d->log_override)
 		log_set_level((enum log_level)d->cfg.log_level);
 	snprintf(msg, n, "reloaded %s (generation %u, %u ASN rows)", d->config_path,
@@ -191,6 +195,14 @@ static void stop(struct daemon *d, bool handover, int delay_ms)
 	d->handover = handover;
 	d->stopping = true;
 	event_base_loopexit(d->base, delay_ms ? &tv : NULL);
+}
+
+static void on_stream_action(void *arg, const struct stream_action *a)
+{
+	struct daemon *d = arg;
+
+	if (d->gw)
+		gateway_stream_action(d->gw, a);
 }
 
 static void render_metrics(void *arg, struct evbuffer *out)
@@ -324,6 +336,22 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 					    "section)\n");
 		else
 			gateway_tenants(d->gw, out, !strcmp(line, "tenants"));
+	} else if (!strncmp(line, "wouldblock", 10) || !strncmp(line, "distribution", 12) ||
+		   !strcmp(line, "stream")) {
+		if (!d->stream) {
+			evbuffer_add_printf(out, "error the stream job is not running (it needs a "
+					    "'gateway' section and stream.enabled)\n");
+		} else if (!strncmp(line, "wouldblock", 10)) {
+			double since = 0;
+			char fmt[8] = "";
+
+			sscanf(line + 10, " %lf %7s", &since, fmt);
+			stream_wouldblock(d->stream, out, since, !strcmp(fmt, "json"));
+		} else if (!strncmp(line, "distribution", 12)) {
+			stream_distribution(d->stream, out, !strcmp(line, "distribution json"));
+		} else {
+			stream_stats_json(d->stream, out);
+		}
 	} else if (!strcmp(line, "store") || !strcmp(line, "store text")) {
 		store_report(d, out, !strcmp(line, "store"));
 	} else if (!strcmp(line, "detach")) {
@@ -542,6 +570,15 @@ int main(int argc, char **argv)
 			goto out_edge;
 		}
 		gateway_set_store(d.gw, d.store);
+		if (d.cfg.stream.enabled) {
+			d.stream = stream_start(d.base, &d.cfg, d.cfg.has_edge ? &d.edge.maps : NULL,
+						on_stream_action, &d, msg, sizeof(msg));
+			if (!d.stream) {
+				log_error("stream job: %s", msg);
+				goto out_edge;
+			}
+			gateway_set_stream(d.gw, d.stream);
+		}
 	}
 	for (i = 0; i < 4; i++) {
 		sigs[i] = evsignal_new(d.base, signums[i], on_signal, &d);
@@ -570,6 +607,10 @@ out_edge:
 	for (i = 0; i < 4; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
+	if (d.gw)
+		gateway_set_stream(d.gw, NULL); /* the gateway stops pushing first */
+	stream_stop(d.stream);
+	d.stream = NULL;
 	gateway_stop(d.gw);
 	metrics_close(d.metrics);
 	sl_store_free(d.store); /* answers what is in flight, before what it answers to goes */

@@ -1,0 +1,989 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* The stream job: see stream.h. */
+#include <errno.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+
+#include "addr.h"
+#include "hll.h"
+#include "log.h"
+#include "stream.h"
+
+#define BATCH 256
+#define PROBE 16
+#define WINDOW_BUCKETS 6
+#define MAX_ASN_PREFIXES 4096
+#define MAX_ACTIONS 4096
+#define TENANT_SLOTS (SL_MAX_TENANTS + 1)
+
+/* One key of one detector: a prefix, an ASN, an account or a password (hashed). */
+struct dkey {
+	uint8_t kind;   /* enum sl_detector_id */
+	uint8_t len;
+	uint8_t b[18];
+};
+
+struct dent {
+	struct dkey k;
+	bool used;
+	uint8_t level;           /* what was done to it (account ladder: 1..3) */
+	uint8_t class_id;
+	uint16_t tenant;
+	uint64_t last_ns;
+	uint64_t flagged_until;  /* acted (or recorded) until then: not again before */
+	struct hll_window w;
+};
+
+struct table {
+	struct dent *e;
+	uint32_t cap;            /* power of two */
+	uint64_t evicted;
+};
+
+struct rec {
+	double ts;
+	char rule[40];
+	char key[64];
+	uint16_t tenant;
+	uint8_t class_id;
+	uint8_t mode;            /* SL_MODE_ENFORCE: done; SL_MODE_MONITOR: would have been */
+	char action[16];
+	uint64_t count;
+	double threshold;
+};
+
+/* Attempts per account today, for the distribution. */
+struct dcount {
+	uint8_t account[16];
+	uint16_t tenant;
+	bool used;
+	uint32_t n;
+};
+
+struct tstat {
+	/* attempts and failures in WINDOW_BUCKETS buckets of window / WINDOW_BUCKETS */
+	uint64_t att[WINDOW_BUCKETS], fail[WINDOW_BUCKETS];
+	uint64_t head;           /* bucket epoch of the newest */
+	double baseline;         /* trailing failure ratio (EWMA, per bucket) */
+	bool have_baseline;
+	uint64_t alerted_until;
+};
+
+struct stream {
+	struct event_base *base;
+	const struct sl_maps *maps;
+	struct evq *q;
+	pthread_t th;
+	bool running;
+	int stop_fd;             /* eventfd: stop the thread */
+	int act_fd;              /* eventfd: actions waiting for the loop */
+	struct event *act_ev;
+	stream_action_fn act;
+	void *act_arg;
+
+	pthread_mutex_t mu;      /* everything below */
+	struct sl_config *c;     /* our copy */
+	char tenant_names[TENANT_SLOTS][SL_TENANT_NAME_LEN];
+	char class_names[SL_STATS_ROWS][SL_CLASS_NAME_LEN];
+	uint64_t window_ns;
+	struct table t[SL_DET_N];
+	struct rec *recs;
+	uint32_t n_recs, rec_head, rec_cap;
+	struct dcount *dist;
+	uint32_t dist_cap;
+	uint64_t dist_day;       /* unix day of the counts */
+	uint64_t dist_dropped;   /* accounts not counted: the table was full */
+	struct tstat ts[TENANT_SLOTS];
+	uint64_t events, failures, verdicts, verdict_errors, actions_dropped;
+	struct stream_action pending[MAX_ACTIONS];
+	uint32_t n_pending;
+};
+
+static uint64_t mono_ns(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
+}
+
+static double unix_now(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t c = 1024;
+
+	while (c < n && c < (1u << 26))
+		c <<= 1;
+	return c;
+}
+
+/* FNV-1a over the key: the tables are ours, their keys are already hashes or prefixes. */
+static uint64_t key_hash(const struct dkey *k)
+{
+	uint64_t h = 1469598103934665603ull;
+	unsigned i;
+
+	h = (h ^ k->kind) * 1099511628211ull;
+	for (i = 0; i < k->len && i < sizeof(k->b); i++)
+		h = (h ^ k->b[i]) * 1099511628211ull;
+	return h;
+}
+
+static void dent_clear(struct dent *e)
+{
+	hll_window_free(&e->w);
+	memset(e, 0, sizeof(*e));
+}
+
+/* The entry for @k, made if need be: a free slot in the probe window, else the one seen
+ * longest ago (its counts are forgotten). NULL only when memory runs out. */
+static struct dent *table_get(struct stream *s, struct table *t, const struct dkey *k,
+			      uint64_t now)
+{
+	uint64_t h = key_hash(k);
+	struct dent *victim = NULL, *e;
+	uint32_t i;
+
+	for (i = 0; i < PROBE; i++) {
+		e = &t->e[(h + i) & (t->cap - 1)];
+		if (e->used && e->k.kind == k->kind && e->k.len == k->len &&
+		    !memcmp(e->k.b, k->b, k->len)) {
+			e->last_ns = now;
+			return e;
+		}
+		if (!e->used) {
+			if (!victim || victim->used)
+				victim = e;
+		} else if (victim && !victim->used) {
+			continue;
+		} else if (!victim || e->last_ns < victim->last_ns) {
+			victim = e;
+		}
+	}
+	if (victim->used) {
+		t->evicted++;
+		dent_clear(victim);
+	}
+	if (hll_window_init(&victim->w, s->window_ns, WINDOW_BUCKETS))
+		return NULL;
+	victim->used = true;
+	victim->k = *k;
+	victim->last_ns = now;
+	return victim;
+}
+
+static void record(struct stream *s, const char *rule, const char *key, uint16_t tenant,
+		   uint8_t class_id, uint8_t mode, const char *action, uint64_t count,
+		   double threshold)
+{
+	struct rec *r;
+
+	if (!s->rec_cap)
+		return;
+	r = &s->recs[s->rec_head];
+	s->rec_head = (s->rec_head + 1) % s->rec_cap;
+	if (s->n_recs < s->rec_cap)
+		s->n_recs++;
+	memset(r, 0, sizeof(*r));
+	r->ts = unix_now();
+	snprintf(r->rule, sizeof(r->rule), "%s", rule);
+	snprintf(r->key, sizeof(r->key), "%s", key);
+	r->tenant = tenant;
+	r->class_id = class_id;
+	r->mode = mode;
+	snprintf(r->action, sizeof(r->action), "%s", action);
+	r->count = count;
+	r->threshold = threshold;
+}
+
+static void hex(const uint8_t *b, size_t n, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		out[2 * i] = d[b[i] >> 4];
+		out[2 * i + 1] = d[b[i] & 15];
+	}
+	out[2 * n] = '\0';
+}
+
+static void prefix_text(const struct sl_outcome_event *ev, char *out, size_t n)
+{
+	char a[INET6_ADDRSTRLEN];
+
+	if (!inet_ntop(ev->family == 6 ? AF_INET6 : AF_INET, ev->prefix, a, sizeof(a)))
+		snprintf(a, sizeof(a), "?");
+	snprintf(out, n, "%s/%u", a, ev->plen);
+}
+
+/* Post an action for the loop's thread (the gateway lives there). */
+static void post(struct stream *s, const struct stream_action *a)
+{
+	uint64_t one = 1;
+
+	if (s->n_pending >= MAX_ACTIONS) {
+		s->actions_dropped++;
+		return;
+	}
+	s->pending[s->n_pending++] = *a;
+	if (write(s->act_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_warn("stream: cannot wake the loop: %s", strerror(errno));
+}
+
+static void put_verdict(struct stream *s, const struct sl_prefix *p, const struct sl_detector_cfg *d,
+			const char *why)
+{
+	struct sl_verdict v = { 0 };
+
+	v.action = d->action == SL_DET_BLOCK ? SL_VERDICT_BLOCK : SL_VERDICT_TIGHTEN;
+	v.factor = (uint16_t)(d->factor * 1000.0 + 0.5);
+	if (!v.factor)
+		v.factor = 1;
+	v.reason_code = 9000;
+	v.expires_ns = sl_now_ns() + (uint64_t)d->ttl_s * 1000000000ull;
+	v.created_unix = (uint64_t)time(NULL);
+	snprintf(v.reason, sizeof(v.reason), "%s", why);
+	if (sl_maps_verdict_put(s->maps, p, &v))
+		s->verdict_errors++;
+	else
+		s->verdicts++;
+}
+
+/* Every prefix the ASN table gives @asn, bounded. */
+static int asn_prefixes(const struct stream *s, uint32_t asn, struct sl_prefix *out, int max)
+{
+	struct sl_settings set;
+	struct sl_lpm_key k, next;
+	struct sl_asn_val v;
+	__u32 slot, id;
+	void *prev = NULL;
+	int fd, n = 0;
+	long scanned = 0;
+
+	if (sl_maps_read_settings(s->maps, &set))
+		return 0;
+	slot = set.asn_slot & 1;
+	if (bpf_map_lookup_elem(s->maps->asn, &slot, &id))
+		return 0;
+	fd = bpf_map_get_fd_by_id(id);
+	if (fd < 0)
+		return 0;
+	while (n < max && scanned++ < 4000000 && !bpf_map_get_next_key(fd, prev, &next)) {
+		k = next;
+		prev = &k;
+		if (bpf_map_lookup_elem(fd, &k, &v) || v.asn != asn)
+			continue;
+		sl_lpm_to_prefix(&k, &out[n]);
+		n++;
+	}
+	close(fd);
+	return n;
+}
+
+/* @d fired on entry @e (count @n): act, or record what it would have done. */
+static void fire(struct stream *s, int det, struct dent *e, const struct sl_outcome_event *ev,
+		 uint64_t n, const char *key, uint64_t now)
+{
+	const struct sl_detector_cfg *d = &s->c->stream.det[det];
+	bool enforce = d->mode == SL_MODE_ENFORCE && d->action != SL_DET_ALERT;
+	char why[SL_VERDICT_REASON_LEN];
+	const char *action = sl_det_action_name(d->action);
+
+	e->flagged_until = now + (uint64_t)d->ttl_s * 1000000000ull;
+	if (enforce && (det == SL_DET_PREFIX_ACCOUNTS || det == SL_DET_ASN_ACCOUNTS) &&
+	    !s->maps)
+		enforce = false; /* no datapath here: recorded only */
+	record(s, sl_detector_name(det), key, ev->tenant, ev->class_id,
+	       enforce ? SL_MODE_ENFORCE : SL_MODE_MONITOR, action, n, d->threshold);
+	if (!enforce)
+		return;
+	switch (det) {
+	case SL_DET_PREFIX_ACCOUNTS: {
+		struct sl_prefix p = { .family = ev->family == 6 ? SL_FAM_V6 : SL_FAM_V4,
+				       .plen = ev->plen };
+
+		memcpy(p.addr, ev->prefix, 16);
+		snprintf(why, sizeof(why), "stream: %llu accounts failed from it",
+			 (unsigned long long)n);
+		put_verdict(s, &p, d, why);
+		break;
+	}
+	case SL_DET_ASN_ACCOUNTS: {
+		static struct sl_prefix ps[MAX_ASN_PREFIXES];
+		int i, np = asn_prefixes(s, ev->asn, ps, MAX_ASN_PREFIXES);
+
+		snprintf(why, sizeof(why), "stream: AS%u, %llu accounts failed", ev->asn,
+			 (unsigned long long)n);
+		for (i = 0; i < np; i++)
+			put_verdict(s, &ps[i], d, why);
+		if (np == MAX_ASN_PREFIXES)
+			log_warn("stream: AS%u has more than %d prefixes; the first %d have a verdict",
+				 ev->asn, MAX_ASN_PREFIXES, MAX_ASN_PREFIXES);
+		break;
+	}
+	case SL_DET_ACCOUNT_SOURCES:
+	case SL_DET_PASSWORD_ACCOUNTS: {
+		struct stream_action a = { 0 };
+
+		a.kind = det == SL_DET_ACCOUNT_SOURCES ? STREAM_ACCOUNT_LEVEL :
+			 STREAM_PASSWORD_STEP_UP;
+		a.level = e->level;
+		a.tenant = ev->tenant;
+		memcpy(a.hash, e->k.b, 16);
+		a.expires_ns = e->flagged_until;
+		post(s, &a);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void tenant_roll(struct stream *s, struct tstat *t, uint64_t now)
+{
+	uint64_t span = s->window_ns / WINDOW_BUCKETS, epoch = now / span, i;
+	double a = 1.0 - exp(-(double)span / ((double)s->c->stream.baseline_s * 1e9));
+
+	if (!t->head) {
+		t->head = epoch;
+		return;
+	}
+	for (i = 0; t->head < epoch && i < WINDOW_BUCKETS + 1; i++) {
+		uint64_t b = t->head % WINDOW_BUCKETS;
+
+		/* The bucket leaving feeds the baseline. */
+		if (t->att[b]) {
+			double r = (double)t->fail[b] / (double)t->att[b];
+
+			t->baseline = t->have_baseline ? t->baseline + a * (r - t->baseline) : r;
+			t->have_baseline = true;
+		}
+		t->head++;
+		t->att[t->head % WINDOW_BUCKETS] = 0;
+		t->fail[t->head % WINDOW_BUCKETS] = 0;
+	}
+	if (t->head < epoch)
+		t->head = epoch; /* idle for longer than a window: everything above was cleared */
+}
+
+static void tenant_check(struct stream *s, const struct sl_outcome_event *ev, uint64_t now)
+{
+	const struct sl_detector_cfg *d = &s->c->stream.det[SL_DET_TENANT_RATIO];
+	struct tstat *t = &s->ts[ev->tenant < TENANT_SLOTS ? ev->tenant : SL_MAX_TENANTS];
+	uint64_t att = 0, fail = 0;
+	double ratio, base;
+	unsigned i;
+
+	tenant_roll(s, t, now);
+	t->att[t->head % WINDOW_BUCKETS]++;
+	if (!ev->success)
+		t->fail[t->head % WINDOW_BUCKETS]++;
+	if (!d->enabled || !t->have_baseline || now < t->alerted_until)
+		return;
+	for (i = 0; i < WINDOW_BUCKETS; i++) {
+		att += t->att[i];
+		fail += t->fail[i];
+	}
+	if (att < s->c->stream.min_attempts)
+		return;
+	ratio = (double)fail / (double)att;
+	base = t->baseline > 0.01 ? t->baseline : 0.01;
+	if (ratio >= d->threshold * base) {
+		char key[96];
+
+		t->alerted_until = now + (uint64_t)d->ttl_s * 1000000000ull;
+		snprintf(key, sizeof(key), "%s: %.1f%% failed against %.1f%%",
+			 s->tenant_names[ev->tenant < TENANT_SLOTS ? ev->tenant : SL_MAX_TENANTS],
+			 ratio * 100, t->baseline * 100);
+		record(s, sl_detector_name(SL_DET_TENANT_RATIO), key, ev->tenant, ev->class_id,
+		       SL_MODE_MONITOR, "alert", fail, d->threshold);
+	}
+}
+
+static void dist_count(struct stream *s, const struct sl_outcome_event *ev)
+{
+	uint64_t day = (uint64_t)time(NULL) / 86400, h = 1469598103934665603ull;
+	uint32_t i;
+
+	if (day != s->dist_day) {
+		memset(s->dist, 0, sizeof(*s->dist) * s->dist_cap);
+		s->dist_day = day;
+		s->dist_dropped = 0;
+	}
+	for (i = 0; i < 16; i++)
+		h = (h ^ ev->account[i]) * 1099511628211ull;
+	h = (h ^ ev->tenant) * 1099511628211ull;
+	for (i = 0; i < PROBE; i++) {
+		struct dcount *d = &s->dist[(h + i) & (s->dist_cap - 1)];
+
+		if (!d->used) {
+			d->used = true;
+			memcpy(d->account, ev->account, 16);
+			d->tenant = ev->tenant;
+			d->n = 1;
+			return;
+		}
+		if (d->tenant == ev->tenant && !memcmp(d->account, ev->account, 16)) {
+			d->n++;
+			return;
+		}
+	}
+	s->dist_dropped++;
+}
+
+/* One distinct-count detector: add @member to @k's window; fire past the threshold. */
+static void detect(struct stream *s, int det, const struct dkey *k, uint64_t member,
+		   const struct sl_outcome_event *ev, const char *key, uint64_t now)
+{
+	const struct sl_detector_cfg *d = &s->c->stream.det[det];
+	struct dent *e;
+	uint64_t n;
+
+	if (!d->enabled)
+		return;
+	e = table_get(s, &s->t[det], k, now);
+	if (!e)
+		return;
+	e->tenant = ev->tenant;
+	e->class_id = ev->class_id;
+	/* A member already counted changes nothing; a flagged key has nothing to decide (a
+	 * dense window costs ~0.1 ms to count). */
+	if (hll_window_add(&e->w, now, member) <= 0)
+		return;
+	if (det != SL_DET_ACCOUNT_SOURCES && now < e->flagged_until)
+		return;
+	n = hll_window_count(&e->w, now);
+	if (det == SL_DET_ACCOUNT_SOURCES) {
+		/* The ladder: delay at the threshold, step-up at twice it, block at four times. */
+		uint8_t want = n >= 4 * d->threshold ? 3 : n >= 2 * d->threshold ? 2 :
+			       n >= d->threshold ? 1 : 0;
+
+		if (now >= e->flagged_until)
+			e->level = 0;
+		if (want > e->level) {
+			e->level = want;
+			fire(s, det, e, ev, n, key, now);
+		}
+		return;
+	}
+	if (n >= d->threshold && now >= e->flagged_until)
+		fire(s, det, e, ev, n, key, now);
+}
+
+static uint64_t h64(const uint8_t *b, size_t n)
+{
+	uint64_t v = 0;
+
+	memcpy(&v, b, n < 8 ? n : 8);
+	return v;
+}
+
+static void process(struct stream *s, struct sl_outcome_event *ev, uint64_t now)
+{
+	char key[96], hx[33];
+	struct dkey k;
+
+	s->events++;
+	if (s->maps && !ev->asn) {
+		struct sl_prefix p = { .family = ev->family == 6 ? SL_FAM_V6 : SL_FAM_V4,
+				       .plen = ev->family == 6 ? 128 : 32 };
+		struct sl_asn_val v;
+
+		memcpy(p.addr, ev->prefix, 16);
+		if (!sl_maps_lookup_asn(s->maps, &p, &v)) {
+			ev->asn = v.asn;
+			ev->class_id = (uint8_t)v.class_id;
+		}
+	}
+	dist_count(s, ev);
+	tenant_check(s, ev, now);
+	if (ev->success)
+		return;
+	s->failures++;
+
+	memset(&k, 0, sizeof(k));
+	k.kind = SL_DET_PREFIX_ACCOUNTS;
+	k.len = 18;
+	k.b[0] = ev->family;
+	k.b[1] = ev->plen;
+	memcpy(k.b + 2, ev->prefix, 16);
+	prefix_text(ev, key, sizeof(key));
+	detect(s, SL_DET_PREFIX_ACCOUNTS, &k, h64(ev->account, 16), ev, key, now);
+
+	if (ev->asn) {
+		memset(&k, 0, sizeof(k));
+		k.kind = SL_DET_ASN_ACCOUNTS;
+		k.len = 4;
+		memcpy(k.b, &ev->asn, 4);
+		snprintf(key, sizeof(key), "AS%u", ev->asn);
+		detect(s, SL_DET_ASN_ACCOUNTS, &k, h64(ev->account, 16), ev, key, now);
+	}
+
+	memset(&k, 0, sizeof(k));
+	k.kind = SL_DET_ACCOUNT_SOURCES;
+	k.len = 16;
+	memcpy(k.b, ev->account, 16);
+	hex(ev->account, 8, hx);
+	snprintf(key, sizeof(key), "account %s", hx);
+	detect(s, SL_DET_ACCOUNT_SOURCES, &k, hll_hash(ev->prefix, 16) ^ ev->plen, ev, key,
+	       now);
+
+	if (h64(ev->password, 16) || h64(ev->password + 8, 8)) {
+		memset(&k, 0, sizeof(k));
+		k.kind = SL_DET_PASSWORD_ACCOUNTS;
+		k.len = 16;
+		memcpy(k.b, ev->password, 16);
+		hex(ev->password, 8, hx);
+		snprintf(key, sizeof(key), "password %s", hx);
+		detect(s, SL_DET_PASSWORD_ACCOUNTS, &k, h64(ev->account, 16), ev, key, now);
+	}
+}
+
+static void *run(void *arg)
+{
+	struct stream *s = arg;
+	static struct sl_outcome_event batch[BATCH];
+	struct pollfd p[2] = { { .fd = evq_fd(s->q), .events = POLLIN },
+			       { .fd = s->stop_fd, .events = POLLIN } };
+
+	for (;;) {
+		size_t n, i;
+
+		if (poll(p, 2, 500) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		evq_drain_fd(s->q);
+		while ((n = evq_pop_batch(s->q, batch, BATCH)) > 0) {
+			uint64_t now = mono_ns();
+
+			pthread_mutex_lock(&s->mu);
+			for (i = 0; i < n; i++)
+				process(s, &batch[i], now);
+			pthread_mutex_unlock(&s->mu);
+		}
+	}
+	return NULL;
+}
+
+static void on_actions(evutil_socket_t fd, short what, void *arg)
+{
+	struct stream *s = arg;
+	struct stream_action a[64];
+	uint64_t v;
+	uint32_t n, i;
+
+	(void)what;
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		return;
+	for (;;) {
+		pthread_mutex_lock(&s->mu);
+		n = s->n_pending < 64 ? s->n_pending : 64;
+		memcpy(a, s->pending, n * sizeof(a[0]));
+		memmove(s->pending, s->pending + n, (s->n_pending - n) * sizeof(a[0]));
+		s->n_pending -= n;
+		pthread_mutex_unlock(&s->mu);
+		if (!n)
+			break;
+		for (i = 0; i < n; i++)
+			s->act(s->act_arg, &a[i]);
+	}
+}
+
+static void copy_names(struct stream *s, const struct sl_config *c)
+{
+	int i;
+
+	memset(s->tenant_names, 0, sizeof(s->tenant_names));
+	memset(s->class_names, 0, sizeof(s->class_names));
+	for (i = 0; i < c->n_tenants && i < SL_MAX_TENANTS; i++)
+		snprintf(s->tenant_names[i], SL_TENANT_NAME_LEN, "%s", c->tenants[i].name);
+	snprintf(s->tenant_names[SL_MAX_TENANTS], SL_TENANT_NAME_LEN, "(none)");
+	for (i = 0; i < c->n_classes && i < SL_STATS_ROWS; i++)
+		snprintf(s->class_names[i], SL_CLASS_NAME_LEN, "%s", c->classes[i].name);
+}
+
+struct stream *stream_start(struct event_base *base, const struct sl_config *c,
+			    const struct sl_maps *maps, stream_action_fn act, void *arg,
+			    char *err, size_t errlen)
+{
+	struct stream *s = calloc(1, sizeof(*s));
+	int i, ret;
+
+	if (!s) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->base = base;
+	s->maps = maps;
+	s->act = act;
+	s->act_arg = arg;
+	s->stop_fd = s->act_fd = -1;
+	pthread_mutex_init(&s->mu, NULL);
+	s->c = malloc(sizeof(*s->c));
+	if (!s->c)
+		goto nomem;
+	*s->c = *c;
+	copy_names(s, c);
+	s->window_ns = (uint64_t)c->stream.window_s * 1000000000ull;
+	for (i = 0; i < SL_DET_N; i++) {
+		s->t[i].cap = pow2_at_least(c->stream.max_keys);
+		s->t[i].e = calloc(s->t[i].cap, sizeof(*s->t[i].e));
+		if (!s->t[i].e)
+			goto nomem;
+	}
+	s->rec_cap = c->stream.records;
+	s->recs = calloc(s->rec_cap, sizeof(*s->recs));
+	s->dist_cap = pow2_at_least(c->stream.max_keys * 2);
+	s->dist = calloc(s->dist_cap, sizeof(*s->dist));
+	if (!s->recs || !s->dist)
+		goto nomem;
+	ret = evq_new(c->stream.queue, &s->q);
+	if (ret) {
+		snprintf(err, errlen, "event queue: %s", strerror(-ret));
+		goto fail;
+	}
+	s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->act_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (s->stop_fd < 0 || s->act_fd < 0) {
+		snprintf(err, errlen, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	s->act_ev = event_new(base, s->act_fd, EV_READ | EV_PERSIST, on_actions, s);
+	if (!s->act_ev || event_add(s->act_ev, NULL)) {
+		snprintf(err, errlen, "cannot watch the action queue");
+		goto fail;
+	}
+	ret = pthread_create(&s->th, NULL, run, s);
+	if (ret) {
+		snprintf(err, errlen, "cannot start the thread: %s", strerror(ret));
+		goto fail;
+	}
+	s->running = true;
+	return s;
+nomem:
+	snprintf(err, errlen, "out of memory (stream.max_keys %u)", c->stream.max_keys);
+fail:
+	stream_stop(s);
+	return NULL;
+}
+
+void stream_apply(struct stream *s, const struct sl_config *c)
+{
+	uint32_t window = s->c->stream.window_s, max_keys = s->c->stream.max_keys;
+	uint32_t queue = s->c->stream.queue, records = s->c->stream.records;
+
+	pthread_mutex_lock(&s->mu);
+	*s->c = *c;
+	/* Sizes stay as they started. */
+	s->c->stream.window_s = window;
+	s->c->stream.max_keys = max_keys;
+	s->c->stream.queue = queue;
+	s->c->stream.records = records;
+	copy_names(s, c);
+	pthread_mutex_unlock(&s->mu);
+	if (c->stream.window_s != window || c->stream.max_keys != max_keys ||
+	    c->stream.queue != queue || c->stream.records != records)
+		log_warn("stream.window_s, max_keys, queue and records changes take effect at the "
+			 "next start");
+}
+
+void stream_stop(struct stream *s)
+{
+	uint64_t one = 1;
+	uint32_t i, j;
+
+	if (!s)
+		return;
+	if (s->running) {
+		if (write(s->stop_fd, &one, sizeof(one)) < 0)
+			log_warn("stream: cannot signal the thread: %s", strerror(errno));
+		pthread_join(s->th, NULL);
+	}
+	if (s->act_ev)
+		event_free(s->act_ev);
+	if (s->stop_fd >= 0)
+		close(s->stop_fd);
+	if (s->act_fd >= 0)
+		close(s->act_fd);
+	evq_free(s->q);
+	for (i = 0; i < SL_DET_N; i++) {
+		for (j = 0; s->t[i].e && j < s->t[i].cap; j++)
+			if (s->t[i].e[j].used)
+				dent_clear(&s->t[i].e[j]);
+		free(s->t[i].e);
+	}
+	free(s->recs);
+	free(s->dist);
+	free(s->c);
+	pthread_mutex_destroy(&s->mu);
+	free(s);
+}
+
+struct evq *stream_queue(struct stream *s)
+{
+	return s ? s->q : NULL;
+}
+
+void stream_record(struct stream *s, const char *rule, const char *key, uint16_t tenant,
+		   uint8_t class_id, uint8_t mode, uint64_t count, double threshold)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	record(s, rule, key, tenant, class_id, mode, mode == SL_MODE_MONITOR ? "shed" : "shed",
+	       count, threshold);
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* ---- control socket ------------------------------------------------------------------ */
+
+static void json_str_out(struct evbuffer *out, const char *v)
+{
+	evbuffer_add(out, "\"", 1);
+	for (; *v; v++) {
+		if (*v == '"' || *v == '\\')
+			evbuffer_add_printf(out, "\\%c", *v);
+		else if ((unsigned char)*v < 0x20)
+			evbuffer_add_printf(out, "\\u%04x", *v);
+		else
+			evbuffer_add(out, v, 1);
+	}
+	evbuffer_add(out, "\"", 1);
+}
+
+static const char *class_of(const struct stream *s, uint8_t id)
+{
+	return id < SL_STATS_ROWS && s->class_names[id][0] ? s->class_names[id] : "unknown";
+}
+
+static const char *tenant_of(const struct stream *s, uint16_t id)
+{
+	return id < TENANT_SLOTS && s->tenant_names[id][0] ? s->tenant_names[id] : "?";
+}
+
+struct group {
+	char rule[40];
+	uint16_t tenant;
+	uint8_t class_id;
+	uint8_t mode;
+	uint32_t n;
+};
+
+void stream_wouldblock(struct stream *s, struct evbuffer *out, double since, bool json)
+{
+	struct group *g;
+	uint32_t i, ng = 0, j, shown = 0;
+
+	pthread_mutex_lock(&s->mu);
+	g = calloc(s->n_recs ? s->n_recs : 1, sizeof(*g));
+	if (!g) {
+		pthread_mutex_unlock(&s->mu);
+		evbuffer_add_printf(out, "error out of memory\n");
+		return;
+	}
+	evbuffer_add_printf(out, json ? "ok {\"records\":[" : "ok\n");
+	if (!json)
+		evbuffer_add_printf(out, "%-20s %-8s %-22s %-10s %-12s %-40s %8s %9s\n", "time",
+				    "mode", "rule", "tenant", "class", "key", "count", "threshold");
+	for (i = 0; i < s->n_recs; i++) {
+		/* Oldest first. */
+		const struct rec *r = &s->recs[(s->rec_head + s->rec_cap - s->n_recs + i) %
+					       s->rec_cap];
+
+		if (r->ts < since)
+			continue;
+		for (j = 0; j < ng; j++)
+			if (!strcmp(g[j].rule, r->rule) && g[j].tenant == r->tenant &&
+			    g[j].class_id == r->class_id && g[j].mode == r->mode)
+				break;
+		if (j == ng) {
+			snprintf(g[ng].rule, sizeof(g[ng].rule), "%s", r->rule);
+			g[ng].tenant = r->tenant;
+			g[ng].class_id = r->class_id;
+			g[ng].mode = r->mode;
+			ng++;
+		}
+		g[j].n++;
+		if (json) {
+			evbuffer_add_printf(out, "%s{\"ts\":%.3f,\"mode\":\"%s\",\"enforced\":%s,"
+					    "\"rule\":", shown++ ? "," : "", r->ts,
+					    r->mode == SL_MODE_MONITOR ? "monitor" : "enforce",
+					    r->mode == SL_MODE_MONITOR ? "false" : "true");
+			json_str_out(out, r->rule);
+			evbuffer_add_printf(out, ",\"key\":");
+			json_str_out(out, r->key);
+			evbuffer_add_printf(out, ",\"tenant\":");
+			json_str_out(out, tenant_of(s, r->tenant));
+			evbuffer_add_printf(out, ",\"class\":");
+			json_str_out(out, class_of(s, r->class_id));
+			evbuffer_add_printf(out, ",\"action\":");
+			json_str_out(out, r->action);
+			evbuffer_add_printf(out, ",\"count\":%llu,\"threshold\":%g}",
+					    (unsigned long long)r->count, r->threshold);
+		} else {
+			char when[32];
+			time_t t = (time_t)r->ts;
+			struct tm tm;
+
+			gmtime_r(&t, &tm);
+			strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+			evbuffer_add_printf(out, "%-20s %-8s %-22s %-10s %-12s %-40s %8llu %9g\n",
+					    when, r->mode == SL_MODE_MONITOR ? "would" : "did",
+					    r->rule, tenant_of(s, r->tenant), class_of(s, r->class_id),
+					    r->key, (unsigned long long)r->count, r->threshold);
+		}
+	}
+	if (json) {
+		evbuffer_add_printf(out, "],\"summary\":[");
+		for (j = 0; j < ng; j++) {
+			evbuffer_add_printf(out, "%s{\"rule\":", j ? "," : "");
+			json_str_out(out, g[j].rule);
+			evbuffer_add_printf(out, ",\"tenant\":");
+			json_str_out(out, tenant_of(s, g[j].tenant));
+			evbuffer_add_printf(out, ",\"class\":");
+			json_str_out(out, class_of(s, g[j].class_id));
+			evbuffer_add_printf(out, ",\"mode\":\"%s\",\"records\":%u}",
+					    g[j].mode == SL_MODE_MONITOR ? "monitor" : "enforce",
+					    g[j].n);
+		}
+		evbuffer_add_printf(out, "]}\n");
+	} else {
+		evbuffer_add_printf(out, "\nsummary (records by rule, tenant, source class):\n");
+		for (j = 0; j < ng; j++)
+			evbuffer_add_printf(out, "  %-22s %-10s %-12s %-8s %6u\n", g[j].rule,
+					    tenant_of(s, g[j].tenant), class_of(s, g[j].class_id),
+					    g[j].mode == SL_MODE_MONITOR ? "would" : "did", g[j].n);
+		if (!ng)
+			evbuffer_add_printf(out, "  (none)\n");
+	}
+	pthread_mutex_unlock(&s->mu);
+	free(g);
+}
+
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint32_t pct(const uint32_t *v, uint32_t n, double p)
+{
+	uint32_t i;
+
+	if (!n)
+		return 0;
+	i = (uint32_t)ceil(p * (double)n) - 1;
+	return v[i < n ? i : n - 1];
+}
+
+void stream_distribution(struct stream *s, struct evbuffer *out, bool json)
+{
+	uint32_t *v, i, t, n, tail, first = 1;
+
+	pthread_mutex_lock(&s->mu);
+	v = malloc(sizeof(*v) * s->dist_cap);
+	if (!v) {
+		pthread_mutex_unlock(&s->mu);
+		evbuffer_add_printf(out, "error out of memory\n");
+		return;
+	}
+	tail = s->c->stream.tail_per_day;
+	if (json)
+		evbuffer_add_printf(out, "ok {\"day_unix\":%llu,\"tail_per_day\":%u,"
+				    "\"uncounted\":%llu,\"tenants\":[",
+				    (unsigned long long)s->dist_day * 86400, tail,
+				    (unsigned long long)s->dist_dropped);
+	else
+		evbuffer_add_printf(out, "ok attempts per account today (UTC), by tenant; accounts "
+				    "above %u a day are listed as the non-human tail\n"
+				    "%-16s %9s %6s %6s %6s %6s %8s\n", tail, "tenant", "accounts",
+				    "p50", "p90", "p99", "p99.9", "max");
+	for (t = 0; t < TENANT_SLOTS; t++) {
+		uint32_t ntail = 0;
+
+		n = 0;
+		for (i = 0; i < s->dist_cap; i++)
+			if (s->dist[i].used && s->dist[i].tenant == t)
+				v[n++] = s->dist[i].n;
+		if (!n)
+			continue;
+		qsort(v, n, sizeof(*v), cmp_u32);
+		if (json) {
+			evbuffer_add_printf(out, "%s{\"tenant\":", first ? "" : ",");
+			json_str_out(out, tenant_of(s, (uint16_t)t));
+			evbuffer_add_printf(out, ",\"accounts\":%u,\"p50\":%u,\"p90\":%u,\"p99\":%u,"
+					    "\"p999\":%u,\"max\":%u,\"tail\":[", n, pct(v, n, 0.5),
+					    pct(v, n, 0.9), pct(v, n, 0.99), pct(v, n, 0.999),
+					    v[n - 1]);
+		} else {
+			evbuffer_add_printf(out, "%-16s %9u %6u %6u %6u %6u %8u\n",
+					    tenant_of(s, (uint16_t)t), n, pct(v, n, 0.5),
+					    pct(v, n, 0.9), pct(v, n, 0.99), pct(v, n, 0.999),
+					    v[n - 1]);
+		}
+		first = 0;
+		for (i = 0; i < s->dist_cap && ntail < 100; i++) {
+			char hx[33];
+
+			if (!s->dist[i].used || s->dist[i].tenant != t || s->dist[i].n <= tail)
+				continue;
+			hex(s->dist[i].account, 8, hx);
+			if (json)
+				evbuffer_add_printf(out, "%s{\"account\":\"%s\",\"attempts\":%u}",
+						    ntail ? "," : "", hx, s->dist[i].n);
+			else
+				evbuffer_add_printf(out, "  non-human tail: account %s, %u attempts\n",
+						    hx, s->dist[i].n);
+			ntail++;
+		}
+		if (json)
+			evbuffer_add_printf(out, "]}");
+	}
+	if (json)
+		evbuffer_add_printf(out, "]}\n");
+	else if (first)
+		evbuffer_add_printf(out, "(no login attempts today)\n");
+	pthread_mutex_unlock(&s->mu);
+	free(v);
+}
+
+void stream_stats_json(struct stream *s, struct evbuffer *out)
+{
+	uint64_t pushed, dropped, depth, evicted = 0;
+	int i;
+
+	evq_stats(s->q, &pushed, &dropped, &depth);
+	pthread_mutex_lock(&s->mu);
+	for (i = 0; i < SL_DET_N; i++)
+		evicted += s->t[i].evicted;
+	evbuffer_add_printf(out, "ok {\"events\":%llu,\"failures\":%llu,\"queued\":%llu,"
+			    "\"dropped\":%llu,\"depth\":%llu,\"verdicts\":%llu,"
+			    "\"verdict_errors\":%llu,\"actions_dropped\":%llu,\"evicted\":%llu,"
+			    "\"records\":%u}\n",
+			    (unsigned long long)s->events, (unsigned long long)s->failures,
+			    (unsigned long long)pushed, (unsigned long long)dropped,
+			    (unsigned long long)depth, (unsigned long long)s->verdicts,
+			    (unsigned long long)s->verdict_errors,
+			    (unsigned long long)s->actions_dropped, (unsigned long long)evicted,
+			    s->n_recs);
+	pthread_mutex_unlock(&s->mu);
+}
