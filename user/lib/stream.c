@@ -104,6 +104,7 @@ struct stream {
 	uint64_t dist_dropped;   /* accounts not counted: the table was full */
 	struct tstat ts[TENANT_SLOTS];
 	uint64_t events, failures, verdicts, verdict_errors, actions_dropped;
+	unsigned stall_ms;       /* SLUICED_STREAM_STALL_MS: a slow job, for game days */
 	struct stream_action pending[MAX_ACTIONS];
 	uint32_t n_pending;
 };
@@ -578,6 +579,8 @@ static void *run(void *arg)
 			for (i = 0; i < n; i++)
 				process(s, &batch[i], now);
 			pthread_mutex_unlock(&s->mu);
+			if (s->stall_ms)
+				usleep(s->stall_ms * 1000);
 		}
 	}
 	return NULL;
@@ -670,6 +673,11 @@ struct stream *stream_start(struct event_base *base, const struct sl_config *c,
 	if (!s->act_ev || event_add(s->act_ev, NULL)) {
 		snprintf(err, errlen, "cannot watch the action queue");
 		goto fail;
+	}
+	if (getenv("SLUICED_STREAM_STALL_MS")) {
+		s->stall_ms = (unsigned)strtoul(getenv("SLUICED_STREAM_STALL_MS"), NULL, 10);
+		log_warn("stream: SLUICED_STREAM_STALL_MS=%u: the job sleeps after every batch "
+			 "(fault injection)", s->stall_ms);
 	}
 	ret = pthread_create(&s->th, NULL, run, s);
 	if (ret) {

@@ -1,0 +1,252 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# The stream job end to end: gateway -> outcome events -> stream job -> verdict -> XDP.
+# One sluiced runs both the edge (XDP on the server veth of netns.sh's topology) and the
+# gateway (on 127.0.0.1 inside the server namespace; clients are told apart by
+# X-Forwarded-For, trusted_hops = 1).
+#
+#   1. A spray: 10,000 real accounts, one wrong password each (the same one), from 200
+#      addresses in one IPv6 /48 and 50 IPv4 /24s of a hosting ASN. Per-pair counters never
+#      trip (one attempt per pair); the stream job flags the /48, the /24s, the ASN and the
+#      password; the verdicts reach the XDP map and a SYN from the /48 is dropped there.
+#   2. A Manila morning: 22,000 accounts from 4 addresses, right passwords: no verdict, no
+#      record, no shed.
+#   3. Monitor mode: the same spray against a fresh daemon with stream.mode = "monitor"
+#      gives the same records as would-blocks, no verdict, nothing refused.
+#   4. Overload: the job stalled (SLUICED_STREAM_STALL_MS), a tiny queue: events are dropped
+#      and counted, logins never wait for it.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+. "$HERE/../lib/tap.sh"
+. "$HERE/../lib/netns.sh"
+
+nt_require
+nt_setup || { echo "Bail out! cannot build the veth topology"; exit 1; }
+
+cat >"$NT_DIR/asn.csv" <<'EOF'
+prefix,asn,class
+100.64.0.0/16,64500,hosting
+2001:db8:2a00::/40,64510,residential
+203.0.113.0/24,64520,business
+EOF
+PORT=18080
+
+write_conf() { # $1: stream mode, $2: queue
+	cat >"$NT_DIR/sluice.conf" <<EOF
+edge: {
+  interfaces = ["vs"];
+  ports = ( { port = 80; action = "drop"; cost = 1; } );
+  state_entries = 16384;
+  asn_table = "$NT_DIR/asn.csv";
+  pin_path = "$PIN";
+};
+classes = (
+  { name = "hosting"; rate = 1000.0; burst = 1000.0; },
+  { name = "residential"; rate = 1000.0; burst = 1000.0; },
+  { name = "business"; rate = 1000.0; burst = 1000.0; },
+  { name = "unknown"; rate = 1000.0; burst = 1000.0; }
+);
+tenants = ( { name = "default"; reservation = 0.0; } );
+routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = 1.0; } );
+gateway: {
+  listen = "127.0.0.1:$PORT";
+  credentials = "$NT_DIR/creds.txt";
+  session_key = "$NT_DIR/session.key";
+  capacity = { cpu = 1000000.0; };
+  argon2 = { m_cost_kib = 64; t_cost = 1; parallelism = 1; memory_budget_mib = 1; };
+  trusted_hops = 1;
+  reject_floor_ms = 0;
+  queue = { target_wait_ms = 5000; max_depth = 4096; };
+};
+stream: { mode = "$1"; queue = $2; window_s = 600;
+          prefix_accounts = { threshold = 50; action = "block"; ttl_s = 900; };
+          asn_accounts = { threshold = 500; action = "tighten"; factor = 0.1; };
+          password_accounts = { threshold = 10; }; };
+daemon: { control_socket = "$SOCK"; };
+EOF
+}
+
+# Credentials: 32,000 accounts sharing one Argon2id string (one hash, made here). The
+# session key is fixed so the keyed hashes (and so the records) agree across restarts.
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$NT_DIR/session.key"
+chmod 600 "$NT_DIR/session.key"
+write_conf enforce 65536
+: >"$NT_DIR/creds.txt"
+chmod 600 "$NT_DIR/creds.txt"
+echo "right-password" | sluicectl user add default seed >/dev/null ||
+	{ echo "Bail out! user add"; exit 1; }
+$PY - "$NT_DIR/creds.txt" <<'PYEOF'
+import sys
+path = sys.argv[1]
+phc = open(path).read().strip().split(",", 2)[2]
+with open(path, "a") as f:
+    for i in range(10000):
+        f.write("default,spray%05d,%s\n" % (i, phc))
+    for i in range(22000):
+        f.write("default,m%05d,%s\n" % (i, phc))
+PYEOF
+
+cat >"$NT_DIR/load.py" <<'PYEOF'
+import http.client, json, sys, threading, time
+port, mode = int(sys.argv[1]), sys.argv[2]
+jobs = []
+if mode == "spray":
+    for i in range(10000):
+        if i < 5000:
+            xff = "2001:db8:2a00:%x::1" % (i % 200)          # 200 addresses in one /48
+        else:
+            j = i - 5000                                    # 50 /24s of AS64500
+            xff = "100.64.%d.%d" % (j % 50, (j // 50) % 250 + 1)
+        jobs.append(("spray%05d" % i, "Winter2026!", xff))
+elif mode == "manila":
+    for i in range(22000):
+        jobs.append(("m%05d" % i, "right-password", "203.0.113.%d" % (i % 4 + 1)))
+else:  # burst N: N logins, right password, from one address
+    for i in range(int(mode.split(":")[1])):
+        jobs.append(("m%05d" % i, "right-password", "192.0.2.9"))
+lock = threading.Lock()
+status, worst = {}, [0.0]
+def worker(part):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    for user, pw, xff in part:
+        t0 = time.monotonic()
+        for attempt in range(3):
+            try:
+                c.request("POST", "/login", body="username=%s&password=%s" % (user, pw),
+                          headers={"Host": "idp.test", "X-Forwarded-For": xff,
+                                   "Content-Type": "application/x-www-form-urlencoded"})
+                r = c.getresponse()
+                body = r.read().decode()
+                code = "%d%s" % (r.status, " step_up" if "step_up" in body else "")
+                break
+            except (http.client.HTTPException, OSError):
+                c.close()
+                c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+                code = "error"
+        ms = (time.monotonic() - t0) * 1000
+        with lock:
+            status[code] = status.get(code, 0) + 1
+            worst[0] = max(worst[0], ms)
+threads = [threading.Thread(target=worker, args=(jobs[k::16],)) for k in range(16)]
+for t in threads: t.start()
+for t in threads: t.join()
+print(json.dumps({"status": status, "worst_ms": round(worst[0], 1), "sent": len(jobs)}))
+PYEOF
+load() { ip netns exec "$NS_S" $PY "$NT_DIR/load.py" "$PORT" "$1"; }
+start() {
+	nt_start_sluiced || { echo "Bail out! sluiced did not start"; exit 1; }
+	for _ in $(seq 1 50); do grep -q "gateway listening" "$NT_DIR/sluiced.log" && break; sleep 0.1; done
+}
+records() { # the (rule, key) pairs of the records, sorted, one per line
+	sluicectl wouldblock --json | $PY -c 'import json,sys
+d = json.load(sys.stdin)
+print("\n".join(sorted(set("%s %s" % (r["rule"], r["key"]) for r in d["records"]))))'
+}
+vcount() { sluicectl verdict list --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))'; }
+
+# ---- 1. the spray, enforcing ----------------------------------------------------------------
+start
+r=$(load spray)
+tap_diag "spray: $r"
+expect_eq "the spray's logins were all answered (401 or step-up), none refused by a counter" \
+	"$(echo "$r" | $PY -c 'import json,sys; s=json.load(sys.stdin)["status"]; print(sum(v for k,v in s.items() if k in ("401","401 step_up")))')" 10000
+sleep 1
+v=$(sluicectl verdict list --json)
+has() { echo "$v" | $PY -c 'import json,sys
+want = sys.argv[1]
+print(int(any(x["prefix"] == want for x in json.load(sys.stdin))))' "$1"; }
+expect_eq "the /48 is flagged: a block verdict for 2001:db8:2a00::/48 in the XDP map" "$(has 2001:db8:2a00::/48)" 1
+expect_eq "  ... with the stream job's reason" \
+	"$(echo "$v" | $PY -c 'import json,sys; print([x for x in json.load(sys.stdin) if x["prefix"]=="2001:db8:2a00::/48"][0]["reason"].split(":")[0])')" stream
+expect_eq "a /24 of the hosting ASN is flagged too (100.64.7.0/24)" "$(has 100.64.7.0/24)" 1
+expect_eq "the hosting ASN's prefix is tightened (AS64500: 100.64.0.0/16)" "$(has 100.64.0.0/16)" 1
+rec=$(records)
+expect_match "the password tried across the accounts was flagged (records: $(echo "$rec" | wc -l))" "$rec" "password_accounts password "
+expect_match "  ... and the ASN" "$rec" "asn_accounts AS64500"
+ls "$NT_DIR"/creds.txt >/dev/null
+grep -c "Winter2026" "$NT_DIR/sluiced.log" | grep -qx 0 && tap_ok "the password never appears in the log" ||
+	tap_not_ok "the password never appears in the log"
+# The verdict in the datapath: a SYN from the /48 is dropped by XDP.
+before=$(jget "$(sluicectl stats --json)" by_reason.shed_verdict)
+p=$(probe --src 2001:db8:2a00:77::5 --count 3)
+after=$(jget "$(sluicectl stats --json)" by_reason.shed_verdict)
+expect_eq "SYNs from the flagged /48 get no answer from the server" "$(jget "$p" answered)" 0
+expect_eq "  ... because XDP dropped them on the verdict" "$((after - before))" 3
+p=$(probe --src 2001:db8:2b00::5 --count 1)
+expect_eq "a SYN from outside the flagged prefixes is answered" "$(jget "$p" answered)" 1
+# The password step-up reaches the gateway: the right password of a sprayed account, tried
+# with the flagged one, gets step_up_required; and a new account trying it too.
+s=$(ip netns exec "$NS_S" $PY -c '
+import http.client, sys
+c = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]), timeout=10)
+c.request("POST", "/login", body="username=m00001&password=Winter2026!", headers={"Host": "idp.test", "X-Forwarded-For": "198.18.0.1", "Content-Type": "application/x-www-form-urlencoded"})
+r = c.getresponse(); print(r.status, r.read().decode())' "$PORT")
+expect_eq "a login trying the flagged password answers 401 step_up_required" "$s" '401 {"error":"step_up_required"}'
+n_verdicts=$(vcount)
+enforce_records=$(records)
+
+# ---- 2. a Manila morning ------------------------------------------------------------------------
+r=$(load manila)
+tap_diag "manila: $r"
+expect_eq "22,000 accounts from 4 addresses, right passwords: all 200" \
+	"$(echo "$r" | $PY -c 'import json,sys; print(json.load(sys.stdin)["status"].get("200", 0))')" 22000
+sleep 1
+expect_eq "  ... no new verdict" "$(vcount)" "$n_verdicts"
+expect_eq "  ... and no record names their /24" "$(records | grep -c 203.0.113)" 0
+d=$(sluicectl distribution --json)
+expect_eq "distribution: 32,000 accounts seen today" "$(jget "$d" tenants.0.accounts)" 32000
+expect_eq "distribution: p50 one attempt a day" "$(jget "$d" tenants.0.p50)" 1
+st=$(sluicectl tenants --json)
+expect_eq "nothing was shed by the gateway" \
+	"$(echo "$st" | $PY -c 'import json,sys; print(sum(t["shed"] for t in json.load(sys.stdin)["tenants"]))')" 0
+
+# ---- 3. monitor mode: the same spray against a fresh daemon ------------------------------
+nt_stop_sluiced TERM
+write_conf monitor 65536
+start
+r=$(load spray)
+tap_diag "spray, monitor: $r"
+expect_eq "monitor: every spray login answered 401 (no step-up, nothing refused)" \
+	"$(echo "$r" | $PY -c 'import json,sys; print(json.load(sys.stdin)["status"].get("401", 0))')" 10000
+sleep 1
+expect_eq "monitor: no verdict in the XDP map" "$(vcount)" 0
+monitor_records=$(records)
+expect_eq "monitor: the same (rule, key) records as enforcing produced ($(echo "$monitor_records" | wc -l))" \
+	"$monitor_records" "$enforce_records"
+w=$(sluicectl wouldblock --json)
+expect_eq "monitor: every record says it was not enforced" \
+	"$(echo "$w" | $PY -c 'import json,sys; print(int(all(not r["enforced"] for r in json.load(sys.stdin)["records"])))')" 1
+expect_match "wouldblock summarises by rule, tenant and source class" \
+	"$(echo "$w" | $PY -c 'import json,sys; print(" ".join("%s/%s/%s" % (g["rule"], g["tenant"], g["class"]) for g in json.load(sys.stdin)["summary"]))')" \
+	"prefix_accounts/default/hosting"
+t=$(sluicectl wouldblock)
+expect_match "wouldblock as text" "$t" "would +prefix_accounts"
+expect_eq "wouldblock --since in the future lists nothing" \
+	"$(sluicectl wouldblock --since $(( $(date +%s) + 100 )) --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)["records"]))')" 0
+
+# ---- 4. overload: the job stalls, the queue is tiny ---------------------------------------
+nt_stop_sluiced TERM
+write_conf enforce 64
+SLUICED_STREAM_STALL_MS=3000 start
+r=$(load burst:2000)
+tap_diag "overload: $r"
+expect_eq "with the stream job stalled, 2,000 logins are all answered 200" \
+	"$(echo "$r" | $PY -c 'import json,sys; print(json.load(sys.stdin)["status"].get("200", 0))')" 2000
+worst=$(echo "$r" | $PY -c 'import json,sys; print(int(json.load(sys.stdin)["worst_ms"]))')
+expect_le "  ... none waited for the stalled job (3 s a batch); worst $worst ms" "$worst" 2500
+s=$(sluicectl wouldblock --json >/dev/null; ctl_stats=$(printf 'stream\n' | $PY -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); s.sendall(b"stream\n")
+data = b""
+while True:
+    b = s.recv(4096)
+    if not b: break
+    data += b
+print(data.decode()[3:])' "$SOCK"); echo "$ctl_stats")
+tap_diag "stream stats: $s"
+dropped=$(jget "$s" dropped)
+expect_ge "the full queue dropped events ($dropped) and counted them" "$dropped" 1
+expect_eq "queued + dropped = the 2,000 logins" "$(( $(jget "$s" queued) + dropped ))" 2000
+
+tap_done
