@@ -59,7 +59,7 @@ gateway: {
   reject_floor_ms = 0;
   queue = { target_wait_ms = 5000; max_depth = 4096; };
 };
-stream: { mode = "$1"; queue = $2; window_s = 600;
+stream: { mode = "$1"; queue = $2; window_s = 600; ladder_delay_ms = 600;
           prefix_accounts = { threshold = 50; action = "block"; ttl_s = 900; };
           asn_accounts = { threshold = 500; action = "tighten"; factor = 0.1; };
           password_accounts = { threshold = 10; }; };
@@ -200,6 +200,40 @@ expect_eq "distribution: p50 one attempt a day" "$(jget "$d" tenants.0.p50)" 1
 st=$(sluicectl tenants --json)
 expect_eq "nothing was shed by the gateway" \
 	"$(echo "$st" | $PY -c 'import json,sys; print(sum(t["shed"] for t in json.load(sys.stdin)["tenants"]))')" 0
+
+# ---- the account ladder: one account failed from ever more prefixes ---------------------
+cat >"$NT_DIR/one.py" <<'PYEOF2'
+import http.client, json, sys, time
+port, user, first, n, pw = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+out = []
+for i in range(first, first + n):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    t0 = time.monotonic()
+    c.request("POST", "/login", body="username=%s&password=%s" % (user, pw if pw != "-" else "guess%d" % i),
+              headers={"Host": "idp.test", "X-Forwarded-For": "198.%d.%d.1" % (18 + i // 256, i % 256),
+                       "Content-Type": "application/x-www-form-urlencoded"})
+    r = c.getresponse()
+    out.append({"status": r.status, "body": r.read().decode(), "ms": (time.monotonic() - t0) * 1000,
+                "retry_after": r.getheader("Retry-After")})
+print(json.dumps(out[-1] if n == 1 else [o["status"] for o in out]))
+PYEOF2
+one() { ip netns exec "$NS_S" $PY "$NT_DIR/one.py" "$PORT" "$@"; }
+one m00100 0 20 - >/dev/null   # 20 prefixes: the threshold
+sleep 0.5
+r=$(one m00100 1000 1 right-password)
+expect_eq "ladder, step 1: the right password still logs in" "$(jget "$r" status)" 200
+expect_ge "  ... after the ladder's delay (600 ms; took $(jget "$r" ms | cut -d. -f1) ms)" "$(jget "$r" ms | cut -d. -f1)" 600
+one m00100 20 20 - >/dev/null  # 40 prefixes: twice the threshold
+sleep 0.5
+r=$(one m00100 1001 1 right-password)
+expect_eq "ladder, step 2: step_up_required, even with the right password" "$(jget "$r" status) $(jget "$r" body)" '401 {"error":"step_up_required"}'
+one m00100 40 40 - >/dev/null  # 80 prefixes: four times
+sleep 0.5
+r=$(one m00100 1002 1 right-password)
+expect_eq "ladder, step 3: blocked with 429" "$(jget "$r" status)" 429
+expect_ge "  ... until the escalation expires (Retry-After $(jget "$r" retry_after) s)" "$(jget "$r" retry_after)" 800
+r=$(one m00101 1003 1 right-password)
+expect_eq "another account is untouched" "$(jget "$r" status)" 200
 
 # ---- 3. monitor mode: the same spray against a fresh daemon ------------------------------
 nt_stop_sluiced TERM
