@@ -33,6 +33,7 @@ cleanup() {
 	rm -rf "$NT_DIR"
 }
 trap cleanup EXIT
+[ "${SL_DEBUG:-0}" = 1 ] && trap "redis_stop" EXIT
 redis_start || { echo "Bail out! redis-server did not start"; exit 1; }
 
 free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -213,5 +214,27 @@ expect_eq "exact shared counting resumes across the nodes: 401 x5, then 429" "$(
 	"401 401 401 401 401 429"
 grep -q "breaker closed" "$NT_DIR/n1.log" && tap_ok "the recovery is logged" ||
 	tap_not_ok "the recovery is logged"
+
+# ---- the stream job counts across nodes through Redis (PFADD/PFCOUNT) ---------------------
+# 30 accounts fail from one /24 on each node: 30 each is under the threshold of 50, the 60
+# together are over it.
+a=(); b=()
+for i in $(seq 1 30); do
+	a+=("$P1,spray-a$i,x,100.64.9.$i")
+	b+=("$P2,spray-b$i,x,100.64.9.$((i + 100))")
+done
+logins "${a[@]}" >/dev/null
+logins "${b[@]}" >/dev/null
+sleep 1
+wb=$( (ctl n1 wouldblock --json; ctl n2 wouldblock --json) | $PY -c '
+import json, sys
+keys = set()
+for line in sys.stdin:
+    if line.strip():
+        keys |= {(r["rule"], r["key"]) for r in json.loads(line)["records"]}
+print(int(("prefix_accounts", "100.64.9.0/24") in keys))')
+expect_eq "60 accounts failed from one /24 across two nodes (30 each, threshold 50): flagged" "$wb" 1
+expect_ge "the shared counts live in Redis as HyperLogLogs" \
+	"$(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{hll:prefix_accounts:*' | wc -l)" 1
 
 tap_done

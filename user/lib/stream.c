@@ -12,6 +12,7 @@
 
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
+#include <hiredis/hiredis.h>
 
 #include "addr.h"
 #include "hll.h"
@@ -78,6 +79,8 @@ struct tstat {
 	uint64_t alerted_until;
 };
 
+struct probe;
+
 struct stream {
 	struct event_base *base;
 	const struct sl_maps *maps;
@@ -105,6 +108,14 @@ struct stream {
 	struct tstat ts[TENANT_SLOTS];
 	uint64_t events, failures, verdicts, verdict_errors, actions_dropped;
 	unsigned stall_ms;       /* SLUICED_STREAM_STALL_MS: a slow job, for game days */
+	redisContext *rc;        /* shared counts, this thread's own connection */
+	struct probe *probes;    /* a batch's, BATCH x (SL_DET_N - 1) */
+	int64_t *shared;
+	int first[BATCH + 1];
+	bool redis_down;
+	uint64_t redis_retry_at;
+	uint32_t redis_timeout_ms;
+	uint64_t redis_counts, redis_errors;
 	struct stream_action pending[MAX_ACTIONS];
 	uint32_t n_pending;
 };
@@ -449,29 +460,43 @@ static void dist_count(struct stream *s, const struct sl_outcome_event *ev)
 	s->dist_dropped++;
 }
 
-/* One distinct-count detector: add @member to @k's window; fire past the threshold. */
-static void detect(struct stream *s, int det, const struct dkey *k, uint64_t member,
-		   const struct sl_outcome_event *ev, const char *key, uint64_t now)
+/* One probe of one event: a detector, its key, the member to count under it. */
+struct probe {
+	int det;
+	struct dkey k;
+	uint64_t member;
+	char text[64];      /* the key for people: "2001:db8::/48", "AS64500", ... */
+};
+
+/*
+ * One distinct-count detector: add the member to the key's window; fire past the threshold.
+ * @shared: the cluster's count from Redis for this probe, or -1 (in process only).
+ */
+static void detect(struct stream *s, const struct probe *p, const struct sl_outcome_event *ev,
+		   int64_t shared, uint64_t now)
 {
-	const struct sl_detector_cfg *d = &s->c->stream.det[det];
+	const struct sl_detector_cfg *d = &s->c->stream.det[p->det];
 	struct dent *e;
 	uint64_t n;
+	int changed;
 
 	if (!d->enabled)
 		return;
-	e = table_get(s, &s->t[det], k, now);
+	e = table_get(s, &s->t[p->det], &p->k, now);
 	if (!e)
 		return;
 	e->tenant = ev->tenant;
 	e->class_id = ev->class_id;
-	/* A member already counted changes nothing; a flagged key has nothing to decide (a
-	 * dense window costs ~0.1 ms to count). */
-	if (hll_window_add(&e->w, now, member) <= 0)
+	/* The window in process is kept either way: it answers when Redis cannot. */
+	changed = hll_window_add(&e->w, now, p->member);
+	/* A member already counted changes nothing here; a flagged key has nothing to decide
+	 * (a dense window costs ~0.1 ms to count). */
+	if (shared < 0 && changed <= 0)
 		return;
-	if (det != SL_DET_ACCOUNT_SOURCES && now < e->flagged_until)
+	if (p->det != SL_DET_ACCOUNT_SOURCES && now < e->flagged_until)
 		return;
-	n = hll_window_count(&e->w, now);
-	if (det == SL_DET_ACCOUNT_SOURCES) {
+	n = shared >= 0 ? (uint64_t)shared : hll_window_count(&e->w, now);
+	if (p->det == SL_DET_ACCOUNT_SOURCES) {
 		/* The ladder: delay at the threshold, step-up at twice it, block at four times. */
 		uint8_t want = n >= 4 * d->threshold ? 3 : n >= 2 * d->threshold ? 2 :
 			       n >= d->threshold ? 1 : 0;
@@ -480,12 +505,12 @@ static void detect(struct stream *s, int det, const struct dkey *k, uint64_t mem
 			e->level = 0;
 		if (want > e->level) {
 			e->level = want;
-			fire(s, det, e, ev, n, key, now);
+			fire(s, p->det, e, ev, n, p->text, now);
 		}
 		return;
 	}
 	if (n >= d->threshold && now >= e->flagged_until)
-		fire(s, det, e, ev, n, key, now);
+		fire(s, p->det, e, ev, n, p->text, now);
 }
 
 static uint64_t h64(const uint8_t *b, size_t n)
@@ -496,64 +521,245 @@ static uint64_t h64(const uint8_t *b, size_t n)
 	return v;
 }
 
-static void process(struct stream *s, struct sl_outcome_event *ev, uint64_t now)
+/* The ASN and class of the event's source, from the edge's table. */
+static void classify(struct stream *s, struct sl_outcome_event *ev)
 {
-	char key[96], hx[33];
-	struct dkey k;
+	struct sl_prefix p = { .family = ev->family == 6 ? SL_FAM_V6 : SL_FAM_V4,
+			       .plen = ev->family == 6 ? 128 : 32 };
+	struct sl_asn_val v;
 
-	s->events++;
-	if (s->maps && !ev->asn) {
-		struct sl_prefix p = { .family = ev->family == 6 ? SL_FAM_V6 : SL_FAM_V4,
-				       .plen = ev->family == 6 ? 128 : 32 };
-		struct sl_asn_val v;
+	if (!s->maps || ev->asn)
+		return;
+	memcpy(p.addr, ev->prefix, 16);
+	if (!sl_maps_lookup_asn(s->maps, &p, &v)) {
+		ev->asn = v.asn;
+		ev->class_id = (uint8_t)v.class_id;
+	}
+}
 
-		memcpy(p.addr, ev->prefix, 16);
-		if (!sl_maps_lookup_asn(s->maps, &p, &v)) {
-			ev->asn = v.asn;
-			ev->class_id = (uint8_t)v.class_id;
+/* The distinct-count probes of a failed login (up to SL_DET_N - 1). */
+static int probes_of(const struct stream *s, const struct sl_outcome_event *ev,
+		     struct probe *out)
+{
+	char hx[33];
+	int n = 0;
+
+	memset(out, 0, sizeof(*out) * (SL_DET_N - 1));
+	if (s->c->stream.det[SL_DET_PREFIX_ACCOUNTS].enabled) {
+		out[n].det = SL_DET_PREFIX_ACCOUNTS;
+		out[n].k.kind = SL_DET_PREFIX_ACCOUNTS;
+		out[n].k.len = 18;
+		out[n].k.b[0] = ev->family;
+		out[n].k.b[1] = ev->plen;
+		memcpy(out[n].k.b + 2, ev->prefix, 16);
+		out[n].member = h64(ev->account, 16);
+		prefix_text(ev, out[n].text, sizeof(out[n].text));
+		n++;
+	}
+	if (ev->asn && s->c->stream.det[SL_DET_ASN_ACCOUNTS].enabled) {
+		out[n].det = SL_DET_ASN_ACCOUNTS;
+		out[n].k.kind = SL_DET_ASN_ACCOUNTS;
+		out[n].k.len = 4;
+		memcpy(out[n].k.b, &ev->asn, 4);
+		out[n].member = h64(ev->account, 16);
+		snprintf(out[n].text, sizeof(out[n].text), "AS%u", ev->asn);
+		n++;
+	}
+	if (s->c->stream.det[SL_DET_ACCOUNT_SOURCES].enabled) {
+		out[n].det = SL_DET_ACCOUNT_SOURCES;
+		out[n].k.kind = SL_DET_ACCOUNT_SOURCES;
+		out[n].k.len = 16;
+		memcpy(out[n].k.b, ev->account, 16);
+		out[n].member = hll_hash(ev->prefix, 16) ^ ev->plen;
+		hex(ev->account, 8, hx);
+		snprintf(out[n].text, sizeof(out[n].text), "account %s", hx);
+		n++;
+	}
+	if ((h64(ev->password, 16) || h64(ev->password + 8, 8)) &&
+	    s->c->stream.det[SL_DET_PASSWORD_ACCOUNTS].enabled) {
+		out[n].det = SL_DET_PASSWORD_ACCOUNTS;
+		out[n].k.kind = SL_DET_PASSWORD_ACCOUNTS;
+		out[n].k.len = 16;
+		memcpy(out[n].k.b, ev->password, 16);
+		out[n].member = h64(ev->account, 16);
+		hex(ev->password, 8, hx);
+		snprintf(out[n].text, sizeof(out[n].text), "password %s", hx);
+		n++;
+	}
+	return n;
+}
+
+/* ---- shared counts on Redis ---------------------------------------------------------- */
+
+/*
+ * With Redis, every node PFADDs into per-bucket HyperLogLogs and PFCOUNTs the live buckets
+ * together (Redis merges them on the fly), so a spray spread over many nodes is counted
+ * once. The connection is this thread's own and synchronous: it is off the request path. A
+ * batch is one pipeline. When Redis fails, the job counts in process (it always does too)
+ * and tries Redis again after RETRY_NS.
+ */
+#define RETRY_NS (5ull * 1000000000ull)
+
+static void redis_close(struct stream *s)
+{
+	if (s->rc)
+		redisFree(s->rc);
+	s->rc = NULL;
+}
+
+static bool redis_ready(struct stream *s, uint64_t now)
+{
+	const char *a = s->c->redis.address;
+	struct timeval tv;
+
+	if (s->rc)
+		return true;
+	if (!a[0] || now < s->redis_retry_at)
+		return false;
+	tv.tv_sec = 0;
+	tv.tv_usec = (long)s->redis_timeout_ms * 1000;
+	if (!strncmp(a, "unix:", 5)) {
+		s->rc = redisConnectUnixWithTimeout(a + 5, tv);
+	} else {
+		char host[200];
+		const char *colon = strrchr(a, ':');
+		size_t n = colon ? (size_t)(colon - a) : strlen(a);
+
+		if (n >= sizeof(host))
+			n = sizeof(host) - 1;
+		memcpy(host, a, n);
+		host[n] = '\0';
+		s->rc = redisConnectWithTimeout(host, colon ? atoi(colon + 1) : 6379, tv);
+	}
+	if (!s->rc || s->rc->err || redisSetTimeout(s->rc, tv) != REDIS_OK) {
+		if (!s->redis_down)
+			log_warn("stream: Redis %s: %s; counting in process", a,
+				 s->rc ? s->rc->errstr : "out of memory");
+		s->redis_down = true;
+		redis_close(s);
+		s->redis_retry_at = now + RETRY_NS;
+		return false;
+	}
+	if (s->redis_down)
+		log_info("stream: Redis %s answers again; counts are shared", a);
+	s->redis_down = false;
+	return true;
+}
+
+/* Send the batch's commands and read its counts; false when the connection failed. */
+static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64_t *out,
+			   uint64_t now)
+{
+	uint64_t span = s->window_ns / WINDOW_BUCKETS, b = now / span;
+	char keys[WINDOW_BUCKETS][160], ttl[24];
+	int i, j;
+
+	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)((s->window_ns + span) / 1000000));
+	for (i = 0; i < n; i++) {
+		const char *argv[2 + WINDOW_BUCKETS];
+		size_t lens[2 + WINDOW_BUCKETS];
+		char kh[2 * sizeof(p[i].k.b) + 1];
+
+		hex(p[i].k.b, p[i].k.len, kh);
+		for (j = 0; j < WINDOW_BUCKETS; j++)
+			snprintf(keys[j], sizeof(keys[j]), "%s:{hll:%s:%s}:%llu",
+				 s->c->redis.key_prefix, sl_detector_name(p[i].det), kh,
+				 (unsigned long long)(b - (uint64_t)j));
+		argv[0] = "PFADD";
+		argv[1] = keys[0];
+		argv[2] = (const char *)&p[i].member;
+		lens[0] = 5;
+		lens[1] = strlen(keys[0]);
+		lens[2] = sizeof(p[i].member);
+		redisAppendCommandArgv(s->rc, 3, argv, lens);
+		argv[0] = "PEXPIRE";
+		argv[2] = ttl;
+		lens[0] = 7;
+		lens[2] = strlen(ttl);
+		redisAppendCommandArgv(s->rc, 3, argv, lens);
+		argv[0] = "PFCOUNT";
+		lens[0] = 7;
+		for (j = 0; j < WINDOW_BUCKETS; j++) {
+			argv[1 + j] = keys[j];
+			lens[1 + j] = strlen(keys[j]);
+		}
+		redisAppendCommandArgv(s->rc, 1 + WINDOW_BUCKETS, argv, lens);
+	}
+	for (i = 0; i < n; i++) {
+		redisReply *r = NULL;
+		int k;
+
+		for (k = 0; k < 3; k++) {
+			if (redisGetReply(s->rc, (void **)&r) != REDIS_OK || !r) {
+				log_warn("stream: Redis: %s", s->rc->errstr[0] ? s->rc->errstr :
+								"no reply");
+				return false;
+			}
+			if (k == 2 && r->type == REDIS_REPLY_INTEGER)
+				out[i] = r->integer;
+			freeReplyObject(r);
 		}
 	}
-	dist_count(s, ev);
-	tenant_check(s, ev, now);
-	if (ev->success)
-		return;
-	s->failures++;
+	return true;
+}
 
-	memset(&k, 0, sizeof(k));
-	k.kind = SL_DET_PREFIX_ACCOUNTS;
-	k.len = 18;
-	k.b[0] = ev->family;
-	k.b[1] = ev->plen;
-	memcpy(k.b + 2, ev->prefix, 16);
-	prefix_text(ev, key, sizeof(key));
-	detect(s, SL_DET_PREFIX_ACCOUNTS, &k, h64(ev->account, 16), ev, key, now);
+/* Counts for @n probes (@out[i] = -1 where Redis did not answer). A broken connection (a
+ * restarted Redis) is made again once at once; failing that, the job counts in process
+ * and tries again after RETRY_NS. */
+static void redis_counts(struct stream *s, const struct probe *p, int n, int64_t *out,
+			 uint64_t now)
+{
+	int i, attempt;
 
-	if (ev->asn) {
-		memset(&k, 0, sizeof(k));
-		k.kind = SL_DET_ASN_ACCOUNTS;
-		k.len = 4;
-		memcpy(k.b, &ev->asn, 4);
-		snprintf(key, sizeof(key), "AS%u", ev->asn);
-		detect(s, SL_DET_ASN_ACCOUNTS, &k, h64(ev->account, 16), ev, key, now);
+	for (i = 0; i < n; i++)
+		out[i] = -1;
+	for (attempt = 0; n && attempt < 2; attempt++) {
+		if (!redis_ready(s, now))
+			return;
+		if (redis_pipeline(s, p, n, out, now)) {
+			s->redis_counts += (uint64_t)n;
+			return;
+		}
+		for (i = 0; i < n; i++)
+			out[i] = -1;
+		s->redis_errors++;
+		redis_close(s);
 	}
+	if (!s->redis_down)
+		log_warn("stream: Redis %s is not answering; counting in process",
+			 s->c->redis.address);
+	s->redis_down = true;
+	s->redis_retry_at = now + RETRY_NS;
+}
 
-	memset(&k, 0, sizeof(k));
-	k.kind = SL_DET_ACCOUNT_SOURCES;
-	k.len = 16;
-	memcpy(k.b, ev->account, 16);
-	hex(ev->account, 8, hx);
-	snprintf(key, sizeof(key), "account %s", hx);
-	detect(s, SL_DET_ACCOUNT_SOURCES, &k, hll_hash(ev->prefix, 16) ^ ev->plen, ev, key,
-	       now);
+static void process_batch(struct stream *s, struct sl_outcome_event *evs, size_t n,
+			  uint64_t now)
+{
+	struct probe *p = s->probes;
+	int64_t *shared = s->shared;
+	int *first = s->first;
+	size_t i;
+	int np = 0, j;
 
-	if (h64(ev->password, 16) || h64(ev->password + 8, 8)) {
-		memset(&k, 0, sizeof(k));
-		k.kind = SL_DET_PASSWORD_ACCOUNTS;
-		k.len = 16;
-		memcpy(k.b, ev->password, 16);
-		hex(ev->password, 8, hx);
-		snprintf(key, sizeof(key), "password %s", hx);
-		detect(s, SL_DET_PASSWORD_ACCOUNTS, &k, h64(ev->account, 16), ev, key, now);
+	for (i = 0; i < n; i++) {
+		classify(s, &evs[i]);
+		first[i] = np;
+		if (!evs[i].success)
+			np += probes_of(s, &evs[i], &p[np]);
+	}
+	first[n] = np;
+	redis_counts(s, p, np, shared, now);
+	for (i = 0; i < n; i++) {
+		struct sl_outcome_event *ev = &evs[i];
+
+		s->events++;
+		dist_count(s, ev);
+		tenant_check(s, ev, now);
+		if (ev->success)
+			continue;
+		s->failures++;
+		for (j = first[i]; j < first[i + 1]; j++)
+			detect(s, &p[j], ev, shared[j], now);
 	}
 }
 
@@ -565,7 +771,7 @@ static void *run(void *arg)
 			       { .fd = s->stop_fd, .events = POLLIN } };
 
 	for (;;) {
-		size_t n, i;
+		size_t n;
 
 		if (poll(p, 2, 500) < 0 && errno != EINTR)
 			break;
@@ -576,8 +782,7 @@ static void *run(void *arg)
 			uint64_t now = mono_ns();
 
 			pthread_mutex_lock(&s->mu);
-			for (i = 0; i < n; i++)
-				process(s, &batch[i], now);
+			process_batch(s, batch, n, now);
 			pthread_mutex_unlock(&s->mu);
 			if (s->stall_ms)
 				usleep(s->stall_ms * 1000);
@@ -652,6 +857,10 @@ struct stream *stream_start(struct event_base *base, const struct sl_config *c,
 		if (!s->t[i].e)
 			goto nomem;
 	}
+	s->probes = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->probes));
+	s->shared = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->shared));
+	if (!s->probes || !s->shared)
+		goto nomem;
 	s->rec_cap = c->stream.records;
 	s->recs = calloc(s->rec_cap, sizeof(*s->recs));
 	s->dist_cap = pow2_at_least(c->stream.max_keys * 2);
@@ -674,6 +883,9 @@ struct stream *stream_start(struct event_base *base, const struct sl_config *c,
 		snprintf(err, errlen, "cannot watch the action queue");
 		goto fail;
 	}
+	/* A pipeline of a batch's counts is more than one check: ten times a check's timeout,
+	 * at least 100 ms. */
+	s->redis_timeout_ms = c->redis.timeout_ms * 10 < 100 ? 100 : c->redis.timeout_ms * 10;
 	if (getenv("SLUICED_STREAM_STALL_MS")) {
 		s->stall_ms = (unsigned)strtoul(getenv("SLUICED_STREAM_STALL_MS"), NULL, 10);
 		log_warn("stream: SLUICED_STREAM_STALL_MS=%u: the job sleeps after every batch "
@@ -731,6 +943,9 @@ void stream_stop(struct stream *s)
 		close(s->stop_fd);
 	if (s->act_fd >= 0)
 		close(s->act_fd);
+	redis_close(s);
+	free(s->probes);
+	free(s->shared);
 	evq_free(s->q);
 	for (i = 0; i < SL_DET_N; i++) {
 		for (j = 0; s->t[i].e && j < s->t[i].cap; j++)
@@ -986,12 +1201,15 @@ void stream_stats_json(struct stream *s, struct evbuffer *out)
 	evbuffer_add_printf(out, "ok {\"events\":%llu,\"failures\":%llu,\"queued\":%llu,"
 			    "\"dropped\":%llu,\"depth\":%llu,\"verdicts\":%llu,"
 			    "\"verdict_errors\":%llu,\"actions_dropped\":%llu,\"evicted\":%llu,"
-			    "\"records\":%u}\n",
+			    "\"records\":%u,\"counting\":\"%s\",\"redis_counts\":%llu,"
+			    "\"redis_errors\":%llu}\n",
 			    (unsigned long long)s->events, (unsigned long long)s->failures,
 			    (unsigned long long)pushed, (unsigned long long)dropped,
 			    (unsigned long long)depth, (unsigned long long)s->verdicts,
 			    (unsigned long long)s->verdict_errors,
 			    (unsigned long long)s->actions_dropped, (unsigned long long)evicted,
-			    s->n_recs);
+			    s->n_recs, !s->c->redis.address[0] ? "in-process" :
+			    s->redis_down ? "in-process (Redis down)" : "redis",
+			    (unsigned long long)s->redis_counts, (unsigned long long)s->redis_errors);
 	pthread_mutex_unlock(&s->mu);
 }
