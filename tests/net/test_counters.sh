@@ -234,6 +234,9 @@ for line in sys.stdin:
         keys |= {(r["rule"], r["key"]) for r in json.loads(line)["records"]}
 print(int(("prefix_accounts", "100.64.9.0/24") in keys))')
 expect_eq "60 accounts failed from one /24 across two nodes (30 each, threshold 50): flagged" "$wb" 1
+expect_ge "metrics: the stream job's events ($(prom sluice_stream_events_total))" \
+	"$(prom sluice_stream_events_total)" 30
+expect_eq "metrics parse with the stream job's families" "$(prom --check | grep -c '^[0-9]')" 1
 expect_ge "the shared counts live in Redis as HyperLogLogs" \
 	"$(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{hll:prefix_accounts:*' | wc -l)" 1
 

@@ -107,6 +107,7 @@ struct stream {
 	uint64_t dist_dropped;   /* accounts not counted: the table was full */
 	struct tstat ts[TENANT_SLOTS];
 	uint64_t events, failures, verdicts, verdict_errors, actions_dropped;
+	uint64_t recorded[2];    /* records by mode: [SL_MODE_ENFORCE] done, [MONITOR] would */
 	unsigned stall_ms;       /* SLUICED_STREAM_STALL_MS: a slow job, for game days */
 	redisContext *rc;        /* shared counts, this thread's own connection */
 	struct probe *probes;    /* a batch's, BATCH x (SL_DET_N - 1) */
@@ -206,6 +207,8 @@ static void record(struct stream *s, const char *rule, const char *key, uint16_t
 {
 	struct rec *r;
 
+	if (mode <= SL_MODE_MONITOR)
+		s->recorded[mode]++;
 	if (!s->rec_cap)
 		return;
 	r = &s->recs[s->rec_head];
@@ -1216,5 +1219,36 @@ void stream_stats_json(struct stream *s, struct evbuffer *out)
 			    s->n_recs, !s->c->redis.address[0] ? "in-process" :
 			    s->redis_down ? "in-process (Redis down)" : "redis",
 			    (unsigned long long)s->redis_counts, (unsigned long long)s->redis_errors);
+	pthread_mutex_unlock(&s->mu);
+}
+
+void stream_metrics(struct stream *s, struct evbuffer *out)
+{
+	uint64_t pushed, dropped, depth;
+
+	evq_stats(s->q, &pushed, &dropped, &depth);
+	pthread_mutex_lock(&s->mu);
+	evbuffer_add_printf(out,
+			    "# HELP sluice_stream_events_total Login outcome events the stream job "
+			    "processed.\n# TYPE sluice_stream_events_total counter\n"
+			    "sluice_stream_events_total %llu\n"
+			    "# HELP sluice_stream_events_dropped_total Events dropped because the "
+			    "queue was full (the job fell behind).\n"
+			    "# TYPE sluice_stream_events_dropped_total counter\n"
+			    "sluice_stream_events_dropped_total %llu\n"
+			    "# HELP sluice_stream_queue_depth Events waiting for the job.\n"
+			    "# TYPE sluice_stream_queue_depth gauge\nsluice_stream_queue_depth %llu\n"
+			    "# HELP sluice_stream_verdicts_total XDP verdicts the job wrote.\n"
+			    "# TYPE sluice_stream_verdicts_total counter\n"
+			    "sluice_stream_verdicts_total %llu\n"
+			    "# HELP sluice_stream_records_total Detector and counter firings: "
+			    "enforce (done) or monitor (would-be-blocks).\n"
+			    "# TYPE sluice_stream_records_total counter\n"
+			    "sluice_stream_records_total{mode=\"enforce\"} %llu\n"
+			    "sluice_stream_records_total{mode=\"monitor\"} %llu\n",
+			    (unsigned long long)s->events, (unsigned long long)dropped,
+			    (unsigned long long)depth, (unsigned long long)s->verdicts,
+			    (unsigned long long)s->recorded[SL_MODE_ENFORCE],
+			    (unsigned long long)s->recorded[SL_MODE_MONITOR]);
 	pthread_mutex_unlock(&s->mu);
 }

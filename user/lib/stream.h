@@ -70,5 +70,7 @@ void stream_record(struct stream *s, const char *rule, const char *key, uint16_t
 void stream_wouldblock(struct stream *s, struct evbuffer *out, double since_unix, bool json);
 void stream_distribution(struct stream *s, struct evbuffer *out, bool json);
 void stream_stats_json(struct stream *s, struct evbuffer *out);
+/* Its counters in Prometheus text format, for /metrics. */
+void stream_metrics(struct stream *s, struct evbuffer *out);
 
 #endif

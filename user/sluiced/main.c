@@ -214,6 +214,8 @@ static void render_metrics(void *arg, struct evbuffer *out)
 		metrics_leases(out, &d->edge.maps, &d->cfg);
 	}
 	metrics_store(out, d->store, &d->cfg);
+	if (d->stream)
+		stream_metrics(d->stream, out);
 }
 
 /* The counter store for sluicectl status: backend, breaker, what fell back, each counter's
