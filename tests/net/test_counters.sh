@@ -236,7 +236,16 @@ print(int(("prefix_accounts", "100.64.9.0/24") in keys))')
 expect_eq "60 accounts failed from one /24 across two nodes (30 each, threshold 50): flagged" "$wb" 1
 expect_ge "metrics: the stream job's events ($(prom sluice_stream_events_total))" \
 	"$(prom sluice_stream_events_total)" 30
-expect_eq "metrics parse with the stream job's families" "$(prom --check | grep -c '^[0-9]')" 1
+expect_eq "metrics parse with the stream job's and the gateway's families" "$(prom --check | grep -c '^[0-9]')" 1
+expect_ge "metrics: gateway requests by tenant" "$(prom sluice_gateway_requests_total tenant=default)" 60
+expect_ge "metrics: goodput (2xx before the deadline) next to throughput" \
+	"$(prom sluice_gateway_goodput_total tenant=default)" 1
+expect_eq "  ... goodput equals throughput on a quiet gateway" \
+	"$(prom sluice_gateway_goodput_total tenant=default)" "$(prom sluice_gateway_answered_2xx_total tenant=default)"
+expect_ge "metrics: login_failures sheds by tenant and reason" \
+	"$(prom sluice_gateway_shed_total tenant=default reason=login_failures)" 2
+expect_ge "metrics: the service-time histogram counts the hashes" \
+	"$(prom sluice_gateway_service_seconds_count tenant=default)" 10
 expect_ge "the shared counts live in Redis as HyperLogLogs" \
 	"$(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{hll:prefix_accounts:*' | wc -l)" 1
 

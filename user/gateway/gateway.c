@@ -90,6 +90,8 @@ struct gw_tstats {
 	uint64_t shed_by_class[GW_MAX_CLASSES];
 	double units_measured;
 	struct gw_hist wait, service;
+	uint64_t answered_2xx;         /* throughput */
+	uint64_t goodput;              /* 2xx answered before the request's deadline */
 };
 
 struct gw_conn {
@@ -384,6 +386,13 @@ static void send_now(struct gw_req *r)
 	if (r->body)
 		evbuffer_add(evhttp_request_get_output_buffer(req), r->body, strlen(r->body));
 	count_status(g, r->code);
+	if (r->code >= 200 && r->code < 300 && r->job.tenant < GW_MAX_TENANTS) {
+		/* Goodput: answers the client was still waiting for (its deadline, stamped at
+		 * admission: the header's or the default). */
+		g->ts[r->job.tenant].answered_2xx++;
+		if (!r->job.deadline_ns || gw_now_ns() <= r->job.deadline_ns)
+			g->ts[r->job.tenant].goodput++;
+	}
 	/* When the client has gone, evhttp frees the request here instead of sending. */
 	evhttp_send_reply(req, r->code, r->reason, NULL);
 	req_free(r);
@@ -1992,4 +2001,171 @@ void gateway_tenants(struct gateway *g, struct evbuffer *out, bool json)
 	evbuffer_add_printf(out, "ok\n");
 	evbuffer_add(out, buf, len);
 	free(buf);
+}
+
+/* ---- /metrics ---------------------------------------------------------------------------- */
+
+static void prom_label(struct evbuffer *out, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\' || *v == '"')
+			evbuffer_add_printf(out, "\\%c", *v);
+		else if (*v == '\n')
+			evbuffer_add_printf(out, "\\n");
+		else
+			evbuffer_add(out, v, 1);
+	}
+}
+
+static void prom_head(struct evbuffer *out, const char *name, const char *type,
+		      const char *help)
+{
+	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A gw_hist as a Prometheus histogram in seconds: cumulative counts at fixed bounds (each
+ * within the histogram's 19 % bucket resolution). */
+static void prom_hist(struct evbuffer *out, const char *name, const char *tenant,
+		      const struct gw_hist *h)
+{
+	static const double le_s[] = { 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
+				       5, 10 };
+	unsigned i;
+	int b;
+
+	for (i = 0; i < sizeof(le_s) / sizeof(le_s[0]); i++) {
+		uint64_t cum = 0;
+
+		for (b = 0; b < GW_HIST_BUCKETS; b++)
+			if ((double)gw_hist_upper_us(b) <= le_s[i] * 1e6)
+				cum += h->b[b];
+		evbuffer_add_printf(out, "%s_bucket{tenant=\"", name);
+		prom_label(out, tenant);
+		evbuffer_add_printf(out, "\",le=\"%g\"} %llu\n", le_s[i], (unsigned long long)cum);
+	}
+	evbuffer_add_printf(out, "%s_bucket{tenant=\"", name);
+	prom_label(out, tenant);
+	evbuffer_add_printf(out, "\",le=\"+Inf\"} %llu\n", (unsigned long long)h->n);
+	evbuffer_add_printf(out, "%s_sum{tenant=\"", name);
+	prom_label(out, tenant);
+	evbuffer_add_printf(out, "\"} %.6f\n", (double)h->sum_us / 1e6);
+	evbuffer_add_printf(out, "%s_count{tenant=\"", name);
+	prom_label(out, tenant);
+	evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)h->n);
+}
+
+void gateway_metrics(struct gateway *g, struct evbuffer *out)
+{
+	struct gw_sched *s = g->sched;
+	uint64_t now = gw_now_ns();
+	double res_rate = gw_meter_value(&s->reserved_rate, now) * 1e9 / GW_METER_TAU_NS;
+	double burst_rate = gw_meter_value(&s->burst_rate, now) * 1e9 / GW_METER_TAU_NS;
+	double room = s->cap_cpu - res_rate;
+	int i, k, code;
+
+#define EACH_TENANT for (i = 0; i < GW_MAX_TENANTS; i++) if (s->t[i].used)
+#define TLABEL(metric) do { evbuffer_add_printf(out, "%s{tenant=\"", metric); \
+		prom_label(out, s->t[i].name); } while (0)
+	prom_head(out, "sluice_gateway_requests_total", "counter", "Requests by tenant.");
+	EACH_TENANT {
+		TLABEL("sluice_gateway_requests_total");
+		evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)g->ts[i].requests);
+	}
+	prom_head(out, "sluice_gateway_answered_2xx_total", "counter",
+		  "Successful answers (throughput), by tenant.");
+	EACH_TENANT {
+		TLABEL("sluice_gateway_answered_2xx_total");
+		evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)g->ts[i].answered_2xx);
+	}
+	prom_head(out, "sluice_gateway_goodput_total", "counter",
+		  "Successful answers delivered before the request's deadline, by tenant.");
+	EACH_TENANT {
+		TLABEL("sluice_gateway_goodput_total");
+		evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)g->ts[i].goodput);
+	}
+	prom_head(out, "sluice_gateway_shed_total", "counter",
+		  "Requests shed (429), by tenant and reason.");
+	EACH_TENANT
+		for (k = 1; k < GW_SHED__MAX; k++) {
+			TLABEL("sluice_gateway_shed_total");
+			evbuffer_add_printf(out, "\",reason=\"%s\"} %llu\n", gw_shed_name(k),
+					    (unsigned long long)g->ts[i].shed_by_reason[k]);
+		}
+	prom_head(out, "sluice_gateway_shed_by_class_total", "counter",
+		  "Requests shed (429), by tenant and cost class.");
+	EACH_TENANT
+		for (k = 0; k < GW_MAX_CLASSES; k++) {
+			if (!s->cls[k].used)
+				continue;
+			TLABEL("sluice_gateway_shed_by_class_total");
+			evbuffer_add_printf(out, "\",class=\"");
+			prom_label(out, s->cls[k].name);
+			evbuffer_add_printf(out, "\"} %llu\n",
+					    (unsigned long long)g->ts[i].shed_by_class[k]);
+		}
+	prom_head(out, "sluice_gateway_reservation_units", "gauge",
+		  "Each tenant's reservation, cost units per second.");
+	EACH_TENANT {
+		TLABEL("sluice_gateway_reservation_units");
+		evbuffer_add_printf(out, "\"} %g\n", s->t[i].reservation);
+	}
+	prom_head(out, "sluice_gateway_consumption_units", "gauge",
+		  "Each tenant's recent consumption, cost units per second.");
+	EACH_TENANT {
+		TLABEL("sluice_gateway_consumption_units");
+		evbuffer_add_printf(out, "\"} %g\n", gw_sched_consumption(s, i, now));
+	}
+	prom_head(out, "sluice_gateway_cost_units_total", "counter",
+		  "Cost units measured on the workers, by tenant.");
+	EACH_TENANT {
+		TLABEL("sluice_gateway_cost_units_total");
+		evbuffer_add_printf(out, "\"} %.3f\n", g->ts[i].units_measured);
+	}
+	prom_head(out, "sluice_gateway_queue_wait_seconds", "histogram",
+		  "Time from admission to a worker, by tenant (apart from service time).");
+	EACH_TENANT
+		prom_hist(out, "sluice_gateway_queue_wait_seconds", s->t[i].name, &g->ts[i].wait);
+	prom_head(out, "sluice_gateway_service_seconds", "histogram",
+		  "Time on a worker (the hash), by tenant.");
+	EACH_TENANT
+		prom_hist(out, "sluice_gateway_service_seconds", s->t[i].name, &g->ts[i].service);
+#undef TLABEL
+#undef EACH_TENANT
+	prom_head(out, "sluice_gateway_estimate_drift", "gauge",
+		  "Measured cost over configured cost, minus one, by cost class.");
+	for (k = 0; k < GW_MAX_CLASSES; k++)
+		if (s->cls[k].used) {
+			evbuffer_add_printf(out, "sluice_gateway_estimate_drift{class=\"");
+			prom_label(out, s->cls[k].name);
+			evbuffer_add_printf(out, "\"} %g\n", s->cls[k].configured > 0 ?
+					    s->cls[k].estimate / s->cls[k].configured - 1.0 : 0);
+		}
+	prom_head(out, "sluice_gateway_burst_pool_utilization", "gauge",
+		  "Share of the capacity reservations leave free that burst work uses now.");
+	evbuffer_add_printf(out, "sluice_gateway_burst_pool_utilization %g\n",
+			    room > 0 ? burst_rate / room : 1.0);
+	prom_head(out, "sluice_gateway_queue_depth", "gauge", "Jobs waiting for a worker.");
+	evbuffer_add_printf(out, "sluice_gateway_queue_depth %u\n", (unsigned)s->depth);
+	prom_head(out, "sluice_gateway_queue_limit", "gauge",
+		  "The Little's-law depth the queue may reach now.");
+	evbuffer_add_printf(out, "sluice_gateway_queue_limit %llu\n",
+			    (unsigned long long)gw_sched_depth_limit(s));
+	prom_head(out, "sluice_gateway_queue_lifo", "gauge", "1 while the queue serves LIFO.");
+	evbuffer_add_printf(out, "sluice_gateway_queue_lifo %d\n", s->lifo ? 1 : 0);
+	prom_head(out, "sluice_gateway_workers_busy", "gauge", "Argon2id workers hashing now.");
+	evbuffer_add_printf(out, "sluice_gateway_workers_busy %u\n", (unsigned)g->pool.busy);
+	prom_head(out, "sluice_gateway_responses_total", "counter", "Responses by status code.");
+	for (code = 100; code < 600; code++)
+		if (g->st.status[code])
+			evbuffer_add_printf(out, "sluice_gateway_responses_total{code=\"%d\"} %llu\n",
+					    code, (unsigned long long)g->st.status[code]);
+	prom_head(out, "sluice_gateway_escalations_total", "counter",
+		  "Logins answered by the stream job's escalations: step_up, delayed.");
+	evbuffer_add_printf(out, "sluice_gateway_escalations_total{kind=\"step_up\"} %llu\n"
+			    "sluice_gateway_escalations_total{kind=\"delayed\"} %llu\n",
+			    (unsigned long long)g->st.step_ups, (unsigned long long)g->st.delayed);
+	prom_head(out, "sluice_gateway_would_block_total", "counter",
+		  "Counter refusals let through because the counter is in monitor mode.");
+	evbuffer_add_printf(out, "sluice_gateway_would_block_total %llu\n",
+			    (unsigned long long)g->st.would_block);
 }

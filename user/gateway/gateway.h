@@ -54,6 +54,9 @@ void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepa
 /* Answer what is outstanding with 503, stop the workers, close everything. */
 void gateway_stop(struct gateway *g);
 
+/* The gateway's part of /metrics (Prometheus text format). */
+void gateway_metrics(struct gateway *g, struct evbuffer *out);
+
 /* The `tenants` control command: one JSON document, or a table for people. */
 void gateway_tenants(struct gateway *g, struct evbuffer *out, bool json);
 

@@ -214,6 +214,8 @@ static void render_metrics(void *arg, struct evbuffer *out)
 		metrics_leases(out, &d->edge.maps, &d->cfg);
 	}
 	metrics_store(out, d->store, &d->cfg);
+	if (d->gw)
+		gateway_metrics(d->gw, out);
 	if (d->stream)
 		stream_metrics(d->stream, out);
 }
