@@ -63,7 +63,7 @@ stream: { mode = "$1"; queue = $2; window_s = 600; ladder_delay_ms = 600;
           prefix_accounts = { threshold = 50; action = "block"; ttl_s = 900; };
           asn_accounts = { threshold = 500; action = "tighten"; factor = 0.1; };
           password_accounts = { threshold = 10; }; };
-daemon: { control_socket = "$SOCK"; };
+daemon: { control_socket = "$SOCK"; metrics_listen = "127.0.0.1:19469"; };
 EOF
 }
 
@@ -185,6 +185,12 @@ r = c.getresponse(); print(r.status, r.read().decode())' "$PORT")
 expect_eq "a login trying the flagged password answers 401 step_up_required" "$s" '401 {"error":"step_up_required"}'
 n_verdicts=$(vcount)
 enforce_records=$(records)
+
+# The dashboard in docs/ asks only for series this daemon (edge, gateway, stream job, store)
+# exports.
+miss=$(ip netns exec "$NS_S" $PY "$ROOT/tests/lib/dashboard_check.py" "$ROOT/docs/grafana-dashboard.json" \
+	http://127.0.0.1:19469/metrics 2>&1)
+expect_eq "every series the Grafana dashboard uses is exported (missing: ${miss:-none})" "$miss" ""
 
 # ---- 2. a Manila morning ------------------------------------------------------------------------
 r=$(load manila)
