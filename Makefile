@@ -169,7 +169,7 @@ net-test: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o
 	$(Q)BUILD=$(BUILD) tests/run.sh net
 
 # ---- demo, bench -------------------------------------------------------------------------
-demo: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o
+demo: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
 $(BUILD)/bench/xdp_cost: bench/xdp_cost.c tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h \

@@ -1,40 +1,115 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 #
-# make demo: sluice on a veth pair between two namespaces this script creates, the embedded
-# (single-node) default, and a short mix of traffic:
-#   - a residential user on one IPv6 /64 and one on an IPv4 address, signing in at a human pace
-#   - a flood of SYNs from 50 addresses of one hosting /24
-#   - an IPv6 attacker rotating random /128s across one /48
-# and then real curl on port 80, where sluice answers shed clients with an HTTP 429 from XDP.
-# Passed SYNs are the ones the server's kernel answered; the per-class counters come from
-# `sluicectl stats`. Everything is torn down at the end (SL_DEBUG=1 keeps it).
+# make demo: sluice on the embedded (single-node) default, end to end, in two namespaces
+# this script creates and removes: the XDP edge on a veth pair, the gateway (Argon2id logins
+# with per-tenant admission, the login counters, the stream job) inside the server namespace.
+# Three scenarios, a summary of each, and a chart:
+#
+#   1. Monday forced reset: one tenant's logins go to 6x its baseline; the others stay at
+#      theirs. The flood is shed from the tenant causing it; the others keep their goodput.
+#   2. The Manila office: 22,000 people behind 4 addresses sign in with their passwords. No
+#      counter, detector or verdict fires: keys are (account, prefix), not addresses.
+#   3. An IPv6 attacker rotating /128s inside one /48 plus a hosting-ASN SYN flood at the edge,
+#      and real curl on port 80 where XDP answers shed clients with an HTTP 429.
+#
+# The chart (goodput, shed rate and queue wait p99 per tenant, sampled from /metrics every
+# second) goes to build/demo/sluice-demo.svg. SL_DEBUG=1 keeps everything up.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/lib/tap.sh"
 . "$ROOT/tests/lib/netns.sh"
+OUT=$BUILD/demo
+mkdir -p "$OUT"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "make demo needs root: it creates network namespaces and attaches XDP" >&2
 	exit 1
 fi
-if ! $PY -c 'import scapy' 2>/dev/null; then
-	echo "make demo needs python3-scapy (scripts/deps.sh installs it)" >&2
-	exit 1
-fi
+for need in scapy prometheus_client; do
+	$PY -c "import $need" 2>/dev/null ||
+		{ echo "make demo needs python3 $need (scripts/deps.sh installs it)" >&2; exit 1; }
+done
+for b in bench/monday bench/neighbour; do
+	[ -x "$BUILD/$b" ] || { echo "make demo: build $BUILD/$b first (make demo does)" >&2; exit 1; }
+done
 nt_setup || { echo "demo: cannot create the veth topology" >&2; exit 1; }
 # XDP_TX on a veth reaches the peer only if the peer runs XDP too; a real NIC needs nothing.
 nt_client_xdp_pass || echo "demo: cannot attach XDP to the client veth; the 429 part will time out" >&2
 nt_client_addr 198.51.100.7 203.0.113.10
 nt_http_server || echo "demo: the HTTP server did not start" >&2
 
-sed -e "s|interfaces = \[\"eth0\"\];|interfaces = [\"vs\"];|" \
-    -e "s|asn_table = \"/etc/sluice/asn.csv\";|asn_table = \"$ROOT/examples/asn-sample.csv\";|" \
-    -e "s|state_entries = 1048576;|state_entries = 65536;\n  pin_path = \"$PIN\";|" \
-    -e "s|control_socket = \"/run/sluice/ctl.sock\";|control_socket = \"$SOCK\";|" \
-    "$ROOT/examples/sluice.conf" >"$NT_DIR/sluice.conf"
+# Argon2id light enough for a demo on a laptop (1 MiB, t=1), two workers. The pool's
+# capacity is measured first: the tenants' rates are set from it.
+M_COST=4096
+WORKERS=2
+cap=$("$BUILD/bench/monday" --capacity --m-cost $M_COST --t-cost 1 --threads $WORKERS --seconds 2 |
+	$PY -c 'import json,sys; print(round(json.load(sys.stdin)["hashes_per_s"], 1))')
+# One login costs 10 units per ms of hashing; capacity.cpu in units/s follows.
+ms=$($PY -c "print(round(1000.0 * $WORKERS / $cap, 3))")
+cost=$($PY -c "print(round($ms * 10, 1))")
+base=$($PY -c "print(round($cap / 8, 1))")      # each tenant's baseline: 1/8 of the pool
+resv=$($PY -c "print(round($cap / 8 * 1.5 * $cost, 1))")
+GW_PORT=18080
+METRICS=19469
 
-echo "sluice demo: config examples/sluice.conf on veth 'vs' in netns $NS_S; client in $NS_C"
+cat >"$NT_DIR/sluice.conf" <<EOF
+edge: {
+  interfaces = ["vs"];
+  ports = ( { port = 80; action = "reply"; cost = 1; }, { port = 443; action = "drop"; cost = 1; } );
+  state_entries = 65536;
+  asn_table = "$ROOT/examples/asn-sample.csv";
+  pin_path = "$PIN";
+};
+classes = (
+  { name = "hosting";     v4_prefix = 24; v6_prefix = 48; v4_parent = 16; v6_parent = 32;
+    rate = 2.0;  burst = 10.0;  parent_rate = 20.0;  parent_burst = 100.0; },
+  { name = "residential"; v4_prefix = 32; v6_prefix = 64; v4_parent = 24; v6_parent = 48;
+    rate = 5.0;  burst = 20.0;  parent_rate = 50.0;  parent_burst = 200.0; },
+  { name = "mobile";      v4_prefix = 32; v6_prefix = 64; v4_parent = 24; v6_parent = 40;
+    rate = 50.0; burst = 200.0; parent_rate = 500.0; parent_burst = 2000.0; },
+  { name = "business";    v4_prefix = 32; v6_prefix = 56; v4_parent = 24; v6_parent = 48;
+    rate = 50.0; burst = 300.0; parent_rate = 200.0; parent_burst = 1200.0; },
+  { name = "unknown";     rate = 5.0;  burst = 20.0; }
+);
+tenants = (
+  { name = "acme";     hosts = ["acme.example"];     reservation = $resv; },
+  { name = "globex";   hosts = ["globex.example"];   reservation = $resv; },
+  { name = "initech";  hosts = ["initech.example"];  reservation = $resv; },
+  { name = "umbrella"; hosts = ["umbrella.example"]; reservation = $resv; }
+);
+routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = $cost; } );
+gateway: {
+  listen = "127.0.0.1:$GW_PORT";
+  credentials = "$NT_DIR/creds.txt";
+  capacity = { cpu = $($PY -c "print(round($cap * $cost, 1))"); };
+  argon2 = { m_cost_kib = $M_COST; t_cost = 1; parallelism = 1; memory_budget_mib = $((WORKERS * M_COST / 1024)); };
+  trusted_hops = 1;
+  reject_floor_ms = 250;
+  max_connections = 8192;
+  max_held = 8192;
+};
+# The load generator signs one user in per tenant over and over: a success counter per
+# (account, prefix) would rightly call that a token mill.
+counters: { login_successes = { enabled = false; }; };
+daemon: { control_socket = "$SOCK"; metrics_listen = "127.0.0.1:$METRICS"; };
+EOF
+: >"$NT_DIR/creds.txt"
+chmod 600 "$NT_DIR/creds.txt"
+for t in acme globex initech umbrella; do
+	echo "pw-$t" | sluicectl user add "$t" "user" >/dev/null || { echo "demo: user add failed" >&2; exit 1; }
+done
+# The Manila office's 22,000 people, on tenant initech (one hash shared: a demo shortcut).
+$PY - "$NT_DIR/creds.txt" <<'PYEOF2'
+import sys
+path = sys.argv[1]
+phc = [l for l in open(path) if l.startswith("initech,user,")][0].strip().split(",", 2)[2]
+with open(path, "a") as f:
+    for i in range(22000):
+        f.write("initech,staff%05d,%s\n" % (i, phc))
+PYEOF2
+
+echo "sluice demo: sluiced on veth 'vs' in netns $NS_S (edge and gateway); clients in $NS_C and $NS_S"
 if ! nt_start_sluiced; then
 	echo "demo: sluiced did not start; its log:" >&2
 	cat "$NT_DIR/sluiced.log" >&2
@@ -44,6 +119,73 @@ mode=$(jget "$(sluicectl status --json)" interfaces.0.attach_mode)
 echo "sluiced attached to vs in $mode mode"
 echo
 
+# ---- 1 and 2: the gateway ------------------------------------------------------------------
+echo "pool: $cap logins/s on $WORKERS workers (Argon2id m=$M_COST KiB, t=1); a login costs $cost units"
+echo
+echo baseline >"$NT_DIR/phase"
+ns() { ip netns exec "$NS_S" "$@"; }
+ns $PY "$ROOT/scripts/demo_sample.py" "http://127.0.0.1:$METRICS/metrics" "$NT_DIR/phase" \
+	"$NT_DIR/stop" "$OUT/demo.csv" acme globex initech umbrella &
+SAMPLER=$!
+neighbour() { # SECONDS ACME-RATE
+	ns nice -n 19 "$BUILD/bench/neighbour" --port $GW_PORT --deadline 3 --warmup 0 --duration "$1" \
+		--tenant "acme:acme.example:$2:user:pw-acme" \
+		--tenant "globex:globex.example:$base:user:pw-globex" \
+		--tenant "initech:initech.example:$base:user:pw-initech" \
+		--tenant "umbrella:umbrella.example:$base:user:pw-umbrella"
+}
+neighbour 6 "$base" >"$NT_DIR/n0.json"
+echo monday >"$NT_DIR/phase"
+neighbour 15 "$($PY -c "print($base * 6)")" >"$NT_DIR/n1.json"
+echo after >"$NT_DIR/phase"
+neighbour 5 "$base" >"$NT_DIR/n2.json"
+
+echo "1. Monday forced reset: acme at 6x its baseline of $base logins/s, the others at theirs (15 s)"
+$PY - "$NT_DIR/n1.json" <<'PYEOF2'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ts = d.get("tenants", d)
+print("   %-10s %8s %8s %8s %10s %9s" % ("tenant", "sent", "ok", "shed", "timed out", "p99 ms"))
+for t in ts:
+    print("   %-10s %8d %8d %8d %10d %9.0f" % (t["name"], t["sent"], t["ok"], t["shed"],
+                                             t["timeouts"], t["p99_ms"]))
+PYEOF2
+echo "   (acme's excess is shed with 429; the others keep their logins and their latency)"
+echo
+
+echo manila >"$NT_DIR/phase"
+cat >"$NT_DIR/manila.py" <<'PYEOF2'
+import http.client, json, sys, threading
+port = int(sys.argv[1])
+status = {}
+lock = threading.Lock()
+def worker(k):
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    for i in range(k, 22000, 4):
+        c.request("POST", "/login", body="username=staff%05d&password=pw-initech" % i,
+                  headers={"Host": "initech.example", "X-Forwarded-For": "203.0.113.%d" % (i % 4 + 1),
+                           "Content-Type": "application/x-www-form-urlencoded"})
+        r = c.getresponse(); r.read()
+        with lock:
+            status[r.status] = status.get(r.status, 0) + 1
+ths = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+[t.start() for t in ths]; [t.join() for t in ths]
+print(json.dumps(status))
+PYEOF2
+v0=$(sluicectl verdict list --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))')
+m=$(ns nice -n 19 $PY "$NT_DIR/manila.py" $GW_PORT)
+v1=$(sluicectl verdict list --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))')
+echo "2. The Manila office: 22,000 people behind 4 addresses of 203.0.113.0/24 sign in"
+echo "   answers: $m; new verdicts: $((v1 - v0)); would-be-blocks naming their /24: $(sluicectl wouldblock | grep -c 203.0.113)"
+echo "   (counters key on (account, prefix) and the stream job counts failures: a crowd of"
+echo "   real people with real passwords trips nothing)"
+echo
+echo after >"$NT_DIR/phase"
+sleep 2
+touch "$NT_DIR/stop"
+wait $SAMPLER
+
+echo "3. At the edge:"
 # The SYN mix goes to port 443 (action drop): every answer there is the server's kernel.
 p443() { probe --dport 443 "$@"; }
 
@@ -93,3 +235,13 @@ sluicectl prefix show 2001:db8:2d00:1::1 | sed 's/^/  /'
 echo
 nt_stop_sluiced TERM
 echo "sluiced stopped and detached; removing the namespaces"
+if command -v gnuplot >/dev/null; then
+	if gnuplot -e "csv='$OUT/demo.csv'; out='$OUT/sluice-demo.svg'; n=4" "$ROOT/scripts/demo_chart.gp" 2>"$NT_DIR/gnuplot.err"; then
+		echo "chart: $OUT/sluice-demo.svg (goodput, shed rate and queue wait p99 per tenant over time;"
+		echo "       the samples are in $OUT/demo.csv)"
+	else
+		echo "chart: gnuplot failed: $(head -3 "$NT_DIR/gnuplot.err")" >&2
+	fi
+else
+	echo "chart: gnuplot is not installed (scripts/deps.sh installs gnuplot-nox); samples in $OUT/demo.csv"
+fi

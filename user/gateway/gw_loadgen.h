@@ -46,6 +46,7 @@ struct lg_class {
 	struct lg_conn *idle;
 	uint32_t open_conns;
 	struct event *arrival;
+	uint64_t next_ns;        /* open loop: when the next arrival is due */
 	struct lg *lg;
 };
 
