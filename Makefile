@@ -189,7 +189,7 @@ $(BENCH_BINS): $(BUILD)/bench/%: bench/%.c $(GW_A) $(LIB_A) $(HDRS) | $(BUILD)/.
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -o $@ $< $(GW_A) $(LIB_A) $(LDLIBS)
 
-bench: $(BUILD)/bench/xdp_cost bench-reply bench-counters
+bench: $(BUILD)/bench/xdp_cost bench-reply bench-counters bench-stream
 	$(Q)$(BUILD)/bench/xdp_cost
 
 bench-reply: $(BINS) $(BUILD)/bench/h1load $(BUILD)/bpf/bare_pass.bpf.o
@@ -206,6 +206,12 @@ bench-gateway: $(BINS) $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 .PHONY: bench-counters
 bench-counters: $(BUILD)/bench/counters
 	$(Q)BUILD=$(BUILD) bench/counters.sh
+
+# The stream job (bench/stream.sh): events/s it absorbs in process and counting on Redis, and
+# memory per million distinct keys (RSS, and Redis used_memory).
+.PHONY: bench-stream
+bench-stream: $(BUILD)/bench/stream
+	$(Q)BUILD=$(BUILD) bench/stream.sh
 
 # ---- install -----------------------------------------------------------------------------
 install: $(BINS)
