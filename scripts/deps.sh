@@ -25,7 +25,31 @@ for p in "${PKGS[@]}"; do
 	[[ "$installed" == *" $p:installed "* ]] || missing+=("$p")
 done
 
-[ ${#missing[@]} -eq 0 ] && exit 0
+# promtool (Prometheus's own exposition parser and linter, for the /metrics tests) comes in
+# Debian's prometheus package, which would also install and start a Prometheus server. Take
+# only the tool: download the package and extract promtool to $PROMTOOL_DIR.
+PROMTOOL_DIR=/usr/local/lib/sluice
+promtool_fetch() {
+	local d
+	command -v promtool >/dev/null 2>&1 && return 0
+	[ -x "$PROMTOOL_DIR/promtool" ] && return 0
+	[ "${1-}" = "--check" ] && { echo "missing: promtool ($PROMTOOL_DIR/promtool)"; return 1; }
+	[ "$(id -u)" -eq 0 ] || return 0
+	d=$(mktemp -d)
+	if (cd "$d" && apt-get download -qq prometheus >/dev/null 2>&1 &&
+		dpkg-deb -x prometheus_*.deb x && install -D -m 0755 x/usr/bin/promtool \
+			"$PROMTOOL_DIR/promtool"); then
+		echo "deps.sh: promtool from Debian's prometheus package in $PROMTOOL_DIR" >&2
+	else
+		echo "deps.sh: could not fetch promtool; the /metrics lint checks will skip" >&2
+	fi
+	rm -rf "$d"
+}
+
+if [ ${#missing[@]} -eq 0 ]; then
+	promtool_fetch "${1-}"
+	exit
+fi
 if [ "${1-}" = "--check" ]; then
 	echo "missing: ${missing[*]}"
 	exit 1
@@ -45,3 +69,4 @@ for svc in redis-server nginx; do
 		systemctl stop "$svc" >/dev/null 2>&1 || true
 	fi
 done
+promtool_fetch

@@ -152,6 +152,12 @@ in_range "$sum_max" 0 110 && tap_ok "the two leases never summed past budget x (
 	tap_not_ok "the two leases never summed past budget x (1 + 2 x floor) = 110/s (max $sum_max)"
 
 expect_ge "metrics parse as Prometheus text" "$(prom --check)" 10
+pt=$(prom --promtool)
+if [ "$pt" = "no promtool" ]; then
+	tap_skip "metrics pass promtool check metrics" "no promtool (scripts/deps.sh fetches it)"
+else
+	expect_eq "metrics pass promtool check metrics (Prometheus's parser and linter)" "$pt" ok
+fi
 ms=$(prom sluice_lease_share tenant=acme)
 in_range "$ms" 0.7 0.9 && tap_ok "metrics: node a's lease share ($ms)" ||
 	tap_not_ok "metrics: node a's lease share ($ms)"

@@ -235,7 +235,7 @@ void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct 
 	     "Checks refused because their tenant had max_keys live keys.");
 	evbuffer_add_printf(out, "sluice_store_keys_capped_total %llu\n",
 			    (unsigned long long)st.keys_capped);
-	head(out, "sluice_counter_in_force", "gauge",
+	head(out, "sluice_store_mode", "gauge",
 	     "What answers each counter now (1 for the mode in force): exact, local or static.");
 	for (i = 0; i < SL_CTR_N; i++) {
 		const char *now = !degraded ? "exact" : c->counters[i].fail ? "static" : "local";
@@ -245,7 +245,7 @@ void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct 
 		if (!c->counters[i].enabled)
 			continue;
 		for (k = 0; k < 3; k++)
-			evbuffer_add_printf(out, "sluice_counter_in_force{counter=\"%s\",fail=\"%s\","
+			evbuffer_add_printf(out, "sluice_store_mode{counter=\"%s\",fail=\"%s\","
 					    "mode=\"%s\"} %d\n", sl_counter_name(i),
 					    c->counters[i].fail ? "closed" : "open", modes[k],
 					    !strcmp(now, modes[k]));
