@@ -33,12 +33,15 @@
 #include "gateway.h"
 #include "gw_addr.h"
 #include "gw_body.h"
+#include "gw_client.h"
 #include "gw_creds.h"
+#include "gw_deliver.h"
 #include "gw_hist.h"
 #include "gw_ladder.h"
 #include "gw_pool.h"
 #include "gw_sched.h"
 #include "gw_token.h"
+#include "gw_vault.h"
 #include "json.h"
 #include "log.h"
 #include "store.h"
@@ -59,27 +62,81 @@ static const char BODY_503[] = "{\"error\":\"unavailable\"}";
 /* The stream job escalated this account, or flagged the password tried: the client must
  * complete a second factor elsewhere (docs/gateway.md, "Escalations"). */
 static const char BODY_STEP_UP[] = "{\"error\":\"step_up_required\"}";
+/*
+ * Interactive endpoints beyond /login answer every failed or throttled attempt before
+ * authentication with one status and one body each, behind the reject floor, with no
+ * Retry-After and no RateLimit headers: whoever reads those carefully is probing the
+ * thresholds (docs/endpoints.md). /login does the same with gateway.login_uniform.
+ */
+static const char BODY_SIGNIN[] = "{\"error\":\"invalid_credentials\",\"message\":\"We "
+				  "couldn't sign you in. Please try again.\"}";
+static const char BODY_MFA_FAIL[] = "{\"error\":\"invalid_code\",\"message\":\"We couldn't "
+				    "verify that code. Please try again.\"}";
+static const char BODY_LINK_FAIL[] = "{\"error\":\"invalid_link\",\"message\":\"We couldn't "
+				     "use this link. Please ask for a new one.\"}";
+static const char BODY_RESET_SENT[] = "{\"status\":\"accepted\",\"message\":\"If an account "
+				      "matches, we have sent it a link to reset its password.\"}";
+static const char BODY_REGISTER_SENT[] = "{\"status\":\"accepted\",\"message\":\"We have "
+					 "sent a message to that address. Follow it to finish "
+					 "signing up.\"}";
+static const char BODY_OTP_SENT[] = "{\"status\":\"sent\"}";
+static const char BODY_INVALID_CLIENT[] = "{\"error\":\"invalid_client\"}";
+static const char BODY_INVALID_GRANT[] = "{\"error\":\"invalid_grant\"}";
+static const char BODY_UNAUTHORIZED_CLIENT[] = "{\"error\":\"unauthorized_client\"}";
 
 enum kind {
 	K_LOGIN = 0,
 	K_VALIDATE,
 	K_INTROSPECT,
+	K_TOKEN,
+	K_MFA_SEND,
+	K_MFA_VERIFY,
+	K_RESET,
+	K_REGISTER,
+	K_MAGIC,
 	K__MAX
 };
 
+/* Each handler must also be routed in the config, which gives its cost class. */
 static const struct {
 	const char *path;
 	uint8_t method;
+	uint8_t method2;  /* a second method, or 0 */
+	bool prefix;      /* path + one segment: /magic/{token} */
 } handlers[K__MAX] = {
-	[K_LOGIN] = { "/login", SL_M_POST },
-	[K_VALIDATE] = { "/token/validate", SL_M_GET },
-	[K_INTROSPECT] = { "/introspect", SL_M_POST },
+	[K_LOGIN] = { "/login", SL_M_POST, 0, false },
+	[K_VALIDATE] = { "/token/validate", SL_M_GET, 0, false },
+	[K_INTROSPECT] = { "/introspect", SL_M_POST, 0, false },
+	[K_TOKEN] = { "/token", SL_M_POST, 0, false },
+	[K_MFA_SEND] = { "/mfa/send", SL_M_POST, 0, false },
+	[K_MFA_VERIFY] = { "/mfa/verify", SL_M_POST, 0, false },
+	[K_RESET] = { "/password-reset", SL_M_POST, 0, false },
+	[K_REGISTER] = { "/register", SL_M_POST, 0, false },
+	[K_MAGIC] = { "/magic/", SL_M_GET, SL_M_POST, true },
 };
+
+/* Which handler serves @path; K__MAX if none. */
+static int kind_of(const char *path)
+{
+	int k;
+
+	for (k = 0; k < K__MAX; k++) {
+		size_t n = strlen(handlers[k].path);
+
+		if (handlers[k].prefix ? !strncmp(path, handlers[k].path, n) && path[n] &&
+						 !strchr(path + n, '/') :
+					 !strcmp(path, handlers[k].path))
+			return k;
+	}
+	return K__MAX;
+}
 
 struct gw_prepared {
 	struct gw_creds *creds;
 	uint8_t key[GW_TOKEN_KEY_BYTES];
 	bool have_key;
+	struct gw_delivery deliv;
+	bool have_deliv;
 };
 
 struct gw_tstats {
@@ -102,8 +159,10 @@ struct gw_conn {
 };
 
 struct login_check;
+struct gw_chk;
 struct gw_req;
 static void detach_check(struct gw_req *r);
+static void detach_chk(struct gw_req *r);
 
 struct gw_req {
 	struct gw_job job;             /* first: the scheduler hands these back */
@@ -115,7 +174,9 @@ struct gw_req {
 	uint64_t hold_until_ns;
 	uint64_t arrival_ns;
 	int kind;
+	int method;
 	int route;
+	uint64_t cpu0;                 /* endpoints: thread CPU at the handler's start */
 	char tenant[SL_TENANT_NAME_LEN];
 	struct gw_addr client;
 	char user[GW_USER_MAX + 1];
@@ -132,6 +193,21 @@ struct gw_req {
 	uint8_t pw_hash[16];
 	bool hashed_ids;
 	int tenant_idx;                /* in the config */
+	/* the endpoints beyond /login (see "endpoints" below) */
+	struct gw_chk *chk;            /* their counters, while the store has not answered */
+	char grant[24];
+	char client_id[SL_CLIENT_ID_LEN];
+	char secret[GW_SECRET_MAX + 1];
+	size_t secret_len;
+	char refresh[GW_SECRET_TEXT + 8];
+	char code6[8];
+	size_t code_len;
+	char link[GW_SECRET_TEXT + 8]; /* /magic/{token} */
+	int client_idx;
+	int tok_kind;                  /* the kind of the bearer token (enum gw_token_kind) */
+	int rl_ctr;                    /* > 0: a 429 carries RateLimit headers for this */
+	double rl_rate, rl_burst;
+	const char *ctype;             /* NULL: JSON */
 	/* the answer, kept while held */
 	int code;
 	const char *reason;
@@ -160,6 +236,13 @@ struct gateway {
 	struct esc *esc_acct, *esc_pw; /* the stream job's escalations, by hash */
 	struct gw_req *reqs;
 	uint32_t n_reqs;
+	struct gw_vault *vault;        /* codes, links, refresh tokens */
+	struct gw_delivery deliv;
+	uint8_t tkey[GW_TOK__N][GW_TOKEN_KEY_BYTES];
+	struct {
+		uint64_t ok, failed, throttled;
+	} ep[K__MAX];
+	uint64_t otp_sent, links_sent, notices_sent, refresh_reuse, outbound_failed;
 	struct gw_conn *conn_bucket[CONN_BUCKETS];
 	struct gw_conn *conns;
 	uint32_t n_conns;
@@ -358,6 +441,8 @@ static void req_free(struct gw_req *r)
 	}
 	if (r->check)
 		detach_check(r);
+	if (r->chk)
+		detach_chk(r);
 	if (r->prev)
 		r->prev->next = r->next;
 	else
@@ -366,6 +451,7 @@ static void req_free(struct gw_req *r)
 		r->next->prev = r->prev;
 	g->n_reqs--;
 	sodium_memzero(&r->work, sizeof(r->work));
+	sodium_memzero(r->secret, sizeof(r->secret));
 	free(r);
 }
 
@@ -383,6 +469,24 @@ static void send_now(struct gw_req *r)
 	}
 	if (r->code == 401 && r->kind == K_VALIDATE)
 		evhttp_add_header(h, "WWW-Authenticate", "Bearer");
+	if (r->code == 429 && r->rl_ctr > 0 && r->rl_rate > 0) {
+		/* draft-ietf-httpapi-ratelimit-headers, structured fields: the policy that
+		 * refused (quota q over window w seconds) and what is left of it (r, none)
+		 * until t seconds from now. Machine-facing endpoints only. */
+		char v[128];
+		double w = r->rl_burst / r->rl_rate;
+
+		snprintf(v, sizeof(v), "\"%s\";q=%.0f;w=%.0f", sl_counter_name(r->rl_ctr),
+			 r->rl_burst, w < 1 ? 1 : w);
+		evhttp_add_header(h, "RateLimit-Policy", v);
+		snprintf(v, sizeof(v), "\"%s\";r=0;t=%u", sl_counter_name(r->rl_ctr),
+			 r->retry_after);
+		evhttp_add_header(h, "RateLimit", v);
+	}
+	if (r->ctype) {
+		evhttp_remove_header(h, "Content-Type");
+		evhttp_add_header(h, "Content-Type", r->ctype);
+	}
 	if (r->body)
 		evbuffer_add(evhttp_request_get_output_buffer(req), r->body, strlen(r->body));
 	count_status(g, r->code);
@@ -670,7 +774,10 @@ static void detach_check(struct gw_req *r)
 
 static struct sl_limit limit_of(const struct gateway *g, int id)
 {
-	static const char *const names[SL_CTR_N] = { "login_fail", "login_ok", "tenant_logins" };
+	static const char *const names[SL_CTR_N] = { "login_fail", "login_ok", "tenant_logins",
+		"token_fail", "token_client", "tenant_tokens", "mfa_attempts", "mfa_sends",
+		"outbound", "reset_acct", "reset_prefix", "reset_tenant", "reg_acct", "reg_prefix",
+		"reg_tenant", "magic_prefix", "user" };
 	const struct sl_counter_cfg *cc = &g->cfg->counters[id];
 
 	return (struct sl_limit){ .name = names[id], .rate = cc->rate, .burst = cc->burst,
@@ -697,12 +804,12 @@ static void on_ignored(void *arg, int allowed, uint32_t retry_ms, int answer)
  * same answer). The hash key comes from the session key, which every node shares, so the
  * nodes count the same keys; no account name or address reaches Redis.
  */
-static void counter_key(const struct gateway *g, const struct gw_req *r, bool known,
-			char out[33])
+#define PREFIX_STR (INET6_ADDRSTRLEN + 8)
+
+/* The client's source prefix as the counters key it ("192.0.2.0/24"). */
+static void prefix_of(const struct gateway *g, const struct gw_req *r, char prefix[PREFIX_STR])
 {
-	uint8_t ck[32], a[16] = { 0 };
-	char prefix[INET6_ADDRSTRLEN + 8], user[GW_USER_MAX + 1];
-	const char *parts[3];
+	uint8_t a[16] = { 0 };
 	unsigned plen = r->client.family == 6 ? g->cfg->counter_v6_prefix :
 						 g->cfg->counter_v4_prefix;
 	unsigned i, n = r->client.family == 6 ? 16 : 4;
@@ -715,8 +822,18 @@ static void counter_key(const struct gateway *g, const struct gw_req *r, bool kn
 	}
 	if (!r->client.family ||
 	    !inet_ntop(r->client.family == 6 ? AF_INET6 : AF_INET, a, prefix, INET6_ADDRSTRLEN))
-		snprintf(prefix, sizeof(prefix), "?");
-	snprintf(prefix + strlen(prefix), sizeof(prefix) - strlen(prefix), "/%u", plen);
+		snprintf(prefix, PREFIX_STR, "?");
+	snprintf(prefix + strlen(prefix), PREFIX_STR - strlen(prefix), "/%u", plen);
+}
+
+static void counter_key(const struct gateway *g, const struct gw_req *r, bool known,
+			char out[33])
+{
+	uint8_t ck[32];
+	char prefix[PREFIX_STR], user[GW_USER_MAX + 1];
+	const char *parts[3];
+
+	prefix_of(g, r, prefix);
 	memcpy(user, r->user, r->user_len);
 	user[r->user_len] = '\0';
 	parts[0] = r->tenant;
@@ -917,6 +1034,14 @@ static void shed(struct gw_req *r, int reason)
 		ra = r->min_retry_s;
 	/* A login shed before its hash was no attempt at the password: give it back. */
 	refund_attempt(r);
+	if (r->kind == K_LOGIN && g->cfg->gw.login_uniform &&
+	    (reason == GW_SHED_FAILURES || reason == GW_SHED_SUCCESSES ||
+	     reason == GW_SHED_TENANT_LOGINS || reason == GW_SHED_ACCOUNT_BLOCKED)) {
+		/* A throttled login looks exactly like a failed one: same status, body and
+		 * floor, no Retry-After, no longer hold for an early return. */
+		respond(r, 401, "Unauthorized", BODY_SIGNIN, 0, true, false);
+		return;
+	}
 	/* Nobody is listening to a client that hung up: no floor to keep. */
 	respond(r, 429, "Too Many Requests", BODY_429, ra, reason != GW_SHED_CLIENT_GONE, early);
 }
@@ -974,6 +1099,16 @@ static void dispatch(struct gateway *g)
 			continue;
 		}
 		gw_hist_add(&g->ts[j->tenant].wait, now - j->admit_ns);
+		r->work.deadline_ns = g->sched->admission ? j->deadline_ns : 0;
+		if (r->kind == K_MAGIC) {
+			/* A sign-up: make the hash with the running parameters. */
+			r->work.make = true;
+			r->work.m_kib = g->cfg->gw.m_cost_kib;
+			r->work.t = g->cfg->gw.t_cost;
+			r->work.p = g->cfg->gw.parallelism;
+			gw_pool_submit(&g->pool, &r->work);
+			continue;
+		}
 		phc = gw_creds_find(g->creds, r->tenant, r->user, r->user_len);
 		r->known = phc != NULL;
 		/* Unknown accounts verify against a dummy of the same cost: a miss and a wrong
@@ -1021,8 +1156,11 @@ static void finish_login(struct gw_req *r, uint64_t now)
 	t->unauthorized++;
 	count_outcome(r, false);
 	emit(r, false);
-	respond(r, 401, "Unauthorized", BODY_401, 0, true, false);
+	respond(r, 401, "Unauthorized", g->cfg->gw.login_uniform ? BODY_SIGNIN : BODY_401, 0,
+		true, false);
 }
+
+static void finish_register(struct gw_req *r, uint64_t now);
 
 static void on_pool(evutil_socket_t fd, short what, void *arg)
 {
@@ -1043,7 +1181,10 @@ static void on_pool(evutil_socket_t fd, short what, void *arg)
 			shed(r, GW_SHED_EXPIRED);
 			continue;
 		}
-		finish_login(r, now);
+		if (r->kind == K_MAGIC)
+			finish_register(r, now);
+		else
+			finish_login(r, now);
 	}
 	dispatch(g);
 }
@@ -1217,12 +1358,18 @@ static void json_escaped(struct evbuffer *b, const char *s)
 	evbuffer_add(b, "\"", 1);
 }
 
-static void claims_json(struct evbuffer *b, const struct gw_token_claims *c)
+static void claims_json(struct evbuffer *b, const struct gw_token_claims *c, int kind)
 {
 	evbuffer_add_printf(b, "{\"active\":true,\"tenant\":");
 	json_escaped(b, c->tenant);
 	evbuffer_add_printf(b, ",\"sub\":");
 	json_escaped(b, c->account);
+	if (kind == GW_TOK_CLIENT) {
+		evbuffer_add_printf(b, ",\"client_id\":");
+		json_escaped(b, c->account);
+	} else if (kind == GW_TOK_MFA) {
+		evbuffer_add_printf(b, ",\"amr\":[\"pwd\",\"otp\"]");
+	}
 	evbuffer_add_printf(b, ",\"iat\":%llu,\"exp\":%llu}", (unsigned long long)c->iat,
 			    (unsigned long long)c->exp);
 }
@@ -1235,6 +1382,41 @@ static uint64_t thread_cpu_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* The bearer token of @req into @token (NUL-terminated); its length, 0 if none. */
+static size_t bearer_of(struct evhttp_request *req, char token[GW_TOKEN_MAX + 1])
+{
+	const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req),
+					      "Authorization");
+	size_t tlen;
+
+	if (!auth || strncasecmp(auth, "Bearer ", 7))
+		return 0;
+	auth += 7;
+	while (*auth == ' ')
+		auth++;
+	tlen = strnlen(auth, GW_TOKEN_MAX + 1);
+	if (tlen > GW_TOKEN_MAX)
+		return 0;
+	memcpy(token, auth, tlen);
+	token[tlen] = '\0';
+	return tlen;
+}
+
+/* Check @tok against every kind's key; the kind in *@kind. 0 or negative. */
+static int token_any(const struct gateway *g, const char *tok, size_t len,
+		     struct gw_token_claims *cl, int *kind)
+{
+	int k, ret = -EBADMSG;
+
+	for (k = 0; k < GW_TOK__N; k++) {
+		ret = gw_token_check(g->tkey[k], tok, len, (uint64_t)time(NULL), cl);
+		if (ret != -EBADMSG)
+			break;
+	}
+	*kind = k;
+	return ret;
+}
+
 /* Cheap routes run here, on the loop, right after admission. */
 static void run_inline(struct gw_req *r, const char *token, size_t tlen)
 {
@@ -1242,17 +1424,17 @@ static void run_inline(struct gw_req *r, const char *token, size_t tlen)
 	struct gw_tstats *t = &g->ts[r->job.tenant];
 	struct gw_token_claims cl;
 	uint64_t c0 = thread_cpu_ns(), now;
-	int bad;
+	int bad, tk;
 
-	bad = gw_token_check(g->key, token, tlen, (uint64_t)time(NULL), &cl) ||
-	      strcmp(cl.tenant, r->tenant);
-	/* Introspection also asks the store whether the account still exists: its database
-	 * read, and the reason the route holds a db slot. */
+	bad = token_any(g, token, tlen, &cl, &tk) || strcmp(cl.tenant, r->tenant);
+	/* Introspection also asks the store whether the account (or client) still exists:
+	 * its database read, and the reason the route holds a db slot. */
 	if (!bad && r->kind == K_INTROSPECT &&
-	    !gw_creds_find(g->creds, cl.tenant, cl.account, strlen(cl.account)))
+	    (tk == GW_TOK_CLIENT ? sl_config_client(g->cfg, r->tenant_idx, cl.account) < 0 :
+	     !gw_creds_find(g->creds, cl.tenant, cl.account, strlen(cl.account))))
 		bad = 1;
 	if (!bad)
-		claims_json(evhttp_request_get_output_buffer(r->req), &cl);
+		claims_json(evhttp_request_get_output_buffer(r->req), &cl, tk);
 	now = gw_now_ns();
 	gw_sched_done(g->sched, &r->job, (double)(thread_cpu_ns() - c0) / 100000.0, 0, now);
 	if (!bad) {
@@ -1265,6 +1447,779 @@ static void run_inline(struct gw_req *r, const char *token, size_t tlen)
 		t->unauthorized++;
 		respond(r, 401, "Unauthorized", BODY_401_TOKEN, 0, true, false);
 	}
+}
+
+/* ---- the endpoints beyond /login ------------------------------------------------------- */
+
+/*
+ * /token, /mfa/send and /mfa/verify, /password-reset, /register and /magic/{token} go
+ * through the path /login does: route and cost class, then their counters in the store
+ * (each a composite key, checked one after the other so a refusal by the first charges
+ * nothing further), then admission, then a handler on the loop. docs/endpoints.md says
+ * which counters each charges and what each answers.
+ */
+
+#define CHK_MAX 5
+
+struct chk_item {
+	int ctr;             /* enum sl_counter_id */
+	char key[33];
+	double rate, burst;  /* > 0: this principal's own limit */
+};
+
+typedef void (*chk_done_fn)(struct gw_req *r, int refused, uint32_t retry_ms);
+
+struct gw_chk {
+	struct gw_req *r;    /* NULL once the request is gone */
+	int n, i;
+	struct chk_item it[CHK_MAX];
+	chk_done_fn done;
+};
+
+static void detach_chk(struct gw_req *r)
+{
+	r->chk->r = NULL;
+	r->chk = NULL;
+}
+
+/* The key of an endpoint counter: a keyed hash of (@what, tenant, @a, @b), never the
+ * names themselves; every node derives the same hash key from the session key. */
+static void ep_key(const struct gateway *g, const struct gw_req *r, const char *what,
+		   const char *a, const char *b, char out[33])
+{
+	uint8_t ck[32];
+	const char *parts[4] = { what, r->tenant, a ? a : "", b ? b : "" };
+
+	crypto_generichash(ck, sizeof(ck), (const unsigned char *)"sluice endpoint counters", 24,
+			   g->key, sizeof(g->key));
+	sl_store_hash(ck, parts, 4, out);
+	sodium_memzero(ck, sizeof(ck));
+}
+
+static void chk_add(struct gw_chk *k, int ctr, const char *key)
+{
+	struct chk_item *it = &k->it[k->n++];
+
+	it->ctr = ctr;
+	snprintf(it->key, sizeof(it->key), "%s", key);
+	it->rate = it->burst = 0;
+}
+
+static void chk_next(struct gw_chk *k);
+
+static void on_chk(void *arg, int allowed, uint32_t retry_ms, int answer)
+{
+	struct gw_chk *k = arg;
+	struct gw_req *r = k->r;
+	const struct chk_item *it;
+
+	(void)answer;
+	if (!r) {
+		free(k);
+		return;
+	}
+	it = &k->it[k->i];
+	if (!allowed) {
+		struct gateway *g = r->g;
+		const struct sl_counter_cfg *cc = &g->cfg->counters[it->ctr];
+		bool monitor = g->cfg->counter_mode[it->ctr] == SL_MODE_MONITOR;
+		char rule[48], key[40];
+
+		snprintf(rule, sizeof(rule), "counter:%s", sl_counter_name(it->ctr));
+		snprintf(key, sizeof(key), "%.16s", it->key);
+		stream_record(g->stream, rule, key, (uint16_t)r->tenant_idx, 255,
+			      monitor ? SL_MODE_MONITOR : SL_MODE_ENFORCE, 1,
+			      it->burst > 0 ? it->burst : cc->burst);
+		if (monitor) {
+			g->st.would_block++;
+		} else {
+			chk_done_fn done = k->done;
+			int ctr = it->ctr;
+
+			r->rl_ctr = ctr;
+			r->rl_rate = it->rate > 0 ? it->rate : cc->rate;
+			r->rl_burst = it->burst > 0 ? it->burst : cc->burst;
+			r->chk = NULL;
+			free(k);
+			done(r, ctr, retry_ms);
+			return;
+		}
+	}
+	k->i++;
+	chk_next(k);
+}
+
+static void chk_next(struct gw_chk *k)
+{
+	struct gw_req *r = k->r;
+	struct gateway *g = r->g;
+	struct sl_limit l;
+	const struct chk_item *it;
+
+	while (k->i < k->n && !counter_on(g, k->it[k->i].ctr))
+		k->i++;
+	if (k->i == k->n) {
+		chk_done_fn done = k->done;
+
+		r->chk = NULL;
+		free(k);
+		done(r, -1, 0);
+		return;
+	}
+	it = &k->it[k->i];
+	l = limit_of(g, it->ctr);
+	if (it->rate > 0) {
+		l.rate = it->rate;
+		l.burst = it->burst;
+	}
+	sl_store_charge(g->store, &l, r->tenant, it->key, 1, on_chk, k);
+}
+
+/* Run the checks in @k in order; @k->done gets the first refusal (or -1). */
+static void chk_run(struct gw_req *r, struct gw_chk *k, chk_done_fn done)
+{
+	k->r = r;
+	k->done = done;
+	k->i = 0;
+	r->chk = k;
+	chk_next(k);
+}
+
+static void ep_sched_done(struct gw_req *r)
+{
+	if (r->cpu0) {
+		gw_sched_done(r->g->sched, &r->job, (double)(thread_cpu_ns() - r->cpu0) / 100000.0,
+			      0, gw_now_ns());
+		r->cpu0 = 0;
+	}
+}
+
+/* Answer an endpoint request. Interactive failures pass @floor. */
+static void ep_answer(struct gw_req *r, int code, const char *reason, const char *body,
+		      bool floor)
+{
+	struct gateway *g = r->g;
+
+	ep_sched_done(r);
+	if (code >= 200 && code < 300)
+		g->ts[r->job.tenant].ok++;
+	else if (code == 401)
+		g->ts[r->job.tenant].unauthorized++;
+	respond(r, code, reason, body, 0, floor, false);
+}
+
+/* A counter refused: machine-facing /token says so with 429, Retry-After and the RateLimit
+ * fields; the interactive endpoints answer exactly what they answer a failure. */
+static void ep_refused(struct gw_req *r, int ctr, uint32_t retry_ms)
+{
+	struct gateway *g = r->g;
+	struct gw_tstats *t = &g->ts[r->job.tenant];
+	uint32_t ra = (retry_ms + 999) / 1000;
+
+	(void)ctr;
+	g->ep[r->kind].throttled++;
+	t->shed++;
+	t->shed_by_reason[GW_SHED_COUNTER]++;
+	if (r->job.cls < GW_MAX_CLASSES)
+		t->shed_by_class[r->job.cls]++;
+	if (ra < 1)
+		ra = 1;
+	ep_sched_done(r);
+	switch (r->kind) {
+	case K_TOKEN:
+		respond(r, 429, "Too Many Requests", BODY_429, ra, true, false);
+		return;
+	case K_MFA_SEND:
+		/* The caller holds a first factor: it may know a send was refused, not why. */
+		r->rl_ctr = 0;
+		respond(r, 429, "Too Many Requests", BODY_429, ra, true, false);
+		return;
+	case K_MFA_VERIFY:
+		respond(r, 401, "Unauthorized", BODY_MFA_FAIL, 0, true, false);
+		return;
+	case K_RESET:
+		respond(r, 202, "Accepted", BODY_RESET_SENT, 0, true, false);
+		return;
+	case K_REGISTER:
+		respond(r, 202, "Accepted", BODY_REGISTER_SENT, 0, true, false);
+		return;
+	default:
+		respond(r, 401, "Unauthorized", BODY_LINK_FAIL, 0, true, false);
+		return;
+	}
+}
+
+static void ep_pre_done(struct gw_req *r, int refused, uint32_t retry_ms)
+{
+	if (refused >= 0)
+		ep_refused(r, refused, retry_ms);
+	else
+		admit(r, NULL, 0);
+}
+
+/* Before admission: each endpoint's counters. Composite keys: a pre-authentication
+ * counter is never keyed on a name alone that anybody may send. */
+static void ep_start(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_chk *k = calloc(1, sizeof(*k));
+	char prefix[PREFIX_STR], key[33];
+
+	if (!k) {
+		respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
+		return;
+	}
+	prefix_of(g, r, prefix);
+	switch (r->kind) {
+	case K_TOKEN:
+		/* (client_id, prefix): garbage for someone else's client from elsewhere
+		 * spends only the sender's own pair. */
+		ep_key(g, r, "token pair", r->client_id, prefix, r->ckey);
+		chk_add(k, SL_CTR_TOKEN_FAILURES, r->ckey);
+		break;
+	case K_MFA_SEND:
+		ep_key(g, r, "mfa sends", r->user, NULL, key);
+		chk_add(k, SL_CTR_MFA_SENDS, key);
+		ep_key(g, r, "outbound", NULL, NULL, key);
+		chk_add(k, SL_CTR_OUTBOUND, key);
+		break;
+	case K_MFA_VERIFY:
+		/* Per account, whatever the code: a resend buys no fresh guesses. */
+		ep_key(g, r, "mfa attempts", r->user, NULL, key);
+		chk_add(k, SL_CTR_MFA_ATTEMPTS, key);
+		break;
+	case K_RESET:
+	case K_REGISTER: {
+		bool reset = r->kind == K_RESET;
+
+		ep_key(g, r, reset ? "reset prefix" : "register prefix", prefix, NULL, key);
+		chk_add(k, reset ? SL_CTR_RESET_PREFIX : SL_CTR_REGISTER_PREFIX, key);
+		ep_key(g, r, reset ? "reset account" : "register account", r->user, NULL, key);
+		chk_add(k, reset ? SL_CTR_RESET_ACCOUNT : SL_CTR_REGISTER_ACCOUNT, key);
+		ep_key(g, r, reset ? "reset tenant" : "register tenant", NULL, NULL, key);
+		chk_add(k, reset ? SL_CTR_RESET_TENANT : SL_CTR_REGISTER_TENANT, key);
+		/* Known or not, every request sends one message: the same counters either
+		 * way, so the budgets say nothing about who has an account. */
+		ep_key(g, r, "outbound", NULL, NULL, key);
+		chk_add(k, SL_CTR_OUTBOUND, key);
+		break;
+	}
+	case K_MAGIC:
+		/* A GET is a mail scanner as often as a person: it spends nothing. */
+		if (r->method == SL_M_POST) {
+			ep_key(g, r, "magic prefix", prefix, NULL, key);
+			chk_add(k, SL_CTR_MAGIC_PREFIX, key);
+		}
+		break;
+	default:
+		break;
+	}
+	chk_run(r, k, ep_pre_done);
+}
+
+static void ep_json_token(struct evbuffer *b, const char *tok, uint32_t ttl, const char *refresh)
+{
+	evbuffer_add_printf(b, "{\"access_token\":\"%s\",\"token_type\":\"Bearer\",\"expires_in\":%u",
+			    tok, ttl);
+	if (refresh)
+		evbuffer_add_printf(b, ",\"refresh_token\":\"%s\"", refresh);
+	evbuffer_add_printf(b, "}");
+}
+
+/* Issue a token of @kind for @name and answer 200 with it (and @refresh, if any). */
+static void ep_issue(struct gw_req *r, int kind, const char *name, const char *refresh)
+{
+	struct gateway *g = r->g;
+	char tok[GW_TOKEN_MAX + 1];
+	int n = gw_token_issue(g->tkey[kind], r->tenant, name, (uint64_t)time(NULL),
+			       g->cfg->gw.token_ttl_s, tok, sizeof(tok));
+
+	if (n < 0) {
+		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
+		return;
+	}
+	g->ep[r->kind].ok++;
+	ep_json_token(evhttp_request_get_output_buffer(r->req), tok, g->cfg->gw.token_ttl_s,
+		      refresh);
+	ep_answer(r, 200, "OK", NULL, false);
+}
+
+/* /token after the client's own and its tenant's counters. */
+static void token_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
+{
+	struct gateway *g = r->g;
+	const struct sl_client_cfg *cl = &g->cfg->clients[r->client_idx];
+	uint64_t now_s = (uint64_t)time(NULL), family;
+	char refresh[GW_SECRET_TEXT];
+	uint8_t id[16];
+	struct gw_vault_entry *e;
+
+	if (refused >= 0) {
+		ep_refused(r, refused, retry_ms);
+		return;
+	}
+	if (r->client_idx >= g->cfg->n_clients || strcmp(cl->id, r->client_id)) {
+		/* A reload removed the client while its counters were asked. */
+		g->ep[K_TOKEN].failed++;
+		ep_answer(r, 401, "Unauthorized", BODY_INVALID_CLIENT, true);
+		return;
+	}
+	randombytes_buf(&family, sizeof(family));
+	if (!strcmp(r->grant, "refresh_token")) {
+		/* Rotation: the token presented is spent now, and only now, so a refusal by a
+		 * counter never costs the client its chain. */
+		gw_vault_id_secret(g->vault, GW_V_REFRESH, r->refresh, id);
+		e = gw_vault_get(g->vault, id, now_s);
+		if (!e || e->used || e->kind != GW_V_REFRESH) {
+			g->ep[K_TOKEN].failed++;
+			ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
+			return;
+		}
+		e->used = true;
+		family = e->family;
+	}
+	refresh[0] = '\0';
+	if (cl->grants & SL_GRANT_REFRESH_TOKEN) {
+		gw_vault_new_secret(refresh);
+		gw_vault_id_secret(g->vault, GW_V_REFRESH, refresh, id);
+		e = gw_vault_put(g->vault, id, now_s);
+		e->kind = GW_V_REFRESH;
+		e->tenant = (uint16_t)r->tenant_idx;
+		e->family = family;
+		e->exp_s = now_s + g->cfg->gw.refresh_ttl_s;
+		snprintf(e->name, sizeof(e->name), "%s", cl->id);
+	}
+	ep_issue(r, GW_TOK_CLIENT, cl->id, refresh[0] ? refresh : NULL);
+	sodium_memzero(refresh, sizeof(refresh));
+}
+
+static void ep_token(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	const struct sl_client_cfg *cl;
+	struct gw_chk *k;
+	char key[33];
+	int idx;
+	bool ok = gw_client_auth(g->cfg, r->tenant_idx, r->client_id, r->secret, r->secret_len,
+				 &idx);
+
+	sodium_memzero(r->secret, sizeof(r->secret));
+	if (!ok) {
+		/* The attempt stays on (client_id, prefix). */
+		g->ep[K_TOKEN].failed++;
+		ep_answer(r, 401, "Unauthorized", BODY_INVALID_CLIENT, true);
+		return;
+	}
+	/* Authenticated: its own pair is clear, nothing wider. */
+	if (counter_on(g, SL_CTR_TOKEN_FAILURES)) {
+		struct sl_limit l = limit_of(g, SL_CTR_TOKEN_FAILURES);
+
+		sl_store_clear(g->store, &l, r->tenant, r->ckey);
+	}
+	cl = &g->cfg->clients[idx];
+	r->client_idx = idx;
+	if (!strcmp(r->grant, "client_credentials") ?
+		    !(cl->grants & SL_GRANT_CLIENT_CREDENTIALS) :
+		    !(cl->grants & SL_GRANT_REFRESH_TOKEN)) {
+		g->ep[K_TOKEN].failed++;
+		ep_answer(r, 400, "Bad Request", BODY_UNAUTHORIZED_CLIENT, false);
+		return;
+	}
+	if (!strcmp(r->grant, "refresh_token")) {
+		uint8_t id[16];
+		struct gw_vault_entry *e;
+
+		gw_vault_id_secret(g->vault, GW_V_REFRESH, r->refresh, id);
+		e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
+		if (!e || e->kind != GW_V_REFRESH || e->tenant != r->tenant_idx ||
+		    strcmp(e->name, cl->id)) {
+			g->ep[K_TOKEN].failed++;
+			ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
+			return;
+		}
+		if (e->used) {
+			/* A spent refresh token came back: someone holds a copy of the chain.
+			 * Every token of it dies (RFC 9700, 4.14.2). */
+			g->refresh_reuse++;
+			gw_vault_revoke_family(g->vault, e->family);
+			g->ep[K_TOKEN].failed++;
+			ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
+			return;
+		}
+	}
+	ep_sched_done(r);
+	/* With valid credentials, a refresh loop is a bug: the client's own limit (from its
+	 * measured rate), then its tenant's share of issuance. */
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
+		return;
+	}
+	ep_key(g, r, "token client", cl->id, NULL, key);
+	chk_add(k, SL_CTR_TOKEN_CLIENT, key);
+	if (cl->rate > 0) {
+		k->it[0].rate = cl->rate;
+		k->it[0].burst = cl->burst > 0 ? cl->burst : g->cfg->counters[SL_CTR_TOKEN_CLIENT].burst;
+	}
+	ep_key(g, r, "tenant tokens", NULL, NULL, key);
+	chk_add(k, SL_CTR_TENANT_TOKENS, key);
+	chk_run(r, k, token_post_done);
+}
+
+static void ep_deliver(struct gw_req *r, const char *kind, const char *text)
+{
+	struct gateway *g = r->g;
+
+	if (gw_deliver(&g->deliv, r->tenant, r->user, kind, text)) {
+		g->outbound_failed++;
+		log_warn("gateway: delivery of a %s for tenant %s failed", kind, r->tenant);
+	}
+}
+
+static void ep_mfa_send(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	uint8_t id[16], check[32];
+	char code[7], text[96];
+	uint64_t now_s = (uint64_t)time(NULL);
+
+	/* One code per account: this one replaces, and so invalidates, any before it. */
+	gw_vault_new_code(g->vault, (uint16_t)r->tenant_idx, r->user, code, check);
+	gw_vault_id_name(g->vault, GW_V_OTP, (uint16_t)r->tenant_idx, r->user, id);
+	e = gw_vault_put(g->vault, id, now_s);
+	e->kind = GW_V_OTP;
+	e->tenant = (uint16_t)r->tenant_idx;
+	e->exp_s = now_s + g->cfg->gw.otp_ttl_s;
+	memcpy(e->check, check, sizeof(check));
+	snprintf(e->name, sizeof(e->name), "%s", r->user);
+	snprintf(text, sizeof(text), "code=%s valid_s=%u", code, g->cfg->gw.otp_ttl_s);
+	ep_deliver(r, "otp", text);
+	sodium_memzero(code, sizeof(code));
+	sodium_memzero(text, sizeof(text));
+	g->otp_sent++;
+	g->ep[K_MFA_SEND].ok++;
+	ep_answer(r, 202, "Accepted", BODY_OTP_SENT, false);
+}
+
+static void ep_mfa_verify(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	uint8_t id[16];
+
+	gw_vault_id_name(g->vault, GW_V_OTP, (uint16_t)r->tenant_idx, r->user, id);
+	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
+	if (!e || !gw_vault_code_ok(g->vault, e, r->code6, r->code_len)) {
+		g->ep[K_MFA_VERIFY].failed++;
+		ep_answer(r, 401, "Unauthorized", BODY_MFA_FAIL, true);
+		return;
+	}
+	gw_vault_del(e); /* one use */
+	ep_issue(r, GW_TOK_MFA, r->user, NULL);
+}
+
+/* A magic link for @purpose to r->user, delivered as @kind. */
+static void ep_link(struct gw_req *r, int purpose, const char *kind)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	char secret[GW_SECRET_TEXT], text[GW_SECRET_TEXT + 192];
+	uint8_t id[16];
+	uint64_t now_s = (uint64_t)time(NULL);
+
+	gw_vault_new_secret(secret);
+	gw_vault_id_secret(g->vault, GW_V_MAGIC, secret, id);
+	e = gw_vault_put(g->vault, id, now_s);
+	e->kind = GW_V_MAGIC;
+	e->purpose = (uint8_t)purpose;
+	e->tenant = (uint16_t)r->tenant_idx;
+	e->exp_s = now_s + g->cfg->gw.magic_ttl_s;
+	snprintf(e->name, sizeof(e->name), "%s", r->user);
+	snprintf(text, sizeof(text), "link=%s/magic/%s valid_s=%u", g->cfg->gw.link_base, secret,
+		 g->cfg->gw.magic_ttl_s);
+	ep_deliver(r, kind, text);
+	sodium_memzero(secret, sizeof(secret));
+	sodium_memzero(text, sizeof(text));
+	g->links_sent++;
+}
+
+/* /password-reset and /register: one message either way, one answer whatever happened. */
+static void ep_account(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	bool known = gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL;
+
+	if (r->kind == K_RESET) {
+		if (known) {
+			ep_link(r, GW_LINK_RESET, "reset_link");
+		} else {
+			ep_deliver(r, "notice", "reason=reset_without_account");
+			g->notices_sent++;
+		}
+		g->ep[K_RESET].ok++;
+		ep_answer(r, 202, "Accepted", BODY_RESET_SENT, true);
+		return;
+	}
+	if (known) {
+		ep_deliver(r, "notice", "reason=already_registered");
+		g->notices_sent++;
+	} else {
+		ep_link(r, GW_LINK_REGISTER, "register_link");
+	}
+	g->ep[K_REGISTER].ok++;
+	ep_answer(r, 202, "Accepted", BODY_REGISTER_SENT, true);
+}
+
+static const char PAGE_HEAD[] = "<!doctype html><html><head><meta charset=\"utf-8\">"
+				"<meta name=\"robots\" content=\"noindex\"><title>Confirm</title>"
+				"</head><body>";
+
+static void ep_magic_page(struct gw_req *r, const struct gw_vault_entry *e)
+{
+	struct evbuffer *b = evhttp_request_get_output_buffer(r->req);
+
+	/* A form, and nothing done: mail scanners fetch links, people press buttons. An
+	 * unknown link gets the sign-in page too, so a GET tells nobody which links live. */
+	evbuffer_add(b, PAGE_HEAD, strlen(PAGE_HEAD));
+	if (e && e->purpose == GW_LINK_REGISTER)
+		evbuffer_add_printf(b, "<h1>Finish signing up</h1><form method=\"post\">"
+				    "<label>Choose a password <input type=\"password\" "
+				    "name=\"password\" required></label>"
+				    "<button type=\"submit\">Create my account</button>"
+				    "</form></body></html>");
+	else
+		evbuffer_add_printf(b, "<h1>Continue signing in</h1><form method=\"post\">"
+				    "<button type=\"submit\">Continue</button></form>"
+				    "</body></html>");
+	r->ctype = "text/html; charset=utf-8";
+	r->g->ep[K_MAGIC].ok++;
+	ep_answer(r, 200, "OK", NULL, false);
+}
+
+static void magic_post_done(struct gw_req *r, int refused, uint32_t retry_ms);
+
+static void ep_magic(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	struct gw_chk *k;
+	uint8_t id[16];
+	char key[33];
+
+	gw_vault_id_secret(g->vault, GW_V_MAGIC, r->link, id);
+	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
+	if (e && (e->kind != GW_V_MAGIC || e->tenant != r->tenant_idx))
+		e = NULL;
+	if (r->method == SL_M_GET) {
+		ep_magic_page(r, e);
+		return;
+	}
+	if (!e) {
+		g->ep[K_MAGIC].failed++;
+		ep_answer(r, 401, "Unauthorized", BODY_LINK_FAIL, true);
+		return;
+	}
+	snprintf(r->user, sizeof(r->user), "%s", e->name);
+	r->user_len = strlen(r->user);
+	ep_sched_done(r);
+	/* The person pressed the button: now the account's own budget is spent. */
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
+		return;
+	}
+	ep_key(g, r, "user", r->user, NULL, key);
+	chk_add(k, SL_CTR_USER, key);
+	chk_run(r, k, magic_post_done);
+}
+
+static void magic_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	uint8_t id[16];
+
+	if (refused >= 0) {
+		ep_refused(r, refused, retry_ms);
+		return;
+	}
+	gw_vault_id_secret(g->vault, GW_V_MAGIC, r->link, id);
+	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
+	if (!e || e->kind != GW_V_MAGIC || e->tenant != r->tenant_idx) {
+		g->ep[K_MAGIC].failed++;
+		ep_answer(r, 401, "Unauthorized", BODY_LINK_FAIL, true);
+		return;
+	}
+	if (e->purpose == GW_LINK_REGISTER) {
+		/* Sign-ups are confirmed on the hash pool (finish_register), never here. */
+		g->ep[K_MAGIC].failed++;
+		ep_answer(r, 401, "Unauthorized", BODY_LINK_FAIL, true);
+		return;
+	}
+	gw_vault_del(e); /* consumed: once */
+	ep_issue(r, GW_TOK_PASSWORD, r->user, NULL);
+}
+
+/* After admission, on the loop. */
+static void run_endpoint(struct gw_req *r)
+{
+	r->cpu0 = thread_cpu_ns();
+	switch (r->kind) {
+	case K_TOKEN:
+		ep_token(r);
+		break;
+	case K_MFA_SEND:
+		ep_mfa_send(r);
+		break;
+	case K_MFA_VERIFY:
+		ep_mfa_verify(r);
+		break;
+	case K_RESET:
+	case K_REGISTER:
+		ep_account(r);
+		break;
+	default:
+		ep_magic(r);
+		break;
+	}
+}
+
+/* A sign-up link came back with a password: the worker made its hash. Write the account,
+ * re-read the store (all or nothing, as on reload), spend the link, sign the person in. */
+static void finish_register(struct gw_req *r, uint64_t now)
+{
+	struct gateway *g = r->g;
+	struct gw_tstats *t = &g->ts[r->job.tenant];
+	struct gw_work *w = &r->work;
+	struct gw_vault_entry *e;
+	struct gw_creds *fresh = NULL;
+	char err[2048];
+	uint8_t id[16];
+
+	g->st.hashes++;
+	t->hashes++;
+	t->units_measured += (double)w->cpu_ns / 100000.0;
+	gw_hist_add(&t->service, w->end_ns - w->start_ns);
+	gw_sched_done(g->sched, &r->job, (double)w->cpu_ns / 100000.0, w->end_ns - w->start_ns,
+		      now);
+	gw_vault_id_secret(g->vault, GW_V_MAGIC, r->link, id);
+	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
+	if (!w->verified || !e || e->kind != GW_V_MAGIC || e->purpose != GW_LINK_REGISTER ||
+	    e->tenant != r->tenant_idx ||
+	    gw_creds_find(g->creds, r->tenant, r->user, r->user_len)) {
+		g->ep[K_MAGIC].failed++;
+		t->unauthorized++;
+		respond(r, 401, "Unauthorized", BODY_LINK_FAIL, 0, true, false);
+		return;
+	}
+	if (!g->cfg->gw.credentials[0] ||
+	    gw_creds_append(g->cfg->gw.credentials, r->tenant, r->user, w->phc, err, sizeof(err)) ||
+	    gw_creds_load(g->cfg->gw.credentials, g->cfg, &fresh, err, sizeof(err))) {
+		log_error("gateway: cannot record a sign-up for tenant %s: %s", r->tenant,
+			  g->cfg->gw.credentials[0] ? err : "no gateway.credentials file");
+		respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
+		return;
+	}
+	gw_creds_free(g->creds);
+	g->creds = fresh;
+	gw_vault_del(e);
+	g->ep[K_MAGIC].ok++;
+	t->ok++;
+	{
+		char tok[GW_TOKEN_MAX + 1];
+		int n = gw_token_issue(g->tkey[GW_TOK_PASSWORD], r->tenant, r->user,
+				       (uint64_t)time(NULL), g->cfg->gw.token_ttl_s, tok, sizeof(tok));
+
+		if (n < 0) {
+			respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
+			return;
+		}
+		ep_json_token(evhttp_request_get_output_buffer(r->req), tok,
+			      g->cfg->gw.token_ttl_s, NULL);
+		respond(r, 201, "Created", NULL, 0, false, false);
+	}
+}
+
+/* The fields each endpoint reads from its body. Returns 0, or -EINVAL with @err. */
+static int ep_fields(struct gw_req *r, int type, const char *body, size_t blen, char *err,
+		     size_t errlen)
+{
+	struct gw_field f[5];
+	int ret, n = 0;
+
+	memset(f, 0, sizeof(f));
+	switch (r->kind) {
+	case K_TOKEN:
+		f[n++] = (struct gw_field){ .name = "grant_type", .buf = r->grant,
+					    .cap = sizeof(r->grant) };
+		f[n++] = (struct gw_field){ .name = "client_id", .buf = r->client_id,
+					    .cap = sizeof(r->client_id) };
+		f[n++] = (struct gw_field){ .name = "client_secret", .buf = r->secret,
+					    .cap = sizeof(r->secret) };
+		f[n++] = (struct gw_field){ .name = "refresh_token", .buf = r->refresh,
+					    .cap = sizeof(r->refresh) };
+		break;
+	case K_MFA_VERIFY:
+		f[n++] = (struct gw_field){ .name = "code", .buf = r->code6,
+					    .cap = sizeof(r->code6) };
+		break;
+	case K_RESET:
+	case K_REGISTER:
+		f[n++] = (struct gw_field){ .name = "username", .buf = r->user,
+					    .cap = sizeof(r->user) };
+		break;
+	case K_MAGIC:
+		f[n++] = (struct gw_field){ .name = "password", .buf = r->work.pwd,
+					    .cap = sizeof(r->work.pwd) };
+		break;
+	default:
+		return 0;
+	}
+	ret = gw_body_fields(type, body, blen, f, n, err, errlen);
+	if (ret)
+		return ret;
+	switch (r->kind) {
+	case K_TOKEN:
+		r->secret_len = f[2].len;
+		if (!f[0].found || (strcmp(r->grant, "client_credentials") &&
+				    strcmp(r->grant, "refresh_token"))) {
+			snprintf(err, errlen, "'grant_type' must be client_credentials or "
+				 "refresh_token");
+			return -EINVAL;
+		}
+		if (!f[1].found || !f[1].len || !f[2].found) {
+			snprintf(err, errlen, "'client_id' and 'client_secret' are required");
+			return -EINVAL;
+		}
+		if (!strcmp(r->grant, "refresh_token") && !f[3].len) {
+			snprintf(err, errlen, "'refresh_token' is required for this grant");
+			return -EINVAL;
+		}
+		break;
+	case K_MFA_VERIFY:
+		r->code_len = f[0].len;
+		if (!f[0].found) {
+			snprintf(err, errlen, "'code' is required");
+			return -EINVAL;
+		}
+		break;
+	case K_RESET:
+	case K_REGISTER:
+		r->user_len = f[0].len;
+		if (!f[0].found || !gw_account_valid(r->user, f[0].len)) {
+			snprintf(err, errlen, "'username' must be 1..%d bytes of UTF-8 without "
+				 "control characters or commas", GW_USER_MAX);
+			return -EINVAL;
+		}
+		break;
+	case K_MAGIC:
+		r->work.pwd_len = (uint32_t)f[0].len;
+		break;
+	default:
+		break;
+	}
+	return 0;
 }
 
 static void on_request(struct evhttp_request *req, void *arg)
@@ -1313,15 +2268,15 @@ static void on_request(struct evhttp_request *req, void *arg)
 		reply_plain(g, req, 404, "Not Found", "no_route", "no route for this method and path");
 		return;
 	}
-	for (kind = 0; kind < K__MAX; kind++)
-		if (!strcmp(path, handlers[kind].path))
-			break;
+	kind = kind_of(path);
 	if (kind == K__MAX) {
 		reply_plain(g, req, 404, "Not Found", "no_handler", "this gateway serves /login, "
-			    "/token/validate and /introspect");
+			    "/token, /token/validate, /introspect, /mfa/send, /mfa/verify, "
+			    "/password-reset, /register and /magic/{token}");
 		return;
 	}
-	if (method != handlers[kind].method) {
+	if (method != handlers[kind].method &&
+	    !(handlers[kind].method2 && method == handlers[kind].method2)) {
 		reply_plain(g, req, 405, "Method Not Allowed", "method_not_allowed", NULL);
 		return;
 	}
@@ -1342,6 +2297,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 	r->req = req;
 	r->arrival_ns = now;
 	r->kind = kind;
+	r->method = method;
 	r->route = ri;
 	snprintf(r->tenant, sizeof(r->tenant), "%s", c->tenants[ti].name);
 	r->tenant_idx = ti;
@@ -1354,7 +2310,14 @@ static void on_request(struct evhttp_request *req, void *arg)
 
 	/* The body: parsed and checked before admission, so a malformed request costs
 	 * neither budget nor hash. */
-	if (kind == K_LOGIN || kind == K_INTROSPECT) {
+	if (kind == K_MAGIC)
+		snprintf(r->link, sizeof(r->link), "%s", path + strlen(handlers[K_MAGIC].path));
+	if (kind == K_MAGIC && method == SL_M_POST &&
+	    !evbuffer_get_length(evhttp_request_get_input_buffer(req))) {
+		/* "Continue" on a sign-in link: a form with no fields. */
+	} else if (kind == K_LOGIN || kind == K_INTROSPECT || kind == K_TOKEN ||
+		   kind == K_MFA_VERIFY || kind == K_RESET || kind == K_REGISTER ||
+		   kind == K_MAGIC) {
 		int type = gw_body_type(evhttp_find_header(evhttp_request_get_input_headers(req),
 							   "Content-Type"));
 		int ret;
@@ -1388,6 +2351,8 @@ static void on_request(struct evhttp_request *req, void *arg)
 			}
 			r->user_len = f[0].len;
 			r->work.pwd_len = (uint32_t)f[1].len;
+		} else if (kind != K_INTROSPECT) {
+			ret = ep_fields(r, type, body, blen, err, sizeof(err));
 		} else {
 			f[0] = (struct gw_field){ .name = "token", .buf = token,
 						  .cap = sizeof(token) };
@@ -1414,22 +2379,9 @@ static void on_request(struct evhttp_request *req, void *arg)
 			reply_plain(g, req, 400, "Bad Request", "bad_request", detail);
 			return;
 		}
-	} else {
-		const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req),
-						      "Authorization");
-
-		if (auth && !strncasecmp(auth, "Bearer ", 7)) {
-			auth += 7;
-			while (*auth == ' ')
-				auth++;
-			tlen = strnlen(auth, GW_TOKEN_MAX + 1);
-			if (tlen <= GW_TOKEN_MAX) {
-				memcpy(token, auth, tlen);
-				token[tlen] = '\0';
-			} else {
-				tlen = 0;
-			}
-		}
+	}
+	if (kind == K_VALIDATE) {
+		tlen = bearer_of(req, token);
 		if (!tlen) {
 			/* Nothing to check: refused before it costs anything, but like any
 			 * other failed check. */
@@ -1457,6 +2409,49 @@ static void on_request(struct evhttp_request *req, void *arg)
 	}
 	if (kind == K_LOGIN && start_checks(r))
 		return;
+	if (kind == K_MFA_SEND || kind == K_MFA_VERIFY) {
+		/* The second factor follows a first: a password token names the account. */
+		struct gw_token_claims cl;
+		int tk;
+
+		tlen = bearer_of(req, token);
+		if (!tlen || token_any(g, token, tlen, &cl, &tk) || tk != GW_TOK_PASSWORD ||
+		    strcmp(cl.tenant, r->tenant)) {
+			sodium_memzero(token, sizeof(token));
+			g->ts[slot].unauthorized++;
+			g->ep[kind].failed++;
+			respond(r, 401, "Unauthorized", kind == K_MFA_SEND ? BODY_401_TOKEN :
+				BODY_MFA_FAIL, 0, true, false);
+			return;
+		}
+		snprintf(r->user, sizeof(r->user), "%s", cl.account);
+		r->user_len = strlen(r->user);
+	}
+	if (kind == K_MAGIC && method == SL_M_POST) {
+		/* A sign-up link with a password is confirmed on the hash pool. */
+		uint8_t id[16];
+		const struct gw_vault_entry *e;
+
+		gw_vault_id_secret(g->vault, GW_V_MAGIC, r->link, id);
+		e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
+		if (e && e->kind == GW_V_MAGIC && e->purpose == GW_LINK_REGISTER &&
+		    e->tenant == ti) {
+			if (!r->work.pwd_len) {
+				req_free(r);
+				reply_plain(g, req, 400, "Bad Request", "bad_request",
+					    "finishing a sign-up needs a 'password'");
+				return;
+			}
+			snprintf(r->user, sizeof(r->user), "%s", e->name);
+			r->user_len = strlen(r->user);
+			r->job.pooled = true;
+		}
+	}
+	if (kind >= K_TOKEN) {
+		sodium_memzero(token, sizeof(token));
+		ep_start(r);
+		return;
+	}
 	admit(r, token, tlen);
 	sodium_memzero(token, sizeof(token));
 }
@@ -1480,8 +2475,10 @@ static void admit(struct gw_req *r, const char *token, size_t tlen)
 		g->ts[slot].admitted_reserved++;
 	else
 		g->ts[slot].admitted_burst++;
-	if (r->kind == K_LOGIN)
+	if (r->job.pooled)
 		dispatch(g);
+	else if (r->kind >= K_TOKEN)
+		run_endpoint(r);
 	else
 		run_inline(r, token, tlen);
 }
@@ -1493,6 +2490,8 @@ void gateway_prepared_free(struct gw_prepared *p)
 	if (!p)
 		return;
 	gw_creds_free(p->creds);
+	if (p->have_deliv)
+		gw_delivery_close(&p->deliv);
 	sodium_memzero(p->key, sizeof(p->key));
 	free(p);
 }
@@ -1517,6 +2516,9 @@ struct gw_prepared *gateway_prepare(const struct sl_config *c, char *err, size_t
 			goto fail;
 		p->have_key = true;
 	}
+	if (gw_delivery_open(&p->deliv, &c->gw, err, errlen))
+		goto fail;
+	p->have_deliv = true;
 	return p;
 fail:
 	gateway_prepared_free(p);
@@ -1581,6 +2583,14 @@ static int split_listen(const char *s, char *host, size_t n, uint16_t *port)
 	return 0;
 }
 
+static void set_token_keys(struct gateway *g)
+{
+	int k;
+
+	for (k = 0; k < GW_TOK__N; k++)
+		gw_token_subkey(g->key, k, g->tkey[k]);
+}
+
 struct gateway *gateway_start(struct event_base *base, const struct sl_config *c,
 			      struct gw_prepared *p)
 {
@@ -1602,7 +2612,15 @@ struct gateway *gateway_start(struct event_base *base, const struct sl_config *c
 		memcpy(g->key, p->key, sizeof(g->key));
 	else
 		randombytes_buf(g->key, sizeof(g->key));
+	set_token_keys(g);
+	if (p->have_deliv) {
+		g->deliv = p->deliv;
+		p->have_deliv = false;
+	}
 	gateway_prepared_free(p);
+	g->vault = gw_vault_new(g->key);
+	if (!g->vault)
+		goto fail;
 	g->base = base;
 	g->pool.efd = -1;
 	g->cfg = malloc(sizeof(*g->cfg));
@@ -1711,6 +2729,12 @@ void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepa
 	p->creds = NULL;
 	if (p->have_key)
 		memcpy(g->key, p->key, sizeof(g->key));
+	set_token_keys(g);
+	if (p->have_deliv) {
+		gw_delivery_close(&g->deliv);
+		g->deliv = p->deliv;
+		p->have_deliv = false;
+	}
 	gateway_prepared_free(p);
 	gw_sched_configure(g->sched, g->cfg, gw_now_ns());
 	g->sched->workers = g->pool.n;
@@ -1756,6 +2780,9 @@ void gateway_stop(struct gateway *g)
 	while (g->conns)
 		conn_forget(g, g->conns);
 	gw_creds_free(g->creds);
+	gw_vault_free(g->vault);
+	gw_delivery_close(&g->deliv);
+	sodium_memzero(g->tkey, sizeof(g->tkey));
 	free(g->esc_acct);
 	free(g->esc_pw);
 	sodium_memzero(g->key, sizeof(g->key));

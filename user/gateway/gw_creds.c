@@ -469,3 +469,47 @@ out:
 	close(fd); /* releases the lock */
 	return ret;
 }
+
+int gw_creds_append(const char *path, const char *tenant, const char *account,
+		    const char *phc, char *err, size_t errlen)
+{
+	char line[GW_CREDS_LINE_MAX + 2], last;
+	struct stat st;
+	int fd, ret, w;
+
+	if (!gw_account_valid(account, strlen(account))) {
+		snprintf(err, errlen, "invalid account name");
+		return -EINVAL;
+	}
+	w = snprintf(line, sizeof(line), "%s,%s,%s\n", tenant, account, phc);
+	if (w < 0 || (size_t)w >= sizeof(line)) {
+		snprintf(err, errlen, "line too long");
+		return -E2BIG;
+	}
+	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (flock(fd, LOCK_EX)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: cannot lock: %s", path, strerror(-ret));
+		goto out;
+	}
+	if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 &&
+	    last != '\n' && write(fd, "\n", 1) != 1) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
+		goto out;
+	}
+	if (write(fd, line, (size_t)w) != w || fsync(fd)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	close(fd);
+	return ret;
+}

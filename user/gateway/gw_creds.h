@@ -52,4 +52,11 @@ int gw_argon2_hash(const struct sl_gateway_cfg *gw, const char *pwd, size_t len,
 int gw_creds_add(const char *path, const struct sl_config *c, const char *tenant,
 		 const char *account, const char *pwd, size_t pwdlen, char *err, size_t errlen);
 
+/*
+ * Append (@tenant, @account, @phc) to @path under an exclusive lock (a sign-up: the hash was
+ * made on the worker pool). Refuses an account already in the file. 0 or -errno, @err says.
+ */
+int gw_creds_append(const char *path, const char *tenant, const char *account,
+		    const char *phc, char *err, size_t errlen);
+
 #endif

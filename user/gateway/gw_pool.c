@@ -47,7 +47,16 @@ static void run(struct gw_work *w)
 		return;
 	}
 	c0 = thread_cpu_ns();
-	w->verified = argon2id_verify(w->phc, w->pwd, w->pwd_len) == ARGON2_OK;
+	if (w->make) {
+		uint8_t salt[16];
+
+		randombytes_buf(salt, sizeof(salt));
+		w->verified = argon2id_hash_encoded(w->t, w->m_kib, w->p, w->pwd, w->pwd_len, salt,
+						    sizeof(salt), 32, w->phc,
+						    sizeof(w->phc)) == ARGON2_OK;
+	} else {
+		w->verified = argon2id_verify(w->phc, w->pwd, w->pwd_len) == ARGON2_OK;
+	}
 	w->cpu_ns = thread_cpu_ns() - c0;
 	w->end_ns = gw_now_ns();
 	w->ran = true;

@@ -26,9 +26,11 @@ struct gw_work {
 	char pwd[GW_PASS_MAX];
 	uint32_t pwd_len;
 	uint64_t deadline_ns;   /* 0: none; checked again as the worker picks it up */
+	bool make;              /* hash pwd into phc (a sign-up) instead of verifying */
+	uint32_t m_kib, t, p;   /* make: the Argon2id parameters */
 	/* out */
 	bool ran;               /* false: its deadline had passed, nothing was hashed */
-	bool verified;
+	bool verified;          /* make: the hash was made */
 	uint64_t cpu_ns;        /* thread CPU time of the hash: the measured cost */
 	uint64_t start_ns, end_ns;
 };

@@ -31,6 +31,8 @@ static const char *const shed_names[GW_SHED__MAX] = {
 	[GW_SHED_SUCCESSES] = "login_successes",
 	[GW_SHED_TENANT_LOGINS] = "tenant_logins",
 	[GW_SHED_ACCOUNT_BLOCKED] = "account_blocked",
+	[GW_SHED_COUNTER] = "endpoint_counter",
+	[GW_SHED_CEILING] = "ceiling",
 };
 
 const char *gw_shed_name(int reason)

@@ -64,6 +64,8 @@ enum gw_shed {
 	GW_SHED_SUCCESSES,    /* the pair logged in successfully too often (a token mill) */
 	GW_SHED_TENANT_LOGINS,/* the tenant's password logins across the cluster (capacity) */
 	GW_SHED_ACCOUNT_BLOCKED, /* the stream job's ladder reached "block" for this account */
+	GW_SHED_COUNTER,      /* an endpoint's counter (token, MFA, reset, register, magic) */
+	GW_SHED_CEILING,      /* the tenant is at its ceiling (tenants[].ceiling) */
 	GW_SHED__MAX
 };
 

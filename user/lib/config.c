@@ -329,6 +329,44 @@ void sl_config_defaults(struct sl_config *c)
 	/* Successes are not suspicious; this only catches a token mill: 30, then 1 a second. */
 	c->counters[SL_CTR_LOGIN_SUCCESSES] = (struct sl_counter_cfg){
 		.enabled = 1, .rate = 1, .burst = 30, .fail = 0, .max_keys = 1000000 };
+	c->counters[SL_CTR_TENANT_LOGINS].fail = 1;
+	c->gw.refresh_ttl_s = 14 * 86400;
+	c->gw.otp_ttl_s = 300;
+	c->gw.magic_ttl_s = 900;
+	snprintf(c->gw.delivery, sizeof(c->gw.delivery), "log");
+	/* The endpoints beyond /login (docs/endpoints.md). Pre-authentication keys are
+	 * composites with the source prefix; per-account caps are counted whatever the
+	 * outcome; per-tenant ones fail closed, they protect the platform. */
+	c->counters[SL_CTR_TOKEN_FAILURES] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 1.0 / 60, .burst = 10, .max_keys = 1000000 };
+	c->counters[SL_CTR_TOKEN_CLIENT] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 5, .burst = 50, .max_keys = 1000000 };
+	c->counters[SL_CTR_TENANT_TOKENS] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 200, .burst = 400, .fail = 1 };
+	/* Five codes tried and three sent per account per quarter hour, whatever the code. */
+	c->counters[SL_CTR_MFA_ATTEMPTS] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 5.0 / 900, .burst = 5, .max_keys = 1000000 };
+	c->counters[SL_CTR_MFA_SENDS] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 3.0 / 900, .burst = 3, .max_keys = 1000000 };
+	c->counters[SL_CTR_OUTBOUND] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 10, .burst = 100, .fail = 1 };
+	c->counters[SL_CTR_RESET_ACCOUNT] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 3.0 / 3600, .burst = 3, .max_keys = 1000000 };
+	c->counters[SL_CTR_RESET_PREFIX] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 20.0 / 3600, .burst = 20, .max_keys = 1000000 };
+	c->counters[SL_CTR_RESET_TENANT] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 5, .burst = 100, .fail = 1 };
+	c->counters[SL_CTR_REGISTER_ACCOUNT] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 3.0 / 3600, .burst = 3, .max_keys = 1000000 };
+	c->counters[SL_CTR_REGISTER_PREFIX] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 10.0 / 3600, .burst = 10, .max_keys = 1000000 };
+	c->counters[SL_CTR_REGISTER_TENANT] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 2, .burst = 50, .fail = 1 };
+	c->counters[SL_CTR_MAGIC_PREFIX] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 20.0 / 600, .burst = 20, .max_keys = 1000000 };
+	/* A person signs in a few times a day; a script signing in every second is a bug. */
+	c->counters[SL_CTR_USER] = (struct sl_counter_cfg){
+		.enabled = 1, .rate = 1.0 / 60, .burst = 20, .max_keys = 1000000 };
 	c->counter_v4_prefix = 32;
 	c->counter_v6_prefix = 64;
 	c->stream.enabled = 1;
@@ -374,7 +412,9 @@ const char *sl_det_action_name(uint8_t a)
 const char *sl_counter_name(int id)
 {
 	static const char *const n[SL_CTR_N] = { "login_failures", "login_successes",
-		"tenant_logins" };
+		"tenant_logins", "token_failures", "token_client", "tenant_tokens", "mfa_attempts",
+		"mfa_sends", "outbound", "reset_account", "reset_prefix", "reset_tenant",
+		"register_account", "register_prefix", "register_tenant", "magic_prefix", "user" };
 
 	return id >= 0 && id < SL_CTR_N ? n[id] : "?";
 }
@@ -921,6 +961,7 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 		load_hosts(x, g, where, t, c);
 		if (get_num(x, g, where, "reservation", false, 0.0, 1e12, &d))
 			t->reservation = d;
+
 		if (!t->edge_budget) {
 			if (config_setting_get_member(g, "burst"))
 				bad(x, config_setting_get_member(g, "burst"),
@@ -1066,13 +1107,17 @@ static uint32_t get_u32_or(struct vctx *x, const config_setting_t *g, const char
 	return get_int(x, g, where, name, false, lo, hi, &v) ? (uint32_t)v : def;
 }
 
+static void load_endpoints(struct vctx *x, const config_setting_t *g, struct sl_config *c,
+			   const char *base);
+
 static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl_config *c,
 			 const char *base)
 {
 	static const char *const keys[] = { "listen", "credentials", "capacity", "queue",
 		"argon2", "trusted_hops", "admission", "max_body", "max_headers", "reject_floor_ms",
 		"max_held", "max_connections", "request_timeout_ms", "token_ttl_s", "session_key",
-		NULL };
+		"refresh_ttl_s", "otp_ttl_s", "magic_ttl_s", "delivery", "delivery_log", "link_base",
+		"login_uniform", "active_tenants", "clients", "ceilings", NULL };
 	static const char *const cap_keys[] = { "cpu", "db", NULL };
 	static const char *const q_keys[] = { "target_wait_ms", "lifo_after_ms",
 		"codel_interval_ms", "default_deadline_ms", "max_deadline_ms", "max_depth", NULL };
@@ -1192,6 +1237,7 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 		else
 			gw->admission = config_setting_get_bool(sub);
 	}
+	load_endpoints(x, g, c, base);
 	for (i = 0; i < c->n_tenants; i++)
 		sum += c->tenants[i].reservation;
 	if (gw->cap_cpu > 0 && sum > gw->cap_cpu)
@@ -1199,6 +1245,229 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 		    "tenants: reservations add up to %g cpu units/s, above gateway.capacity.cpu "
 		    "%g: the promise could not be kept when every tenant is busy", sum,
 		    gw->cap_cpu);
+}
+
+int sl_config_client(const struct sl_config *c, int tenant, const char *id)
+{
+	int i;
+
+	for (i = 0; i < c->n_clients; i++)
+		if (c->clients[i].tenant == tenant && !strcmp(c->clients[i].id, id))
+			return i;
+	return -1;
+}
+
+static int hex_val(int ch)
+{
+	if (ch >= '0' && ch <= '9')
+		return ch - '0';
+	if (ch >= 'a' && ch <= 'f')
+		return ch - 'a' + 10;
+	if (ch >= 'A' && ch <= 'F')
+		return ch - 'A' + 10;
+	return -1;
+}
+
+/* gateway.clients: the OAuth clients of /token, each bound to one tenant. */
+static void load_clients(struct vctx *x, const config_setting_t *list, struct sl_config *c)
+{
+	static const char *const keys[] = { "id", "tenant", "secret_hash", "grants", "rate",
+		"burst", NULL };
+	int i, j, n;
+
+	if (!config_setting_is_list(list)) {
+		bad(x, list, "gateway.clients: expected a list ( { id = ...; }, ... )");
+		return;
+	}
+	n = config_setting_length(list);
+	if (n > SL_MAX_CLIENTS) {
+		bad(x, list, "gateway.clients: at most %d (got %d)", SL_MAX_CLIENTS, n);
+		n = SL_MAX_CLIENTS;
+	}
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(list, (unsigned)i), *gr;
+		struct sl_client_cfg *cl = &c->clients[c->n_clients];
+		char where[96];
+		const char *id, *tn, *h;
+		int ti = -1;
+
+		snprintf(where, sizeof(where), "gateway.clients[%d]", i);
+		if (!config_setting_is_group(e)) {
+			bad(x, e, "%s: expected a group { id = ...; }", where);
+			continue;
+		}
+		check_keys(x, e, where, keys);
+		memset(cl, 0, sizeof(*cl));
+		id = get_str(x, e, where, "id", true);
+		tn = get_str(x, e, where, "tenant", true);
+		h = get_str(x, e, where, "secret_hash", true);
+		if (id) {
+			size_t k, len = strlen(id);
+
+			if (!len || len >= SL_CLIENT_ID_LEN)
+				bad(x, e, "%s.id: 1..%d characters", where, SL_CLIENT_ID_LEN - 1);
+			for (k = 0; k < len; k++)
+				if ((unsigned char)id[k] <= ' ' || id[k] == ',' || id[k] == '"' ||
+				    id[k] == '\\' || (unsigned char)id[k] >= 0x7f) {
+					bad(x, e, "%s.id: printable ASCII without spaces, commas, "
+					    "quotes or backslashes", where);
+					break;
+				}
+			snprintf(cl->id, sizeof(cl->id), "%s", id);
+			snprintf(where, sizeof(where), "client '%.40s'", id);
+		}
+		if (tn) {
+			for (j = 0; j < c->n_tenants; j++)
+				if (!strcmp(c->tenants[j].name, tn))
+					ti = j;
+			if (ti < 0)
+				bad(x, config_setting_get_member(e, "tenant"),
+				    "%s.tenant: no tenant named '%s'", where, tn);
+		}
+		cl->tenant = ti;
+		if (h) {
+			size_t k;
+			bool ok = !strncmp(h, "blake2b256:", 11) && strlen(h) == 11 + 64;
+
+			for (k = 0; ok && k < 32; k++) {
+				int hi = hex_val(h[11 + 2 * k]), lo = hex_val(h[12 + 2 * k]);
+
+				if (hi < 0 || lo < 0)
+					ok = false;
+				else
+					cl->secret_hash[k] = (uint8_t)(hi << 4 | lo);
+			}
+			if (!ok)
+				bad(x, config_setting_get_member(e, "secret_hash"),
+				    "%s.secret_hash: expected \"blake2b256:\" and 64 hex digits (the "
+				    "BLAKE2b-256 of the secret; never the secret itself)", where);
+		}
+		gr = config_setting_get_member(e, "grants");
+		if (!gr) {
+			cl->grants = SL_GRANT_CLIENT_CREDENTIALS | SL_GRANT_REFRESH_TOKEN;
+		} else if (!config_setting_is_array(gr) && !config_setting_is_list(gr)) {
+			bad(x, gr, "%s.grants: expected [\"client_credentials\", \"refresh_token\"]",
+			    where);
+		} else {
+			for (j = 0; j < config_setting_length(gr); j++) {
+				const char *v = config_setting_get_string_elem(gr, (unsigned)j);
+
+				if (v && !strcmp(v, "client_credentials"))
+					cl->grants |= SL_GRANT_CLIENT_CREDENTIALS;
+				else if (v && !strcmp(v, "refresh_token"))
+					cl->grants |= SL_GRANT_REFRESH_TOKEN;
+				else
+					bad(x, config_setting_get_elem(gr, (unsigned)j),
+					    "%s.grants: '%s' is not client_credentials or refresh_token",
+					    where, v ? v : "(not a string)");
+			}
+			if (!cl->grants)
+				bad(x, gr, "%s.grants: empty: the client could get no token", where);
+		}
+		get_num(x, e, where, "rate", false, 1e-6, 1e9, &cl->rate);
+		get_num(x, e, where, "burst", false, 1, 1e9, &cl->burst);
+		for (j = 0; id && ti >= 0 && j < c->n_clients; j++)
+			if (c->clients[j].tenant == ti && !strcmp(c->clients[j].id, id))
+				bad(x, e, "%s: defined twice for tenant '%s'", where, tn);
+		c->n_clients++;
+	}
+}
+
+/* gateway.ceilings: ( { tenant = "acme"; cpu = UNITS; }, ... ), the most a tenant may use
+ * with the burst pool (the courtesy; its reservation is the promise). */
+static void load_ceilings(struct vctx *x, const config_setting_t *list, struct sl_config *c)
+{
+	static const char *const keys[] = { "tenant", "cpu", NULL };
+	int i, j;
+
+	if (!config_setting_is_list(list)) {
+		bad(x, list, "gateway.ceilings: expected a list ( { tenant = ...; cpu = ...; }, ... )");
+		return;
+	}
+	for (i = 0; i < config_setting_length(list); i++) {
+		const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
+		char where[64];
+		const char *tn;
+		double d;
+		int ti = -1;
+
+		snprintf(where, sizeof(where), "gateway.ceilings[%d]", i);
+		if (!config_setting_is_group(e)) {
+			bad(x, e, "%s: expected a group { tenant = ...; cpu = ...; }", where);
+			continue;
+		}
+		check_keys(x, e, where, keys);
+		tn = get_str(x, e, where, "tenant", true);
+		for (j = 0; tn && j < c->n_tenants; j++)
+			if (!strcmp(c->tenants[j].name, tn))
+				ti = j;
+		if (tn && ti < 0) {
+			bad(x, config_setting_get_member(e, "tenant"), "%s.tenant: no tenant named "
+			    "'%s'", where, tn);
+			continue;
+		}
+		if (!get_num(x, e, where, "cpu", true, 0.0, 1e12, &d) || ti < 0)
+			continue;
+		if (c->tenants[ti].ceiling > 0)
+			bad(x, e, "%s: tenant '%s' has a ceiling already", where, tn);
+		if (d < c->tenants[ti].reservation)
+			bad(x, config_setting_get_member(e, "cpu"), "%s.cpu: %g is below the "
+			    "reservation of '%s' (%g): the courtesy cannot be less than the promise",
+			    where, d, tn, c->tenants[ti].reservation);
+		if (c->gw.cap_cpu > 0 && d > c->gw.cap_cpu)
+			bad(x, config_setting_get_member(e, "cpu"), "%s.cpu: %g is above "
+			    "gateway.capacity.cpu %g", where, d, c->gw.cap_cpu);
+		c->tenants[ti].ceiling = d;
+	}
+}
+
+static void load_endpoints(struct vctx *x, const config_setting_t *g, struct sl_config *c,
+			   const char *base)
+{
+	struct sl_gateway_cfg *gw = &c->gw;
+	const config_setting_t *s;
+	const char *str;
+
+	gw->refresh_ttl_s = get_u32_or(x, g, "gateway", "refresh_ttl_s", 60, 365 * 86400,
+				       gw->refresh_ttl_s);
+	gw->otp_ttl_s = get_u32_or(x, g, "gateway", "otp_ttl_s", 30, 3600, gw->otp_ttl_s);
+	gw->magic_ttl_s = get_u32_or(x, g, "gateway", "magic_ttl_s", 60, 7 * 86400,
+				     gw->magic_ttl_s);
+	gw->active_tenants = get_u32_or(x, g, "gateway", "active_tenants", 0, SL_MAX_TENANTS,
+					gw->active_tenants);
+	str = get_str(x, g, "gateway", "delivery", false);
+	if (str) {
+		if (strcmp(str, "log"))
+			bad(x, config_setting_get_member(g, "delivery"),
+			    "gateway.delivery: '%s' is not a delivery this build has (\"log\")", str);
+		snprintf(gw->delivery, sizeof(gw->delivery), "%s", str);
+	}
+	str = get_str(x, g, "gateway", "delivery_log", false);
+	if (str)
+		resolve_path(gw->delivery_log, sizeof(gw->delivery_log), base, str);
+	str = get_str(x, g, "gateway", "link_base", false);
+	if (str) {
+		if (strlen(str) >= sizeof(gw->link_base) ||
+		    (strncmp(str, "https://", 8) && strncmp(str, "http://", 7)))
+			bad(x, config_setting_get_member(g, "link_base"),
+			    "gateway.link_base: an http:// or https:// URL of at most %zu characters",
+			    sizeof(gw->link_base) - 1);
+		else
+			snprintf(gw->link_base, sizeof(gw->link_base), "%s", str);
+	}
+	s = config_setting_get_member(g, "login_uniform");
+	if (s) {
+		if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+			bad(x, s, "gateway.login_uniform: expected true or false");
+		else
+			gw->login_uniform = config_setting_get_bool(s);
+	}
+	s = config_setting_get_member(g, "clients");
+	if (s)
+		load_clients(x, s, c);
+	s = config_setting_get_member(g, "ceilings");
+	if (s)
+		load_ceilings(x, s, c);
 }
 
 static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_config *c)
@@ -1341,7 +1610,10 @@ static void load_cluster(struct vctx *x, const config_setting_t *root, struct sl
 static void load_counters(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "login_failures", "login_successes", "tenant_logins",
-		"prefix_v4", "prefix_v6", NULL };
+		"token_failures", "token_client", "tenant_tokens", "mfa_attempts", "mfa_sends",
+		"outbound", "reset_account", "reset_prefix", "reset_tenant", "register_account",
+		"register_prefix", "register_tenant", "magic_prefix", "user", "prefix_v4",
+		"prefix_v6", NULL };
 	static const char *const ckeys[] = { "rate", "burst", "fail", "static_rate",
 		"static_burst", "max_keys", "enabled", "mode", NULL };
 	static const char *const fail_names[] = { "open", "closed", NULL };
@@ -1349,6 +1621,16 @@ static void load_counters(struct vctx *x, const config_setting_t *root, struct s
 	long v;
 	int i;
 
+	/* Fail-closed defaults: an even split of the budget, once the node count is known. */
+	for (i = 0; i < SL_CTR_N; i++) {
+		struct sl_counter_cfg *cc = &c->counters[i];
+
+		if (cc->fail == 1 && cc->rate > 0) {
+			cc->static_rate = cc->rate / c->cluster.nodes;
+			cc->static_burst = cc->burst / c->cluster.nodes < 1 ? 1 :
+					   cc->burst / c->cluster.nodes;
+		}
+	}
 	if (!g)
 		return;
 	if (!config_setting_is_group(g)) {
@@ -1390,7 +1672,7 @@ static void load_counters(struct vctx *x, const config_setting_t *root, struct s
 		/* The capacity counter has no default: its budget is the platform's to state. */
 		get_num(x, k, where, "rate", !cc->rate, 1e-6, 1e9, &cc->rate);
 		get_num(x, k, where, "burst", !cc->burst, 1, 1e9, &cc->burst);
-		e = get_enum(x, k, where, "fail", fail_names, i == SL_CTR_TENANT_LOGINS ? 1 : cc->fail);
+		e = get_enum(x, k, where, "fail", fail_names, cc->fail);
 		if (e >= 0)
 			cc->fail = (uint8_t)e;
 		cc->static_rate = cc->static_burst = 0;

@@ -78,6 +78,33 @@ struct sl_gateway_cfg {
 	uint32_t request_timeout_ms;   /* a whole request must arrive within this */
 	uint32_t token_ttl_s;          /* session token lifetime */
 	char session_key[PATH_MAX];    /* 64 hex chars (32-byte MAC key); empty: random */
+	/* the endpoints beyond /login (docs/endpoints.md) */
+	uint32_t refresh_ttl_s;        /* refresh tokens */
+	uint32_t otp_ttl_s;            /* one-time codes */
+	uint32_t magic_ttl_s;          /* magic links */
+	char delivery[16];             /* "log": codes and links written to delivery_log */
+	char delivery_log[PATH_MAX];   /* empty: the daemon's log (stderr) */
+	char link_base[128];           /* prefix of the links sent ("https://HOST") */
+	int login_uniform;             /* a throttled login answers like a failed one */
+	uint32_t active_tenants;       /* the floor's divisor; 0: every configured tenant */
+};
+
+#define SL_MAX_CLIENTS 64
+#define SL_CLIENT_ID_LEN 64
+
+enum sl_grant {
+	SL_GRANT_CLIENT_CREDENTIALS = 1u << 0,
+	SL_GRANT_REFRESH_TOKEN = 1u << 1,
+};
+
+/* An OAuth client of /token. Its secret is kept as a BLAKE2b-256 hash (secrets are random,
+ * so a fast hash is enough); rate and burst are its per-principal limit. */
+struct sl_client_cfg {
+	char id[SL_CLIENT_ID_LEN];
+	int tenant;                    /* index in tenants */
+	uint8_t secret_hash[32];
+	uint8_t grants;                /* enum sl_grant bits */
+	double rate, burst;            /* tokens per second, at once; 0: counters.token_client */
 };
 
 #define SL_MAX_TENANT_LISTEN 8
@@ -98,6 +125,8 @@ struct sl_tenant_cfg {
 	char hosts[SL_MAX_TENANT_HOSTS][SL_HOST_LEN]; /* lowercase, no port */
 	int n_hosts;
 	double reservation;               /* gateway: units/s always admitted (cpu budget) */
+	double ceiling;                   /* gateway.ceilings: units/s at most, reserved and
+					   * burst together (the courtesy); 0: capacity.cpu */
 };
 
 /* Shared state (docs/configuration.md, "redis", "cluster", "counters"). */
@@ -122,6 +151,21 @@ enum sl_counter_id {
 	SL_CTR_LOGIN_FAILURES = 0, /* per (account, source prefix); unknown accounts per prefix */
 	SL_CTR_LOGIN_SUCCESSES,    /* per (account, source prefix), generous */
 	SL_CTR_TENANT_LOGINS,      /* per tenant: password logins across the cluster (capacity) */
+	/* The other endpoints (docs/endpoints.md). */
+	SL_CTR_TOKEN_FAILURES,     /* /token: per (client_id, source prefix), before auth */
+	SL_CTR_TOKEN_CLIENT,       /* /token: per authenticated client (the principal dial) */
+	SL_CTR_TENANT_TOKENS,      /* /token: tokens issued per tenant (capacity) */
+	SL_CTR_MFA_ATTEMPTS,       /* /mfa/verify: per account, whatever the code */
+	SL_CTR_MFA_SENDS,          /* /mfa/send: per account */
+	SL_CTR_OUTBOUND,           /* messages handed to the delivery, per tenant (capacity) */
+	SL_CTR_RESET_ACCOUNT,      /* /password-reset: per account named */
+	SL_CTR_RESET_PREFIX,       /* /password-reset: per source prefix */
+	SL_CTR_RESET_TENANT,       /* /password-reset: per tenant */
+	SL_CTR_REGISTER_ACCOUNT,   /* /register: per account named */
+	SL_CTR_REGISTER_PREFIX,    /* /register: per source prefix */
+	SL_CTR_REGISTER_TENANT,    /* /register: per tenant */
+	SL_CTR_MAGIC_PREFIX,       /* POST /magic/{token}: per source prefix */
+	SL_CTR_USER,               /* per authenticated account (the principal dial) */
 	SL_CTR_N,
 };
 
@@ -212,6 +256,9 @@ struct sl_config {
 	struct sl_route_cfg routes[SL_MAX_ROUTES];
 	int n_routes;
 
+	struct sl_client_cfg clients[SL_MAX_CLIENTS];
+	int n_clients;
+
 	int has_edge;
 	struct sl_gateway_cfg gw;
 
@@ -255,6 +302,9 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *c, 
  */
 int sl_config_peek(const char *path, char *pin_path, size_t pn, char *sock, size_t sn,
 		   char *ifaces, size_t ifn);
+
+/* The client @id of tenant @tenant (an index), or -1. */
+int sl_config_client(const struct sl_config *c, int tenant, const char *id);
 
 /* Class id for @name, or -1. */
 int sl_config_class(const struct sl_config *c, const char *name);

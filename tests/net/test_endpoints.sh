@@ -1,0 +1,304 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# The endpoints beyond /login, end to end over loopback: sluiced with a gateway-only config
+# in a temp dir, the in-process counter store, the "log" delivery writing codes and links
+# to a file this script reads. Client prefixes come from X-Forwarded-For (one trusted hop).
+# Checks:
+#  - POST /token: both grants, rotation and reuse detection of refresh tokens, client tokens
+#    validate and introspect; a flood of garbage for someone else's client_id from another
+#    prefix is refused (429 + RateLimit fields) while the real client still gets tokens; a
+#    refresh flood with valid credentials stops at the client's own limit, and a client
+#    within its own stops at its tenant's;
+#  - MFA: a resend invalidates the old code; with resends as good as unlimited, an attacker
+#    gets exactly the per-account attempt cap of guesses, after which the right code fails;
+#  - enumeration: reset, registration and login answer byte-identical responses for an
+#    existing, a missing and a throttled account, all within the floor;
+#  - magic links: three GETs neither spend nor consume the link, one POST does, a second
+#    POST fails; a sign-up link and a password create an account that can log in;
+#  - `sluicectl limits` and `--json`: floor, ceiling, per-principal limits.
+# SL_DEBUG=1 leaves the directory and the daemon's log in place.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+. "$HERE/../lib/tap.sh"
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+PY=/usr/bin/python3
+
+if ! $PY -c 'import http.client, hashlib' 2>/dev/null; then
+	echo "1..0 # SKIP /usr/bin/python3 missing"
+	exit 0
+fi
+if [ ! -x "$BUILD/sluiced" ] || [ ! -x "$BUILD/sluicectl" ]; then
+	echo "Bail out! build sluiced and sluicectl first (make)"
+	exit 1
+fi
+
+DIR=$(mktemp -d /tmp/sluice-ep.XXXXXX)
+SLUICED_PID=
+cleanup() {
+	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
+	if [ "${SL_DEBUG:-0}" = 1 ]; then
+		echo "# SL_DEBUG=1: left $DIR" >&2
+	else
+		rm -rf "$DIR"
+	fi
+}
+trap cleanup EXIT
+
+PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+FLOOR_MS=300
+hash_of() { $PY -c 'import hashlib,sys; print("blake2b256:" + hashlib.blake2b(sys.argv[1].encode(), digest_size=32).hexdigest())' "$1"; }
+
+cat >"$DIR/gw.conf" <<EOF
+tenants = (
+  { name = "default"; reservation = 0.0; },
+  { name = "acme"; hosts = ["acme.test"]; reservation = 3000.0; },
+  { name = "other"; hosts = ["other.test"]; reservation = 2000.0; }
+);
+routes = (
+  { name = "login"; method = "POST"; path = "/login"; cpu = 450.0; },
+  { name = "validate"; method = "GET"; path = "/token/validate"; cpu = 1.0; },
+  { name = "introspect"; method = "POST"; path = "/introspect"; cpu = 1.0; },
+  { name = "token"; method = "POST"; path = "/token"; cpu = 40.0; },
+  { name = "mfa_send"; method = "POST"; path = "/mfa/send"; cpu = 5.0; },
+  { name = "mfa_verify"; method = "POST"; path = "/mfa/verify"; cpu = 2.0; },
+  { name = "reset"; method = "POST"; path = "/password-reset"; cpu = 10.0; },
+  { name = "register"; method = "POST"; path = "/register"; cpu = 10.0; },
+  { name = "magic_page"; method = "GET"; path = "/magic/"; cpu = 1.0; },
+  { name = "magic_confirm"; method = "POST"; path = "/magic/"; cpu = 450.0; }
+);
+gateway: {
+  listen = "127.0.0.1:$PORT";
+  credentials = "$DIR/creds.txt";
+  capacity = { cpu = 10000.0; };
+  argon2 = { m_cost_kib = 1024; t_cost = 2; parallelism = 1; memory_budget_mib = 2; };
+  trusted_hops = 1;
+  reject_floor_ms = $FLOOR_MS;
+  login_uniform = true;
+  delivery = "log";
+  delivery_log = "$DIR/outbox.log";
+  link_base = "https://acme.test";
+  clients = (
+    { id = "ci-bot"; tenant = "acme"; secret_hash = "$(hash_of ci-bot-secret)"; },
+    { id = "flaky"; tenant = "acme"; secret_hash = "$(hash_of flaky-secret)";
+      rate = 1.0; burst = 5.0; },
+    { id = "batch"; tenant = "other"; secret_hash = "$(hash_of batch-secret)";
+      grants = ["client_credentials"]; rate = 100.0; burst = 100.0; }
+  );
+};
+counters: {
+  login_failures = { rate = 0.001; burst = 3.0; };
+  token_failures = { rate = 0.001; burst = 5.0; };
+  tenant_tokens = { rate = 0.001; burst = 10.0; };
+  mfa_attempts = { rate = 0.001; burst = 5.0; };
+  mfa_sends = { rate = 0.001; burst = 20.0; };
+  reset_account = { rate = 0.001; burst = 3.0; };
+  register_account = { rate = 0.001; burst = 3.0; };
+  magic_prefix = { rate = 0.001; burst = 2.0; };
+  user = { rate = 0.001; burst = 2.0; };
+};
+stream: { enabled = false; };
+daemon: { control_socket = "$DIR/ctl.sock"; };
+EOF
+
+ctl() { "$BUILD/sluicectl" -c "$DIR/gw.conf" "$@"; }
+
+cat >"$DIR/probe.py" <<'PYEOF'
+import http.client, json, re, sys, time
+
+PORT = int(sys.argv[1])
+OUTBOX = sys.argv[2]
+CMD = sys.argv[3]
+ARGS = sys.argv[4:]
+
+def req(host, path, body=None, headers=None, method="POST", xff="192.0.2.10"):
+    h = {"Host": host, "X-Forwarded-For": xff}
+    if body is not None:
+        h["Content-Type"] = "application/x-www-form-urlencoded"
+    h.update(headers or {})
+    c = http.client.HTTPConnection("127.0.0.1", PORT, timeout=10)
+    t0 = time.monotonic()
+    c.request(method, path, body=body, headers=h)
+    r = c.getresponse()
+    data = r.read()
+    ms = (time.monotonic() - t0) * 1000
+    hdrs = {k.lower(): v for k, v in r.getheaders()}
+    c.close()
+    return {"status": r.status, "reason": r.reason, "headers": hdrs,
+            "body": data.decode("utf-8", "replace"), "ms": ms}
+
+def shape(r):
+    """What a client sees, but the Date: status line, headers and body bytes."""
+    h = sorted((k, v) for k, v in r["headers"].items() if k != "date")
+    return json.dumps([r["status"], r["reason"], h, r["body"]])
+
+def outbox(kind, to):
+    try:
+        text = open(OUTBOX).read()
+    except OSError:
+        return ""
+    lines = [l for l in text.splitlines() if " kind=%s " % kind in l and " to=%s " % to in l]
+    return lines[-1] if lines else ""
+
+def last_code(to):
+    m = re.search(r"code=(\d{6})", outbox("otp", to))
+    return m.group(1) if m else ""
+
+def last_link(kind, to):
+    m = re.search(r"/magic/([A-Za-z0-9_-]+)", outbox(kind, to))
+    return m.group(1) if m else ""
+
+def form(**kw):
+    from urllib.parse import urlencode
+    return urlencode(kw)
+
+def token(host, xff="192.0.2.10", **kw):
+    return req(host, "/token", form(**kw), xff=xff)
+
+out = {}
+if CMD == "one":
+    host, path, method = ARGS[0], ARGS[1], ARGS[2]
+    body = ARGS[3] if len(ARGS) > 3 and ARGS[3] != "-" else None
+    hdrs = dict(a.split(": ", 1) for a in ARGS[4:])
+    out = req(host, path, body, hdrs, method)
+
+elif CMD == "token_basics":
+    r = token("acme.test", grant_type="client_credentials", client_id="ci-bot",
+              client_secret="ci-bot-secret")
+    out["cc"] = r
+    tok = json.loads(r["body"]) if r["status"] == 200 else {}
+    v = req("acme.test", "/token/validate", method="GET",
+            headers={"Authorization": "Bearer " + tok.get("access_token", "x")})
+    out["validate"] = v
+    out["introspect"] = req("acme.test", "/introspect", form(token=tok.get("access_token", "x")))
+    out["other_host"] = req("other.test", "/token/validate", method="GET",
+                            headers={"Authorization": "Bearer " + tok.get("access_token", "x")})
+    out["wrong_secret"] = token("acme.test", xff="192.0.2.11", grant_type="client_credentials",
+                                client_id="ci-bot", client_secret="nope")
+    out["no_grant"] = token("other.test", grant_type="refresh_token", client_id="batch",
+                            client_secret="batch-secret", refresh_token="abc")
+    out["bad_grant_type"] = token("acme.test", grant_type="password", client_id="ci-bot",
+                                  client_secret="ci-bot-secret")
+
+elif CMD == "blockade":
+    # An attacker at 203.0.113.9 floods garbage secrets for ci-bot; the real client sits at
+    # 198.51.100.7.
+    att = [token("acme.test", xff="203.0.113.9", grant_type="client_credentials",
+                 client_id="ci-bot", client_secret="guess-%d" % i) for i in range(12)]
+    out["attacker"] = [a["status"] for a in att]
+    out["attacker_last"] = att[-1]
+    real = token("acme.test", xff="198.51.100.7", grant_type="client_credentials",
+                 client_id="ci-bot", client_secret="ci-bot-secret")
+    out["real"] = real["status"]
+    # Even the right secret from the attacker's own prefix waits: the pair is spent.
+    out["attacker_right_secret"] = token("acme.test", xff="203.0.113.9",
+                                         grant_type="client_credentials", client_id="ci-bot",
+                                         client_secret="ci-bot-secret")["status"]
+
+elif CMD == "refresh":
+    sec = dict(client_id="flaky", client_secret="flaky-secret")
+    r1 = json.loads(token("acme.test", grant_type="client_credentials", **sec)["body"])
+    a = token("acme.test", grant_type="refresh_token", refresh_token=r1["refresh_token"], **sec)
+    r2 = json.loads(a["body"])
+    out["rotate"] = a["status"]
+    out["rotated_differs"] = r2.get("refresh_token") != r1["refresh_token"]
+    out["reuse"] = token("acme.test", grant_type="refresh_token",
+                         refresh_token=r1["refresh_token"], **sec)
+    out["chain_revoked"] = token("acme.test", grant_type="refresh_token",
+                                 refresh_token=r2["refresh_token"], **sec)["status"]
+    # A fresh chain, then a refresh loop with valid credentials: the client's own limit.
+    r = json.loads(token("acme.test", grant_type="client_credentials", **sec)["body"])
+    seq = []
+    last = None
+    for i in range(4):
+        last = token("acme.test", grant_type="refresh_token", refresh_token=r["refresh_token"],
+                     **sec)
+        seq.append(last["status"])
+        if last["status"] == 200:
+            r = json.loads(last["body"])
+    out["loop"] = seq
+    out["loop_last"] = last
+    time.sleep(int(last["headers"].get("retry-after", "1")) + 0.2)
+    # The refusal did not spend the refresh token it was given.
+    out["after_wait"] = token("acme.test", grant_type="refresh_token",
+                              refresh_token=r["refresh_token"], **sec)["status"]
+
+elif CMD == "tenant_flood":
+    seq = [token("other.test", grant_type="client_credentials", client_id="batch",
+                 client_secret="batch-secret") for _ in range(12)]
+    out["seq"] = [s["status"] for s in seq]
+    out["last"] = seq[-1]
+
+print(json.dumps(out))
+PYEOF
+probe() { $PY "$DIR/probe.py" "$PORT" "$DIR/outbox.log" "$@"; }
+hdr() { $PY -c 'import json,sys; print(json.loads(sys.argv[1])["headers"].get(sys.argv[2], ""))' "$1" "$2"; }
+
+# ---- start ------------------------------------------------------------------------------
+: >"$DIR/creds.txt"
+chmod 600 "$DIR/creds.txt"
+for who in "acme alice pw-alice" "acme bob pw-bob" "acme carol pw-carol"; do
+	set -- $who
+	echo "$3" | ctl user add "$1" "$2" >/dev/null || { echo "Bail out! user add $1 $2"; exit 1; }
+done
+"$BUILD/sluiced" -c "$DIR/gw.conf" -f >"$DIR/sluiced.log" 2>&1 &
+SLUICED_PID=$!
+for _ in $(seq 1 100); do
+	grep -q "gateway listening" "$DIR/sluiced.log" && break
+	kill -0 "$SLUICED_PID" 2>/dev/null || break
+	sleep 0.05
+done
+if ! grep -q "gateway listening" "$DIR/sluiced.log"; then
+	sed 's/^/# /' "$DIR/sluiced.log"
+	echo "Bail out! sluiced did not start the gateway"
+	exit 1
+fi
+
+# ---- /token -----------------------------------------------------------------------------
+r=$(probe token_basics)
+expect_eq "client_credentials with the right secret: 200" "$(jget "$r" cc.status)" 200
+expect_match "the answer holds a bearer access token and a refresh token" "$(jget "$r" cc.body)" \
+	'"token_type":"Bearer".*"refresh_token":"[A-Za-z0-9_-]{43}"'
+expect_eq "the client token validates, naming the client" \
+	"$(jget "$(jget "$r" validate.body)" client_id)/$(jget "$(jget "$r" validate.body)" tenant)" "ci-bot/acme"
+expect_eq "and introspects as active" "$(jget "$(jget "$r" introspect.body)" active)" true
+expect_eq "it does not validate on another tenant's host" "$(jget "$r" other_host.status)" 401
+expect_eq "a wrong secret: 401 invalid_client" \
+	"$(jget "$r" wrong_secret.status) $(jget "$r" wrong_secret.body)" '401 {"error":"invalid_client"}'
+expect_eq "a grant the client does not have: 400 unauthorized_client" \
+	"$(jget "$r" no_grant.status) $(jget "$r" no_grant.body)" '400 {"error":"unauthorized_client"}'
+expect_eq "an unsupported grant_type: 400" "$(jget "$r" bad_grant_type.status)" 400
+
+r=$(probe blockade)
+expect_eq "garbage for ci-bot from 203.0.113.9: 401 x5 (its pair's burst), then 429" \
+	"$(jget "$r" attacker)" "[401, 401, 401, 401, 401, 429, 429, 429, 429, 429, 429, 429]"
+expect_eq "the 429 carries Retry-After and the RateLimit fields of the pair's counter" \
+	"$(hdr "$(jget "$r" attacker_last)" retry-after | grep -c .) $(hdr "$(jget "$r" attacker_last)" ratelimit-policy) $(hdr "$(jget "$r" attacker_last)" ratelimit | sed 's/;t=.*//')" \
+	'1 "token_failures";q=5;w=5000 "token_failures";r=0'
+expect_eq "the real ci-bot from 198.51.100.7 still gets its token: 200" "$(jget "$r" real)" 200
+expect_eq "the right secret from the flooded prefix waits like the garbage: 429" \
+	"$(jget "$r" attacker_right_secret)" 429
+
+r=$(probe refresh)
+expect_eq "refresh_token grant: 200 with a new refresh token" \
+	"$(jget "$r" rotate) $(jget "$r" rotated_differs)" "200 true"
+expect_eq "a rotated refresh token used again: 400 invalid_grant" \
+	"$(jget "$r" reuse.status) $(jget "$r" reuse.body)" '400 {"error":"invalid_grant"}'
+expect_eq "and the reuse revoked the whole chain: its successor is refused too" \
+	"$(jget "$r" chain_revoked)" 400
+expect_eq "a refresh loop with valid credentials stops at the client's own burst (5)" \
+	"$(jget "$r" loop)" "[200, 200, 429, 429]"
+expect_eq "with RateLimit-Policy naming the client's limit" \
+	"$(hdr "$(jget "$r" loop_last)" ratelimit-policy)" '"token_client";q=5;w=5'
+expect_eq "after Retry-After the same refresh token works: a refusal spent nothing" \
+	"$(jget "$r" after_wait)" 200
+
+r=$(probe tenant_flood)
+expect_eq "a client within its own limit stops at its tenant's issuance budget (10)" \
+	"$(jget "$r" seq)" "[200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429, 429]"
+expect_eq "that 429 names the tenant's counter" \
+	"$(hdr "$(jget "$r" last)" ratelimit-policy | cut -d';' -f1)" '"tenant_tokens"'
+
+tap_done

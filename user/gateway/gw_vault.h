@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The gateway's short-lived secrets: one-time codes (MFA), magic links and refresh tokens.
+ * None of them is ever stored as itself: an entry is found by a keyed hash of what names it
+ * (the account for a code, the secret for a link or a refresh token) and a code is compared
+ * against a keyed hash of its value, in constant time. So a memory dump of the table gives
+ * an attacker nothing to replay.
+ *
+ * A fixed table in this process, open addressing with a bounded probe: a full probe window
+ * forgets the entry closest to its expiry. Entries live on one node; a fleet behind a load
+ * balancer needs the same node for the code's send and verify (docs/endpoints.md).
+ */
+#ifndef SLUICE_GW_VAULT_H
+#define SLUICE_GW_VAULT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "gw_body.h"
+
+#define GW_VAULT_SLOTS 16384u
+#define GW_VAULT_PROBE 16
+#define GW_SECRET_BYTES 32              /* links and refresh tokens: 256 random bits */
+#define GW_SECRET_TEXT 44               /* base64url of those, without padding, + NUL */
+
+enum gw_vault_kind {
+	GW_V_OTP = 1,
+	GW_V_MAGIC,
+	GW_V_REFRESH,
+};
+
+/* What a magic link is for. */
+enum gw_link_purpose {
+	GW_LINK_RESET = 1,    /* from /password-reset: POST signs the account in */
+	GW_LINK_REGISTER,     /* from /register: POST with a password creates the account */
+};
+
+struct gw_vault_entry {
+	uint8_t id[16];       /* keyed hash of what names it */
+	uint8_t check[32];    /* codes: keyed hash of the value */
+	uint64_t exp_s;       /* unix seconds; 0: free */
+	uint64_t family;      /* refresh tokens: one per chain of rotations */
+	uint16_t tenant;      /* index in the config */
+	uint8_t kind;         /* enum gw_vault_kind */
+	uint8_t purpose;      /* enum gw_link_purpose */
+	bool used;            /* refresh tokens: rotated away (kept to see a reuse) */
+	char name[GW_USER_MAX + 1]; /* the account, or the client id */
+};
+
+struct gw_vault {
+	uint8_t key[32];
+	struct gw_vault_entry e[GW_VAULT_SLOTS];
+	uint64_t evicted;
+};
+
+struct gw_vault *gw_vault_new(const uint8_t key[32]);
+void gw_vault_free(struct gw_vault *v);
+
+/* The id of @kind for (@tenant, @name) (codes: one per account) or of a @secret. */
+void gw_vault_id_name(const struct gw_vault *v, int kind, uint16_t tenant, const char *name,
+		      uint8_t id[16]);
+void gw_vault_id_secret(const struct gw_vault *v, int kind, const char *secret,
+			uint8_t id[16]);
+
+/* Insert or replace the entry with @id (a new code replaces the old: it is invalid from
+ * now on). Returns the entry to fill in. */
+struct gw_vault_entry *gw_vault_put(struct gw_vault *v, const uint8_t id[16], uint64_t now_s);
+/* The live (unexpired) entry with @id, or NULL. */
+struct gw_vault_entry *gw_vault_get(struct gw_vault *v, const uint8_t id[16], uint64_t now_s);
+void gw_vault_del(struct gw_vault_entry *e);
+
+/* A fresh 6-digit code into @out (7 bytes) and its check hash for (@tenant, @name). */
+void gw_vault_new_code(const struct gw_vault *v, uint16_t tenant, const char *name,
+		       char out[7], uint8_t check[32]);
+/* Does @code match @e's check hash? Constant time in the code. */
+bool gw_vault_code_ok(const struct gw_vault *v, const struct gw_vault_entry *e,
+		      const char *code, size_t len);
+/* A fresh random secret (links, refresh tokens) as base64url text. */
+void gw_vault_new_secret(char out[GW_SECRET_TEXT]);
+
+/* Revoke every refresh token of @family (a rotated one came back: the chain is stolen). */
+unsigned gw_vault_revoke_family(struct gw_vault *v, uint64_t family);
+/* Live entries (for stats). */
+unsigned gw_vault_live(const struct gw_vault *v, uint64_t now_s);
+
+#endif
