@@ -10,8 +10,9 @@
 #    prefix is refused (429 + RateLimit fields) while the real client still gets tokens; a
 #    refresh flood with valid credentials stops at the client's own limit, and a client
 #    within its own stops at its tenant's;
-#  - MFA: a resend invalidates the old code; with resends as good as unlimited, an attacker
-#    gets exactly the per-account attempt cap of guesses, after which the right code fails;
+#  - MFA: a resend invalidates the old code and a code works once; with resends as good as
+#    unlimited, an attacker gets exactly the per-account attempt cap of guesses (5), after
+#    which even the right code fails, with the one failure body behind the floor;
 #  - enumeration: reset, registration and login answer byte-identical responses for an
 #    existing, a missing and a throttled account, all within the floor;
 #  - magic links: three GETs neither spend nor consume the link, one POST does, a second
@@ -231,6 +232,55 @@ elif CMD == "tenant_flood":
     out["seq"] = [s["status"] for s in seq]
     out["last"] = seq[-1]
 
+
+def login(user, pw, xff="192.0.2.10"):
+    r = req("acme.test", "/login", form(username=user, password=pw), xff=xff)
+    return json.loads(r["body"]).get("access_token", "") if r["status"] == 200 else ""
+
+def mfa_send(tok):
+    return req("acme.test", "/mfa/send", None, {"Authorization": "Bearer " + tok})
+
+def mfa_verify(tok, code):
+    return req("acme.test", "/mfa/verify", form(code=code), {"Authorization": "Bearer " + tok})
+
+def wrong(code):
+    return "%06d" % ((int(code) + 1) % 1000000)
+
+if CMD == "mfa_basic":
+    t = login("alice", "pw-alice")
+    out["login"] = bool(t)
+    out["send"] = mfa_send(t)
+    c1 = last_code("alice")
+    mfa_send(t)
+    c2 = last_code("alice")
+    out["codes_differ"] = c1 != c2 and len(c1) == 6
+    out["old_code"] = mfa_verify(t, c1)
+    ok = mfa_verify(t, c2)
+    out["new_code"] = ok["status"]
+    tok = json.loads(ok["body"]).get("access_token", "x") if ok["status"] == 200 else "x"
+    v = req("acme.test", "/token/validate", method="GET",
+            headers={"Authorization": "Bearer " + tok})
+    out["mfa_token"] = v
+    out["again"] = mfa_verify(t, c2)["status"]
+    out["no_bearer_send"] = req("acme.test", "/mfa/send", None)["status"]
+    out["no_bearer_verify"] = req("acme.test", "/mfa/verify", form(code=c2))
+    # An MFA token is not a first factor: it cannot ask for another code.
+    out["mfa_token_sends"] = mfa_send(tok)["status"]
+
+elif CMD == "otp_arith":
+    # With resends as good as unlimited (mfa_sends burst 20), each round asks for a fresh
+    # code and guesses wrong. ARGS: account, password, wrong guesses before the right code.
+    user, pw, n = ARGS[0], ARGS[1], int(ARGS[2])
+    t = login(user, pw)
+    sends, guesses = [], []
+    for i in range(n):
+        sends.append(mfa_send(t)["status"])
+        guesses.append(mfa_verify(t, wrong(last_code(user)))["status"])
+    sends.append(mfa_send(t)["status"])
+    right = mfa_verify(t, last_code(user))
+    out = {"sends": sends, "guesses": guesses, "right": right["status"],
+           "right_body": right["body"], "right_ms": right["ms"]}
+
 print(json.dumps(out))
 PYEOF
 probe() { $PY "$DIR/probe.py" "$PORT" "$DIR/outbox.log" "$@"; }
@@ -300,5 +350,39 @@ expect_eq "a client within its own limit stops at its tenant's issuance budget (
 	"$(jget "$r" seq)" "[200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429, 429]"
 expect_eq "that 429 names the tenant's counter" \
 	"$(hdr "$(jget "$r" last)" ratelimit-policy | cut -d';' -f1)" '"tenant_tokens"'
+
+# ---- MFA --------------------------------------------------------------------------------
+MFA_FAIL='{"error":"invalid_code","message":"We couldn'"'"'t verify that code. Please try again."}'
+r=$(probe mfa_basic)
+expect_eq "a first-factor token asks for a code: 202 sent" \
+	"$(jget "$r" login) $(jget "$r" send.status) $(jget "$r" send.body)" 'true 202 {"status":"sent"}'
+expect_eq "the demo delivery wrote a 6-digit code, a new one per send" "$(jget "$r" codes_differ)" true
+expect_eq "after a resend the old code fails: 401, the one body" \
+	"$(jget "$r" old_code.status) $(jget "$r" old_code.body)" "401 $MFA_FAIL"
+expect_ge "  ... no sooner than the floor" "$(jget "$r" old_code.ms | cut -d. -f1)" $((FLOOR_MS - 5))
+expect_eq "  ... and without Retry-After or RateLimit fields" \
+	"$(hdr "$(jget "$r" old_code)" retry-after)$(hdr "$(jget "$r" old_code)" ratelimit)" ""
+expect_eq "the new code: 200 with a token that says both factors" \
+	"$(jget "$r" new_code) $(jget "$(jget "$r" mfa_token.body)" amr)" '200 ["pwd", "otp"]'
+expect_eq "a code works once" "$(jget "$r" again)" 401
+expect_eq "no bearer token: send 401, verify the one failure body" \
+	"$(jget "$r" no_bearer_send) $(jget "$r" no_bearer_verify.status) $(jget "$r" no_bearer_verify.body)" \
+	"401 401 $MFA_FAIL"
+expect_eq "a second-factor token is not a first factor" "$(jget "$r" mfa_token_sends)" 401
+
+# The OTP arithmetic: mfa_attempts has a burst of 5 per account. bob gets 4 wrong guesses,
+# each on a fresh code, and the 5th attempt (the right code) still counts; carol gets 5
+# wrong ones, and then the right code fails: resends bought no extra guesses.
+r=$(probe otp_arith bob pw-bob 4)
+expect_eq "4 resends and 4 wrong guesses: every send went out" "$(jget "$r" sends)" "[202, 202, 202, 202, 202]"
+expect_eq "  ... and the right code on the 5th attempt signs in" "$(jget "$r" right)" 200
+r=$(probe otp_arith carol pw-carol 10)
+expect_eq "10 resends and 10 wrong guesses: all answered alike" "$(jget "$r" guesses)" \
+	"[401, 401, 401, 401, 401, 401, 401, 401, 401, 401]"
+expect_eq "  ... then the right code of the newest send fails: 5 guesses were all there were" \
+	"$(jget "$r" right) $(jget "$r" right_body)" "401 $MFA_FAIL"
+st=$(ctl tenants --json)
+expect_eq "sluicectl tenants: 6 verify attempts (all carol's) refused by the per-account counter" \
+	"$(jget "$st" gateway.endpoints.mfa_verify.throttled)" 6
 
 tap_done

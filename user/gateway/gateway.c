@@ -2824,6 +2824,28 @@ static void tenants_json(struct gateway *g, FILE *f)
 	json_u64(&j, "expired_before_hash", g->st.expired_before_hash);
 	json_u64(&j, "expired_at_worker", g->st.expired_at_start);
 	json_u64(&j, "client_gone", g->st.client_gone);
+	/* The endpoints beyond /login: answered, failed (bad secret, code, link, grant) and
+	 * refused by one of their counters. */
+	json_obj_begin(&j, "endpoints");
+	for (k = K_TOKEN; k < K__MAX; k++) {
+		static const char *const names[K__MAX] = { [K_TOKEN] = "token",
+			[K_MFA_SEND] = "mfa_send", [K_MFA_VERIFY] = "mfa_verify",
+			[K_RESET] = "password_reset", [K_REGISTER] = "register",
+			[K_MAGIC] = "magic" };
+
+		json_obj_begin(&j, names[k]);
+		json_u64(&j, "ok", g->ep[k].ok);
+		json_u64(&j, "failed", g->ep[k].failed);
+		json_u64(&j, "throttled", g->ep[k].throttled);
+		json_obj_end(&j);
+	}
+	json_u64(&j, "codes_sent", g->otp_sent);
+	json_u64(&j, "links_sent", g->links_sent);
+	json_u64(&j, "notices_sent", g->notices_sent);
+	json_u64(&j, "delivery_failed", g->outbound_failed);
+	json_u64(&j, "refresh_reuse", g->refresh_reuse);
+	json_u64(&j, "vault_live", gw_vault_live(g->vault, (uint64_t)time(NULL)));
+	json_obj_end(&j);
 	json_obj_begin(&j, "queue");
 	json_u64(&j, "depth", s->depth);
 	json_u64(&j, "limit", gw_sched_depth_limit(s));

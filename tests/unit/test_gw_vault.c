@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/* The vault of one-time codes, links and refresh tokens; client secrets and token keys;
+ * the gateway.clients and gateway.ceilings config with file:line errors. */
+#include "unit.h"
+
+#include <errno.h>
+#include <sodium.h>
+
+#include "config.h"
+#include "gw_client.h"
+#include "gw_vault.h"
+
+static uint8_t key[32];
+
+static int setup(void **state)
+{
+	(void)state;
+	if (sodium_init() < 0)
+		return -1;
+	randombytes_buf(key, sizeof(key));
+	return 0;
+}
+
+static struct gw_vault_entry *put_code(struct gw_vault *v, const char *acct, char code[7],
+				       uint64_t now)
+{
+	uint8_t id[16], check[32];
+	struct gw_vault_entry *e;
+
+	gw_vault_new_code(v, 1, acct, code, check);
+	gw_vault_id_name(v, GW_V_OTP, 1, acct, id);
+	e = gw_vault_put(v, id, now);
+	e->kind = GW_V_OTP;
+	e->tenant = 1;
+	e->exp_s = now + 300;
+	memcpy(e->check, check, sizeof(check));
+	snprintf(e->name, sizeof(e->name), "%s", acct);
+	return e;
+}
+
+static struct gw_vault_entry *get_code(struct gw_vault *v, const char *acct, uint64_t now)
+{
+	uint8_t id[16];
+
+	gw_vault_id_name(v, GW_V_OTP, 1, acct, id);
+	return gw_vault_get(v, id, now);
+}
+
+static void a_new_code_replaces_the_old(void **state)
+{
+	struct gw_vault *v = gw_vault_new(key);
+	struct gw_vault_entry *e;
+	char c1[7], c2[7];
+
+	(void)state;
+	assert_non_null(v);
+	put_code(v, "alice", c1, 1000);
+	assert_int_equal(strlen(c1), 6);
+	e = get_code(v, "alice", 1000);
+	assert_non_null(e);
+	assert_true(gw_vault_code_ok(v, e, c1, 6));
+	do
+		put_code(v, "alice", c2, 1001);
+	while (!strcmp(c1, c2));
+	e = get_code(v, "alice", 1001);
+	assert_non_null(e);
+	assert_false(gw_vault_code_ok(v, e, c1, 6));
+	assert_true(gw_vault_code_ok(v, e, c2, 6));
+	/* Wrong shapes never match; another account's code is another entry. */
+	assert_false(gw_vault_code_ok(v, e, c2, 5));
+	assert_false(gw_vault_code_ok(v, e, "12a456", 6));
+	assert_null(get_code(v, "bob", 1001));
+	/* Expiry. */
+	assert_null(get_code(v, "alice", 1301));
+	assert_int_equal(gw_vault_live(v, 1001), 1);
+	gw_vault_free(v);
+}
+
+static void the_stored_check_is_not_the_code(void **state)
+{
+	struct gw_vault *v = gw_vault_new(key), *w = gw_vault_new(key);
+	struct gw_vault_entry *e;
+	char c[7];
+
+	(void)state;
+	e = put_code(v, "alice", c, 1000);
+	/* Nothing in the entry spells the code, and the same code for another account
+	 * hashes differently. */
+	assert_null(memmem(e, sizeof(*e), c, 6));
+	{
+		struct gw_vault_entry f = *e;
+
+		snprintf(f.name, sizeof(f.name), "bob");
+		assert_false(gw_vault_code_ok(v, &f, c, 6));
+	}
+	assert_true(gw_vault_code_ok(w, e, c, 6)); /* same key: same derived key */
+	gw_vault_free(v);
+	gw_vault_free(w);
+}
+
+static void secrets_and_refresh_families(void **state)
+{
+	struct gw_vault *v = gw_vault_new(key);
+	char s1[GW_SECRET_TEXT], s2[GW_SECRET_TEXT];
+	uint8_t id1[16], id2[16];
+	struct gw_vault_entry *e;
+
+	(void)state;
+	gw_vault_new_secret(s1);
+	gw_vault_new_secret(s2);
+	assert_int_equal(strlen(s1), 43);
+	assert_string_not_equal(s1, s2);
+	gw_vault_id_secret(v, GW_V_REFRESH, s1, id1);
+	gw_vault_id_secret(v, GW_V_REFRESH, s2, id2);
+	e = gw_vault_put(v, id1, 10);
+	e->kind = GW_V_REFRESH;
+	e->family = 7;
+	e->exp_s = 100;
+	e = gw_vault_put(v, id2, 10);
+	e->kind = GW_V_REFRESH;
+	e->family = 7;
+	e->exp_s = 100;
+	assert_non_null(gw_vault_get(v, id1, 10));
+	assert_int_equal(gw_vault_revoke_family(v, 7), 2);
+	assert_null(gw_vault_get(v, id1, 10));
+	assert_null(gw_vault_get(v, id2, 10));
+	/* A link's id is not a refresh token's. */
+	gw_vault_id_secret(v, GW_V_MAGIC, s1, id2);
+	assert_memory_not_equal(id1, id2, 16);
+	gw_vault_free(v);
+}
+
+static void a_full_table_forgets_the_nearest_expiry(void **state)
+{
+	struct gw_vault *v = gw_vault_new(key);
+	unsigned i;
+
+	(void)state;
+	for (i = 0; i < 3 * GW_VAULT_SLOTS; i++) {
+		char name[32];
+		uint8_t id[16];
+		struct gw_vault_entry *e;
+
+		snprintf(name, sizeof(name), "user%u", i);
+		gw_vault_id_name(v, GW_V_OTP, 1, name, id);
+		e = gw_vault_put(v, id, 1);
+		e->kind = GW_V_OTP;
+		e->exp_s = 1000 + i;
+	}
+	assert_true(v->evicted >= GW_VAULT_SLOTS);
+	assert_true(gw_vault_live(v, 1) <= GW_VAULT_SLOTS);
+	/* The newest survives. */
+	{
+		char name[32];
+		uint8_t id[16];
+
+		snprintf(name, sizeof(name), "user%u", 3 * GW_VAULT_SLOTS - 1);
+		gw_vault_id_name(v, GW_V_OTP, 1, name, id);
+		assert_non_null(gw_vault_get(v, id, 1));
+	}
+	gw_vault_free(v);
+}
+
+static void client_secrets_and_token_keys(void **state)
+{
+	static struct sl_config c;
+	uint8_t k1[GW_TOKEN_KEY_BYTES], k2[GW_TOKEN_KEY_BYTES], k3[GW_TOKEN_KEY_BYTES];
+	int idx;
+
+	(void)state;
+	memset(&c, 0, sizeof(c));
+	c.n_tenants = 2;
+	snprintf(c.clients[0].id, sizeof(c.clients[0].id), "bot");
+	c.clients[0].tenant = 1;
+	gw_client_secret_hash("s3cret", 6, c.clients[0].secret_hash);
+	c.n_clients = 1;
+	assert_true(gw_client_auth(&c, 1, "bot", "s3cret", 6, &idx));
+	assert_int_equal(idx, 0);
+	assert_false(gw_client_auth(&c, 1, "bot", "s3cre", 5, &idx));
+	assert_false(gw_client_auth(&c, 0, "bot", "s3cret", 6, &idx)); /* another tenant */
+	assert_int_equal(idx, -1);
+	assert_false(gw_client_auth(&c, 1, "nobody", "", 0, &idx));
+	gw_token_subkey(key, GW_TOK_PASSWORD, k1);
+	gw_token_subkey(key, GW_TOK_MFA, k2);
+	gw_token_subkey(key, GW_TOK_CLIENT, k3);
+	assert_memory_equal(k1, key, sizeof(k1));
+	assert_memory_not_equal(k1, k2, sizeof(k1));
+	assert_memory_not_equal(k2, k3, sizeof(k1));
+}
+
+static const char BASE[] =
+	"tenants = ( { name = \"acme\"; reservation = 100.0; } );\n"
+	"gateway: {\n"
+	"  listen = \"127.0.0.1:8080\";\n"
+	"  capacity = { cpu = 1000.0; };\n";
+
+static int load(const char *tail, struct sl_config *c, char *err, size_t n)
+{
+	char text[4096];
+	const char *p;
+	int r;
+
+	snprintf(text, sizeof(text), "%s%s};\n", BASE, tail);
+	p = tmpfile_with("conf", text);
+	r = sl_config_load(p, NULL, c, err, n);
+	unlink(p);
+	return r;
+}
+
+static void clients_and_ceilings_config(void **state)
+{
+	static struct sl_config c;
+	char err[4096];
+
+	(void)state;
+	assert_int_equal(load("  clients = ( { id = \"bot\"; tenant = \"acme\"; secret_hash = "
+			      "\"blake2b256:00112233445566778899aabbccddeeff00112233445566778899"
+			      "aabbccddeeff\"; grants = [\"client_credentials\"]; rate = 2.0; "
+			      "burst = 10.0; } );\n  ceilings = ( { tenant = \"acme\"; cpu = 500.0; } );\n",
+			      &c, err, sizeof(err)), 0);
+	assert_int_equal(c.n_clients, 1);
+	assert_int_equal(c.clients[0].grants, SL_GRANT_CLIENT_CREDENTIALS);
+	assert_int_equal(c.clients[0].secret_hash[1], 0x11);
+	assert_true(c.clients[0].rate == 2.0);
+	assert_true(c.tenants[0].ceiling == 500.0);
+	assert_int_equal(sl_config_client(&c, 0, "bot"), 0);
+	assert_int_equal(sl_config_client(&c, 0, "other"), -1);
+	/* Each problem with its line. */
+	assert_int_equal(load("  clients = ( { id = \"bot\"; tenant = \"nope\";\n"
+			      "    secret_hash = \"s3cret\"; grants = [\"password\"]; } );\n",
+			      &c, err, sizeof(err)), -EINVAL);
+	assert_contains(err, ":5: client 'bot'.tenant: no tenant named 'nope'");
+	assert_contains(err, ":6: client 'bot'.secret_hash: expected \"blake2b256:\"");
+	assert_contains(err, ":6: client 'bot'.grants: 'password' is not");
+	assert_int_equal(load("  ceilings = ( { tenant = \"acme\"; cpu = 50.0; } );\n", &c, err,
+			      sizeof(err)), -EINVAL);
+	assert_contains(err, ":5: gateway.ceilings[0].cpu: 50 is below the reservation");
+	assert_int_equal(load("  delivery = \"sms\";\n", &c, err, sizeof(err)), -EINVAL);
+	assert_contains(err, ":5: gateway.delivery: 'sms'");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(a_new_code_replaces_the_old),
+		cmocka_unit_test(the_stored_check_is_not_the_code),
+		cmocka_unit_test(secrets_and_refresh_families),
+		cmocka_unit_test(a_full_table_forgets_the_nearest_expiry),
+		cmocka_unit_test(client_secrets_and_token_keys),
+		cmocka_unit_test(clients_and_ceilings_config),
+	};
+
+	return cmocka_run_group_tests_name("gw_vault", tests, setup, NULL);
+}
