@@ -8,8 +8,11 @@ check_keys(x, GROUP, WHERE, NAME). This script reads those tables straight from 
 works out which group each one guards (WHERE is a literal such as "gateway.queue", or a
 `where` buffer filled by snprintf just before, such as "classes[%d]"), and looks for every
 key in backticks inside that group's `## \`group\`` section of the reference (a dotted name
-like `queue.target_wait_ms` counts for `target_wait_ms` and for `queue`). A group whose section it cannot
-find is looked for in the whole document.
+like `queue.target_wait_ms` counts for `target_wait_ms` and for `queue`). A key of a nested
+group (gateway.queue, edge.ports, gateway.clients...) must be named with its group
+(`queue.target_wait_ms`, `clients[].id`), or sit in a `###` subsection whose heading names the
+group, or appear as `key = ...` in a code span on the group's own table row. A group whose
+section it cannot find is looked for in the whole document.
 
 Prints one line per missing key ("group: key") and exits 1 when there are any.
 
@@ -78,6 +81,24 @@ def documented(key, text):
     return re.search(r"`(?:[\w\[\]]+\.)*" + re.escape(key) + r"(?:\.[\w.]+)?`", text) is not None
 
 
+def documented_nested(group, key, text):
+    """A key of a nested group: named with the group, in the group's subsection, or as
+    `... key = ...` on the group's table row."""
+    last = re.escape(group.split(".")[-1])
+    k = re.escape(key)
+    if re.search(r"`(?:[\w\[\]]+\.)*" + last + r"(?:\[\])?\." + k + r"`", text):
+        return True
+    subs = re.split(r"^(### .*)$", text, flags=re.M)
+    for head, body in zip(subs[1::2], subs[2::2]):
+        if re.search(r"\b" + last + r"\b", head) and documented(key, body):
+            return True
+    for line in text.splitlines():
+        if re.search(r"`(?:[\w\[\]]+\.)*" + last + r"(?:\[\])?`", line) and \
+                re.search(r"`[^`]*\b" + k + r"\s*=[^`]*`", line):
+            return True
+    return False
+
+
 def main():
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     c_path = args[0] if args else "user/lib/config.c"
@@ -95,7 +116,8 @@ def main():
             text = md                 # top-level groups: their own headings
         else:
             text = secs.get(top, md)
-        if not documented(key, text):
+        nested = group is not None and "." in group
+        if not (documented_nested(group, key, text) if nested else documented(key, text)):
             missing.append("%s: %s" % (group if group is not None else "?", key))
     if "--list" in sys.argv:
         bounds = {}
