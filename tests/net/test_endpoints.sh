@@ -281,6 +281,38 @@ elif CMD == "otp_arith":
     out = {"sends": sends, "guesses": guesses, "right": right["status"],
            "right_body": right["body"], "right_ms": right["ms"]}
 
+elif CMD == "enum":
+    # ARGS: path. For reset and register: an existing account, a missing one, and each
+    # throttled by its per-account counter (burst 3: the 4th request is refused).
+    path = ARGS[0]
+    def ask(user, xff):
+        return req("acme.test", path, form(username=user), xff=xff)
+    cases = {"existing": ask("alice", "198.18.0.1"), "missing": ask("nobody", "198.18.0.2")}
+    for who, xff in (("bob", "198.18.0.3"), ("ghost", "198.18.0.4")):
+        for _ in range(3):
+            ask(who, xff)
+        cases["throttled_" + ("existing" if who == "bob" else "missing")] = ask(who, xff)
+    out = {"shapes": {k: shape(v) for k, v in cases.items()},
+           "ms": {k: int(v["ms"]) for k, v in cases.items()},
+           "distinct": len(set(shape(v) for v in cases.values())),
+           "one": cases["existing"]}
+
+elif CMD == "enum_login":
+    def ask(user, pw, xff):
+        return req("acme.test", "/login", form(username=user, password=pw), xff=xff)
+    cases = {"wrong_password": ask("alice", "nope", "198.18.1.1"),
+             "missing": ask("nobody", "nope", "198.18.1.2")}
+    for who, xff in (("bob", "198.18.1.3"), ("ghost", "198.18.1.4")):
+        for _ in range(3):
+            ask(who, "nope", xff)
+        cases["throttled_" + ("existing" if who == "bob" else "missing")] = ask(who, "nope", xff)
+    # The right password, throttled: indistinguishable from a wrong one.
+    cases["throttled_right_password"] = ask("bob", "pw-bob", "198.18.1.3")
+    out = {"shapes": {k: shape(v) for k, v in cases.items()},
+           "ms": {k: int(v["ms"]) for k, v in cases.items()},
+           "distinct": len(set(shape(v) for v in cases.values())),
+           "one": cases["missing"]}
+
 print(json.dumps(out))
 PYEOF
 probe() { $PY "$DIR/probe.py" "$PORT" "$DIR/outbox.log" "$@"; }
@@ -384,5 +416,43 @@ expect_eq "  ... then the right code of the newest send fails: 5 guesses were al
 st=$(ctl tenants --json)
 expect_eq "sluicectl tenants: 6 verify attempts (all carol's) refused by the per-account counter" \
 	"$(jget "$st" gateway.endpoints.mfa_verify.throttled)" 6
+
+# ---- enumeration: one answer whoever asks -----------------------------------------------
+in_floor() { # NAME JSON: every case left no sooner than the floor, none 150 ms after it
+	local lo hi
+	lo=$($PY -c 'import json,sys; print(min(json.loads(sys.argv[1]).values()))' "$(jget "$2" ms)")
+	hi=$($PY -c 'import json,sys; print(max(json.loads(sys.argv[1]).values()))' "$(jget "$2" ms)")
+	expect_ge "$1: the fastest no sooner than the floor ($FLOOR_MS ms)" "$lo" $((FLOOR_MS - 5))
+	expect_le "$1: the slowest within 150 ms of it" "$hi" $((FLOOR_MS + 150))
+}
+: >"$DIR/outbox.log"
+r=$(probe enum /password-reset)
+expect_eq "password reset: existing, missing, throttled existing and throttled missing give one response" \
+	"$(jget "$r" distinct)" 1
+expect_eq "  ... which is 202 with the one body" "$(jget "$r" one.status) $(jget "$r" one.body)" \
+	'202 {"status":"accepted","message":"If an account matches, we have sent it a link to reset its password."}'
+in_floor "password reset" "$r"
+expect_eq "  ... while the mailboxes differ: a link for alice, a notice for nobody" \
+	"$(grep -c 'to=alice kind=reset_link' "$DIR/outbox.log") $(grep -c 'to=nobody kind=notice' "$DIR/outbox.log")" "1 1"
+expect_eq "  ... and the throttled 4th sent nothing (3 each for bob and ghost)" \
+	"$(grep -c 'to=bob kind=reset_link' "$DIR/outbox.log") $(grep -c 'to=ghost kind=notice' "$DIR/outbox.log")" "3 3"
+
+r=$(probe enum /register)
+expect_eq "registration: taken, free, throttled taken and throttled free give one response" \
+	"$(jget "$r" distinct)" 1
+expect_eq "  ... which is 202 with the one body" "$(jget "$r" one.status)" 202
+in_floor "registration" "$r"
+expect_eq "  ... a taken name gets a notice, a free one a sign-up link" \
+	"$(grep -c 'to=alice kind=notice reason=already_registered' "$DIR/outbox.log") $(grep -c 'to=nobody kind=register_link' "$DIR/outbox.log")" "1 1"
+expect_eq "  ... and the throttled 4th sent nothing" \
+	"$(grep -c 'to=ghost kind=register_link' "$DIR/outbox.log")" 3
+
+r=$(probe enum_login)
+expect_eq "login (login_uniform): wrong password, missing account, throttled (existing, missing, right password) give one response" \
+	"$(jget "$r" distinct)" 1
+expect_eq "  ... which is 401 with the sign-in message and no Retry-After" \
+	"$(jget "$r" one.status) $(jget "$r" one.body) $(hdr "$(jget "$r" one)" retry-after)" \
+	'401 {"error":"invalid_credentials","message":"We couldn'"'"'t sign you in. Please try again."} '
+in_floor "login" "$r"
 
 tap_done
