@@ -2317,7 +2317,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 		/* "Continue" on a sign-in link: a form with no fields. */
 	} else if (kind == K_LOGIN || kind == K_INTROSPECT || kind == K_TOKEN ||
 		   kind == K_MFA_VERIFY || kind == K_RESET || kind == K_REGISTER ||
-		   kind == K_MAGIC) {
+		   (kind == K_MAGIC && method == SL_M_POST)) {
 		int type = gw_body_type(evhttp_find_header(evhttp_request_get_input_headers(req),
 							   "Content-Type"));
 		int ret;
