@@ -17,7 +17,8 @@
 #    existing, a missing and a throttled account, all within the floor;
 #  - magic links: three GETs neither spend nor consume the link, one POST does, a second
 #    POST fails; a sign-up link and a password create an account that can log in;
-#  - `sluicectl limits` and `--json`: floor, ceiling, per-principal limits.
+#  - `sluicectl limits` and `--json`: floor, reservation, ceiling per tenant, per-principal
+#    limits per user and per client; a tenant at its ceiling is shed.
 # SL_DEBUG=1 leaves the directory and the daemon's log in place.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -56,7 +57,8 @@ cat >"$DIR/gw.conf" <<EOF
 tenants = (
   { name = "default"; reservation = 0.0; },
   { name = "acme"; hosts = ["acme.test"]; reservation = 3000.0; },
-  { name = "other"; hosts = ["other.test"]; reservation = 2000.0; }
+  { name = "other"; hosts = ["other.test"]; reservation = 2000.0; },
+  { name = "capped"; hosts = ["capped.test"]; reservation = 0.0; }
 );
 routes = (
   { name = "login"; method = "POST"; path = "/login"; cpu = 450.0; },
@@ -81,6 +83,7 @@ gateway: {
   delivery = "log";
   delivery_log = "$DIR/outbox.log";
   link_base = "https://acme.test";
+  ceilings = ( { tenant = "acme"; cpu = 8000.0; }, { tenant = "capped"; cpu = 1.0; } );
   clients = (
     { id = "ci-bot"; tenant = "acme"; secret_hash = "$(hash_of ci-bot-secret)"; },
     { id = "flaky"; tenant = "acme"; secret_hash = "$(hash_of flaky-secret)";
@@ -512,5 +515,38 @@ expect_eq "POST with a password: 201 and a token, the account made on the hash p
 expect_eq "  ... the new account logs in" "$(jget "$r" login)" 200
 expect_eq "  ... and the link is spent" "$(jget "$r" again)" 401
 expect_eq "  ... the account is in the credential file" "$(grep -c '^acme,nobody,\$argon2id' "$DIR/creds.txt")" 1
+
+# ---- two dials: the limits document and the ceiling -------------------------------------
+r=$(ctl limits --json)
+tl() { $PY -c '
+import json, sys
+d = json.loads(sys.argv[1])
+t = [x for x in d["tenants"] if x["name"] == sys.argv[2]][0]
+for k in sys.argv[3].split("."):
+    t = t[int(k)] if isinstance(t, list) else t[k]
+print(json.dumps(t))' "$1" "$2" "$3"; }
+expect_eq "limits --json: capacity 10000 over 4 active tenants" \
+	"$(jget "$r" capacity) $(jget "$r" active_tenants)" "10000 4"
+expect_eq "acme: floor 2500 (the promise), reservation 3000, ceiling 8000 (configured)" \
+	"$(tl "$r" acme floor) $(tl "$r" acme reservation) $(tl "$r" acme ceiling) $(tl "$r" acme ceiling_configured)" \
+	"2500 3000 8000 true"
+expect_eq "other: no ceiling configured, so the capacity" \
+	"$(tl "$r" other ceiling) $(tl "$r" other ceiling_configured)" "10000 false"
+expect_eq "per principal, apart: each user, and each client with its own or the default limit" \
+	"$(tl "$r" acme principals.user.burst) $(tl "$r" acme principals.clients.0.id) $(tl "$r" acme principals.clients.0.source) $(tl "$r" acme principals.clients.1.id) $(tl "$r" acme principals.clients.1.rate) $(tl "$r" acme principals.clients.1.burst)" \
+	'2 "ci-bot" "counters.token_client" "flaky" 1 5'
+expect_eq "a client is listed under its own tenant only" "$(tl "$r" other principals.clients.0.id)" '"batch"'
+t=$(ctl limits)
+expect_match "limits (table): both dials with floor, reservation and ceiling columns" "$t" \
+	'TENANT +FLOOR +RESERVATION +CEILING'
+expect_match "  ... acme's row" "$t" 'acme +2500.0 +3000.0 +8000.0'
+expect_match "  ... and the per-principal rows" "$t" 'acme +client flaky +1 +5 +5'
+
+r=$(probe one capped.test /login POST "username=nobody&password=x")
+r=$(probe one capped.test /token/validate GET - "Authorization: Bearer x")
+expect_eq "a tenant past its ceiling (1 unit/s, after one hash) is shed: 429" "$(jget "$r" status)" 429
+st=$(ctl tenants --json)
+expect_ge "  ... counted as a ceiling shed" \
+	"$($PY -c 'import json,sys; d=json.loads(sys.argv[1]); print([t for t in d["tenants"] if t["name"]=="capped"][0]["shed_by_reason"]["ceiling"])' "$st")" 1
 
 tap_done

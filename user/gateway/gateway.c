@@ -2463,7 +2463,17 @@ static void admit(struct gw_req *r, const char *token, size_t tlen)
 	struct gw_job *victim = NULL;
 	uint64_t now = gw_now_ns();
 	int verdict, slot = r->job.tenant;
+	double ceiling = r->tenant_idx >= 0 && r->tenant_idx < g->cfg->n_tenants ?
+			 g->cfg->tenants[r->tenant_idx].ceiling : 0;
 
+	/* The ceiling (the courtesy): a tenant whose consumption over the last second has
+	 * reached it gets no more, burst pool or not. It is at least the reservation, so a
+	 * tenant inside its floor never meets it. */
+	if (ceiling > 0 && g->sched->admission &&
+	    gw_meter_value(&g->sched->t[slot].cons, now) * 1e9 / GW_METER_TAU_NS >= ceiling) {
+		shed(r, GW_SHED_CEILING);
+		return;
+	}
 	verdict = gw_sched_admit(g->sched, &r->job, now, &victim);
 	if (victim)
 		shed(req_of_job(victim), GW_SHED_PUSHED_OUT);
@@ -3046,6 +3056,180 @@ void gateway_tenants(struct gateway *g, struct evbuffer *out, bool json)
 		tenants_json(g, f);
 	else
 		tenants_text(g, f);
+	fclose(f);
+	evbuffer_add_printf(out, "ok\n");
+	evbuffer_add(out, buf, len);
+	free(buf);
+}
+
+/* ---- the limits document ------------------------------------------------------------------ */
+
+/*
+ * The two dials, side by side and never added together (docs/endpoints.md, "Limits"): per
+ * tenant the floor (capacity / active tenants: the number a contract may quote), the
+ * reservation admission holds for it, and the ceiling (the courtesy, shrinking when many
+ * are busy); per principal (each user, each API client) the window that stops a runaway
+ * client, set from measured client rates.
+ */
+static double limit_window(double rate, double burst)
+{
+	return rate > 0 ? burst / rate : 0;
+}
+
+static void limits_json(struct gateway *g, FILE *f)
+{
+	const struct sl_config *c = g->cfg;
+	uint32_t active = c->gw.active_tenants ? c->gw.active_tenants : (uint32_t)c->n_tenants;
+	double floor = active ? c->gw.cap_cpu / active : c->gw.cap_cpu;
+	uint64_t now = gw_now_ns();
+	static const int per_account[] = { SL_CTR_LOGIN_FAILURES, SL_CTR_MFA_ATTEMPTS,
+		SL_CTR_MFA_SENDS, SL_CTR_RESET_ACCOUNT, SL_CTR_REGISTER_ACCOUNT };
+	static const int per_tenant[] = { SL_CTR_TENANT_LOGINS, SL_CTR_TENANT_TOKENS,
+		SL_CTR_OUTBOUND, SL_CTR_RESET_TENANT, SL_CTR_REGISTER_TENANT };
+	struct json j;
+	int i, k;
+
+	json_init(&j, f);
+	json_obj_begin(&j, NULL);
+	json_str(&j, "unit", "cpu units/s (100 us of CPU per unit)");
+	json_double(&j, "capacity", c->gw.cap_cpu);
+	json_u64(&j, "active_tenants", active);
+	json_arr_begin(&j, "tenants");
+	for (i = 0; i < c->n_tenants; i++) {
+		const struct sl_tenant_cfg *t = &c->tenants[i];
+		int slot = gw_sched_slot(g->sched, i);
+
+		json_obj_begin(&j, NULL);
+		json_str(&j, "name", t->name);
+		json_double(&j, "floor", floor);
+		json_double(&j, "reservation", t->reservation);
+		json_double(&j, "ceiling", t->ceiling > 0 ? t->ceiling : c->gw.cap_cpu);
+		json_bool(&j, "ceiling_configured", t->ceiling > 0);
+		json_double(&j, "consumption", slot < 0 ? 0 :
+			    gw_meter_value(&g->sched->t[slot].cons, now) * 1e9 / GW_METER_TAU_NS);
+		json_obj_begin(&j, "counters");
+		for (k = 0; k < (int)(sizeof(per_tenant) / sizeof(per_tenant[0])); k++) {
+			const struct sl_counter_cfg *cc = &c->counters[per_tenant[k]];
+
+			if (!cc->enabled)
+				continue;
+			json_obj_begin(&j, sl_counter_name(per_tenant[k]));
+			json_double(&j, "rate", cc->rate);
+			json_double(&j, "burst", cc->burst);
+			json_obj_end(&j);
+		}
+		json_obj_end(&j);
+		json_obj_begin(&j, "principals");
+		if (c->counters[SL_CTR_USER].enabled) {
+			json_obj_begin(&j, "user");
+			json_double(&j, "rate", c->counters[SL_CTR_USER].rate);
+			json_double(&j, "burst", c->counters[SL_CTR_USER].burst);
+			json_double(&j, "window_s", limit_window(c->counters[SL_CTR_USER].rate,
+								 c->counters[SL_CTR_USER].burst));
+			json_obj_end(&j);
+		}
+		json_arr_begin(&j, "clients");
+		for (k = 0; k < c->n_clients; k++) {
+			const struct sl_client_cfg *cl = &c->clients[k];
+			const struct sl_counter_cfg *cc = &c->counters[SL_CTR_TOKEN_CLIENT];
+			double rate = cl->rate > 0 ? cl->rate : cc->rate;
+			double burst = cl->rate > 0 ? (cl->burst > 0 ? cl->burst : cc->burst) :
+				       cc->burst;
+
+			if (cl->tenant != i)
+				continue;
+			json_obj_begin(&j, NULL);
+			json_str(&j, "id", cl->id);
+			json_double(&j, "rate", rate);
+			json_double(&j, "burst", burst);
+			json_double(&j, "window_s", limit_window(rate, burst));
+			json_str(&j, "source", cl->rate > 0 ? "client" : "counters.token_client");
+			json_obj_end(&j);
+		}
+		json_arr_end(&j);
+		json_obj_end(&j);
+		json_obj_end(&j);
+	}
+	json_arr_end(&j);
+	json_obj_begin(&j, "per_account");
+	for (k = 0; k < (int)(sizeof(per_account) / sizeof(per_account[0])); k++) {
+		const struct sl_counter_cfg *cc = &c->counters[per_account[k]];
+
+		if (!cc->enabled)
+			continue;
+		json_obj_begin(&j, sl_counter_name(per_account[k]));
+		json_double(&j, "rate", cc->rate);
+		json_double(&j, "burst", cc->burst);
+		json_double(&j, "window_s", limit_window(cc->rate, cc->burst));
+		json_obj_end(&j);
+	}
+	json_obj_end(&j);
+	json_obj_end(&j);
+	json_end(&j);
+}
+
+static void limits_text(struct gateway *g, FILE *f)
+{
+	const struct sl_config *c = g->cfg;
+	uint32_t active = c->gw.active_tenants ? c->gw.active_tenants : (uint32_t)c->n_tenants;
+	double floor = active ? c->gw.cap_cpu / active : c->gw.cap_cpu;
+	const struct sl_counter_cfg *u = &c->counters[SL_CTR_USER];
+	const struct sl_counter_cfg *tc = &c->counters[SL_CTR_TOKEN_CLIENT];
+	uint64_t now = gw_now_ns();
+	int i, k;
+
+	fprintf(f, "Per tenant (cpu units/s; capacity %g, %u active tenants)\n", c->gw.cap_cpu,
+		active);
+	fprintf(f, "  the floor is the promise (capacity / active tenants); the ceiling is a "
+		"courtesy that shrinks when many are busy\n");
+	fprintf(f, "  %-20s %12s %12s %12s %12s\n", "TENANT", "FLOOR", "RESERVATION", "CEILING",
+		"USING");
+	for (i = 0; i < c->n_tenants; i++) {
+		const struct sl_tenant_cfg *t = &c->tenants[i];
+		int slot = gw_sched_slot(g->sched, i);
+
+		fprintf(f, "  %-20s %12.1f %12.1f %12.1f %12.1f\n", t->name, floor, t->reservation,
+			t->ceiling > 0 ? t->ceiling : c->gw.cap_cpu, slot < 0 ? 0 :
+			gw_meter_value(&g->sched->t[slot].cons, now) * 1e9 / GW_METER_TAU_NS);
+	}
+	fprintf(f, "\nPer principal (requests: a burst at once, then the rate; set from measured "
+		"client rates)\n");
+	fprintf(f, "  %-20s %-28s %12s %10s %10s\n", "TENANT", "PRINCIPAL", "RATE/S", "BURST",
+		"WINDOW_S");
+	for (i = 0; i < c->n_tenants; i++) {
+		if (u->enabled)
+			fprintf(f, "  %-20s %-28s %12.4g %10.4g %10.4g\n", c->tenants[i].name,
+				"each user", u->rate, u->burst, limit_window(u->rate, u->burst));
+		for (k = 0; k < c->n_clients; k++) {
+			const struct sl_client_cfg *cl = &c->clients[k];
+			double rate = cl->rate > 0 ? cl->rate : tc->rate;
+			double burst = cl->rate > 0 ? (cl->burst > 0 ? cl->burst : tc->burst) :
+				       tc->burst;
+			char who[96];
+
+			if (cl->tenant != i)
+				continue;
+			snprintf(who, sizeof(who), "client %s", cl->id);
+			fprintf(f, "  %-20s %-28s %12.4g %10.4g %10.4g\n", c->tenants[i].name, who,
+				rate, burst, limit_window(rate, burst));
+		}
+	}
+}
+
+void gateway_limits(struct gateway *g, struct evbuffer *out, bool json)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f) {
+		evbuffer_add_printf(out, "error out of memory\n");
+		return;
+	}
+	if (json)
+		limits_json(g, f);
+	else
+		limits_text(g, f);
 	fclose(f);
 	evbuffer_add_printf(out, "ok\n");
 	evbuffer_add(out, buf, len);

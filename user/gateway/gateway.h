@@ -10,6 +10,10 @@
  *   POST /login            {"username","password"} or form; 200 + token, or 401
  *   GET  /token/validate   Authorization: Bearer TOKEN; 200 with its claims, or 401
  *   POST /introspect       {"token"} or form; 200 {"active": ...} (reads the store: db)
+ *   POST /token            OAuth client_credentials and refresh_token grants
+ *   POST /mfa/send, /mfa/verify   one-time codes after a first factor
+ *   POST /password-reset, /register   one answer whoever asks; links by the delivery
+ *   GET|POST /magic/{token}        a page (spends nothing) | the link, consumed once
  *
  * Everything runs on the daemon's event loop except the hashes.
  */
@@ -59,5 +63,8 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out);
 
 /* The `tenants` control command: one JSON document, or a table for people. */
 void gateway_tenants(struct gateway *g, struct evbuffer *out, bool json);
+/* The `limits` control command: the limits document (per tenant floor, reservation and
+ * ceiling; per principal limits), JSON or a table. */
+void gateway_limits(struct gateway *g, struct evbuffer *out, bool json);
 
 #endif

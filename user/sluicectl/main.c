@@ -96,6 +96,9 @@ static void usage(FILE *f)
 		"  tenants                the gateway's tenants: reservation, consumption, overage,\n"
 		"                         sheds by class and reason, queue wait and service time\n"
 		"                         p50/p99, hashes; the queue and the cost classes\n"
+		"  limits                 the limits document: per tenant the floor (capacity /\n"
+		"                         active tenants: the promise), reservation and ceiling\n"
+		"                         (the courtesy); per principal (user, API client) limits\n"
 		"  user add TENANT ACCOUNT\n"
 		"                         hash the password read from stdin (one line) with the\n"
 		"                         configured Argon2id settings and append it to\n"
@@ -1413,6 +1416,8 @@ int main(int argc, char **argv)
 		return run_ctl(&c, "reload", "reload");
 	if (!strcmp(cmd, "tenants") && !sub)
 		return cmd_tenants(&c);
+	if (!strcmp(cmd, "limits") && !sub)
+		return cmd_daemon_doc(&c, "limits", c.json ? "limits json" : "limits");
 	if (!strcmp(cmd, "user") && sub && !strcmp(sub, "add") && optind + 4 == argc)
 		return cmd_user_add(&c, argv[optind + 2], argv[optind + 3]);
 	if (!strcmp(cmd, "asn") && sub && !strcmp(sub, "load") && optind + 3 == argc) {

@@ -334,6 +334,12 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 			evbuffer_add_printf(out, "ok installed %zu rows from %s\n", asn.n, path);
 		}
 		sl_asn_free(&asn);
+	} else if (!strcmp(line, "limits") || !strcmp(line, "limits json")) {
+		if (!d->gw)
+			evbuffer_add_printf(out, "error this sluiced runs no gateway (no 'gateway' "
+					    "section)\n");
+		else
+			gateway_limits(d->gw, out, !strcmp(line, "limits json"));
 	} else if (!strcmp(line, "tenants") || !strcmp(line, "tenants text")) {
 		if (!d->gw)
 			evbuffer_add_printf(out, "error this sluiced runs no gateway (no 'gateway' "
