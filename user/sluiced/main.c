@@ -58,6 +58,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: sluiced [--config FILE] [--foreground] [--log-level LEVEL]\n"
+		"       sluiced --check-config [--config FILE]\n"
 		"\n"
 		"The sluice controller: attaches the XDP admission datapath to the interfaces in\n"
 		"the config and keeps its maps in step with the config.\n"
@@ -65,6 +66,9 @@ static void usage(FILE *f)
 		"  -c, --config FILE      config file (default %s)\n"
 		"  -f, --foreground       stay in the foreground and log to stderr\n"
 		"  -l, --log-level LEVEL  error, warn, info or debug (overrides the config)\n"
+		"  -t, --check-config     check the config file, its ASN table and the gateway's\n"
+		"                         files, print every problem as file:line and exit: 0 if\n"
+		"                         valid, 1 if not; attaches nothing\n"
 		"  -V, --version          print the version\n"
 		"  -h, --help             this text\n"
 		"\n"
@@ -105,6 +109,43 @@ static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *
 		if (nl)
 			*nl = '\0';
 	}
+	return ret;
+}
+
+/* --check-config: the checks a reload makes before it applies anything, on their own.
+ * Problems go to stderr as they are (file:line: reason), without log prefixes, so an editor
+ * or a packaging script can read them. Returns the exit status. */
+static int check_config(struct daemon *d)
+{
+	struct sl_config *c = malloc(sizeof(*c));
+	struct sl_asn_table asn = { 0 };
+	struct gw_prepared *gp;
+	char err[4096] = "";
+	int ret = 1;
+
+	if (!c) {
+		fprintf(stderr, "sluiced: out of memory\n");
+		return 1;
+	}
+	if (sl_config_load(d->config_path, d->base_dir, c, err, sizeof(err)))
+		goto out;
+	if (c->asn_table[0] && sl_asn_load_csv(c->asn_table, c, &asn, err, sizeof(err)))
+		goto out;
+	if (c->gw.present) {
+		gp = gateway_prepare(c, err, sizeof(err));
+		if (!gp)
+			goto out;
+		gateway_prepared_free(gp);
+	}
+	printf("%s: valid (%d interface(s), %d port(s), %d class(es), %d tenant(s), %zu ASN "
+	       "row(s)%s)\n", d->config_path, c->has_edge ? c->n_ifaces : 0, c->n_ports,
+	       c->n_classes, c->n_tenants, asn.n, c->gw.present ? ", gateway" : "");
+	ret = 0;
+out:
+	if (ret)
+		fprintf(stderr, "%s%s", err, err[0] && err[strlen(err) - 1] == '\n' ? "" : "\n");
+	sl_asn_free(&asn);
+	free(c);
 	return ret;
 }
 
@@ -442,6 +483,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "check-config", no_argument, NULL, 't' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
@@ -450,13 +492,13 @@ int main(int argc, char **argv)
 	struct event *sigs[4] = { 0 };
 	static const int signums[4] = { SIGHUP, SIGTERM, SIGINT, SIGQUIT };
 	struct sl_asn_table asn;
-	bool foreground = false;
+	bool foreground = false, check = false;
 	char msg[1024];
 	int opt, i, ret = 1;
 
 	snprintf(d.config_path, sizeof(d.config_path), "%s", SL_DEFAULT_CONFIG);
 	d.log_override = 0;
-	while ((opt = getopt_long(argc, argv, "c:fl:Vh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:fl:tVh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			snprintf(d.config_path, sizeof(d.config_path), "%s", optarg);
@@ -471,6 +513,9 @@ int main(int argc, char **argv)
 			}
 			log_set_level((enum log_level)parse_level(optarg));
 			d.log_override = 1;
+			break;
+		case 't':
+			check = true;
 			break;
 		case 'V':
 			printf("sluiced %s\n", SLUICE_VERSION);
@@ -496,6 +541,8 @@ int main(int argc, char **argv)
 		snprintf(abs, sizeof(abs), "%s/%s", d.base_dir, d.config_path);
 		snprintf(d.config_path, sizeof(d.config_path), "%s", abs);
 	}
+	if (check)
+		return check_config(&d);
 	log_hook_libbpf();
 	if (load_all(&d, &d.cfg, &asn, msg, sizeof(msg)))
 		return 1;
