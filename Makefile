@@ -214,14 +214,75 @@ bench-stream: $(BUILD)/bench/stream
 	$(Q)BUILD=$(BUILD) bench/stream.sh
 
 # ---- install -----------------------------------------------------------------------------
-install: $(BINS)
-	install -d $(DESTDIR)$(PREFIX)/sbin $(DESTDIR)/etc/sluice
-	install -m 0755 $(BINS) $(DESTDIR)$(PREFIX)/sbin/
-	install -m 0644 examples/sluice.conf $(DESTDIR)/etc/sluice/sluice.conf.example
-	install -m 0644 examples/asn-sample.csv $(DESTDIR)/etc/sluice/asn-sample.csv
+# make install [PREFIX=/usr/local] [DESTDIR=/staging/root]; docs/install.md lists what goes
+# where. The unit goes to $(PREFIX)/lib/systemd/system, which systemd searches for /usr and
+# for /usr/local alike. The config directory is /etc/sluice whatever PREFIX is: it is the
+# binaries' compiled-in default (SYSCONFDIR moves the files and the unit's --config only).
+# An operator's sluice.conf and asn.csv are never overwritten; the shipped samples always
+# land beside them as *.example. The BPF objects are inside the binaries (skeletons).
+SBINDIR        ?= $(PREFIX)/sbin
+MANDIR         ?= $(PREFIX)/share/man
+SYSCONFDIR     ?= /etc/sluice
+SYSTEMDUNITDIR ?= $(PREFIX)/lib/systemd/system
+# MANGZIP=1 installs the pages gzipped (Debian's dh_installman compresses by itself).
+MANGZIP        ?= 0
+INSTALL        ?= install
 
+MAN8 := sluiced.8 sluicectl.8
+MAN5 := sluice.conf.5
+# Where the samples name /etc/sluice/ (asn_table), the installed copies name SYSCONFDIR.
+conf_sed := sed -e 's|/etc/sluice/|$(SYSCONFDIR)/|g'
+
+install: $(BINS)
+	$(call msg,INSTALL,$(if $(DESTDIR),$(DESTDIR) )$(PREFIX) $(SYSCONFDIR))
+	$(Q)$(INSTALL) -d -m 0755 $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 \
+		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)
+	$(Q)$(INSTALL) -m 0755 $(BINS) $(DESTDIR)$(SBINDIR)/
+	$(Q)$(INSTALL) -m 0644 $(addprefix man/,$(MAN8)) $(DESTDIR)$(MANDIR)/man8/
+	$(Q)$(INSTALL) -m 0644 $(addprefix man/,$(MAN5)) $(DESTDIR)$(MANDIR)/man5/
+	$(Q)if [ "$(MANGZIP)" = 1 ]; then \
+		gzip -9nf $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(MAN8)) \
+			$(addprefix $(DESTDIR)$(MANDIR)/man5/,$(MAN5)); fi
+	$(Q)sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+		packaging/sluiced.service >$(BUILD)/sluiced.service
+	$(Q)$(INSTALL) -m 0644 $(BUILD)/sluiced.service $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service
+	$(Q)$(conf_sed) examples/sluice.conf >$(BUILD)/sluice.conf.example
+	$(Q)$(INSTALL) -m 0644 $(BUILD)/sluice.conf.example $(DESTDIR)$(SYSCONFDIR)/sluice.conf.example
+	$(Q)$(INSTALL) -m 0644 examples/asn-sample.csv $(DESTDIR)$(SYSCONFDIR)/asn.csv.example
+	$(Q)for f in sluice.conf asn.csv; do \
+		if [ -e $(DESTDIR)$(SYSCONFDIR)/$$f ]; then \
+			echo "  kept     $(DESTDIR)$(SYSCONFDIR)/$$f (the shipped one is $$f.example)"; \
+		else \
+			$(INSTALL) -m 0644 $(DESTDIR)$(SYSCONFDIR)/$$f.example $(DESTDIR)$(SYSCONFDIR)/$$f; \
+		fi; \
+	done
+
+# Removes what install put there. sluice.conf and asn.csv go only while they are still the
+# shipped samples; an edited one stays, and so does the directory holding it.
 uninstall:
-	rm -f $(DESTDIR)$(PREFIX)/sbin/sluiced $(DESTDIR)$(PREFIX)/sbin/sluicectl
+	$(call msg,UNINST,$(if $(DESTDIR),$(DESTDIR) )$(PREFIX) $(SYSCONFDIR))
+	$(Q)rm -f $(DESTDIR)$(SBINDIR)/sluiced $(DESTDIR)$(SBINDIR)/sluicectl \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service \
+		$(foreach p,$(MAN8),$(DESTDIR)$(MANDIR)/man8/$(p) $(DESTDIR)$(MANDIR)/man8/$(p).gz) \
+		$(foreach p,$(MAN5),$(DESTDIR)$(MANDIR)/man5/$(p) $(DESTDIR)$(MANDIR)/man5/$(p).gz)
+	$(Q)for f in sluice.conf asn.csv; do \
+		d=$(DESTDIR)$(SYSCONFDIR); \
+		if [ -e $$d/$$f ] && ! cmp -s $$d/$$f $$d/$$f.example; then \
+			echo "  kept     $$d/$$f (changed since it was installed)"; \
+		else \
+			rm -f $$d/$$f; \
+		fi; \
+		rm -f $$d/$$f.example; \
+	done
+	$(Q)rmdir $(DESTDIR)$(SYSCONFDIR) 2>/dev/null || true
+
+# sluice.conf(5) is docs/configuration.md in roff. The page is committed, so an install
+# needs no Python; run this after editing the reference.
+.PHONY: man
+man:
+	$(call msg,GEN,man/sluice.conf.5)
+	$(Q)python3 scripts/man_conf.py docs/configuration.md >man/sluice.conf.5.tmp
+	$(Q)mv man/sluice.conf.5.tmp man/sluice.conf.5
 
 clean:
 	rm -rf $(BUILD)

@@ -13,7 +13,8 @@ PKGS=(
 	libevent-dev libconfig-dev libhiredis-dev libargon2-dev libsodium-dev
 	# tests
 	libcmocka-dev iproute2 python3-scapy tcpdump curl procps util-linux ethtool
-	redis-server redis-tools python3-prometheus-client
+	groff-base man-db
+	redis-server redis-tools python3-prometheus-client tmux
 	# demo and benchmarks
 	xdp-tools hping3 wrk nginx-light gnuplot-nox openssl
 )
