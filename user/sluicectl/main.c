@@ -39,6 +39,7 @@
 #include "reasons.h"
 #include "sluice/gcra.h"
 #include "sluice/hash.h"
+#include "top.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.1.0"
@@ -54,6 +55,8 @@ struct ctl {
 	long count;
 	double timeout;
 	bool backlog;
+	double interval; /* top: seconds between frames */
+	bool once;       /* top: one frame */
 	char config[PATH_MAX];
 	bool config_given;
 	char pin_path[PATH_MAX];
@@ -96,6 +99,16 @@ static void usage(FILE *f)
 		"  tenants                the gateway's tenants: reservation, consumption, overage,\n"
 		"                         sheds by class and reason, queue wait and service time\n"
 		"                         p50/p99, hashes; the queue and the cost classes\n"
+		"  top [--interval S] [-n COUNT] [--once] [--json]\n"
+		"                         live view, every S seconds (default 1): XDP decisions/s\n"
+		"                         by reason and class, the gateway's goodput against\n"
+		"                         throughput, queue wait and service p99, tenants by shed\n"
+		"                         rate, and the top shed prefixes with class and reason.\n"
+		"                         On a terminal: q or Ctrl-C quits, space refreshes now.\n"
+		"                         Otherwise (or with --once): plain-text frames, no escape\n"
+		"                         codes; --json: one snapshot (-n: COUNT, one per line);\n"
+		"                         -n: stop after COUNT frames; the first frame comes after\n"
+		"                         one interval (rates need two samples)\n"
 		"  limits                 the limits document: per tenant the floor (capacity /\n"
 		"                         active tenants: the promise), reservation and ceiling\n"
 		"                         (the courtesy); per principal (user, API client) limits\n"
@@ -110,6 +123,9 @@ static void usage(FILE *f)
 		"      --socket PATH      control socket (default: from the pins or the config)\n"
 		"  -p, --port PORT        port for `prefix show` (default: the first protected)\n"
 		"  -j, --json             print one JSON document (events: one per line)\n"
+		"  -n, --count N          events: stop after N; top: after N frames\n"
+		"      --interval S       top: seconds between frames, 0.1..3600 (default 1)\n"
+		"      --once             top: one plain frame (after one interval), then exit\n"
 		"  -V, --version          print the version\n"
 		"  -h, --help             this text\n"
 		"\n"
@@ -1286,6 +1302,8 @@ int main(int argc, char **argv)
 		{ "reason", required_argument, NULL, 'R' },
 		{ "code", required_argument, NULL, 'C' },
 		{ "count", required_argument, NULL, 'n' },
+		{ "interval", required_argument, NULL, 'I' },
+		{ "once", no_argument, NULL, 'O' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "backlog", no_argument, NULL, 'B' },
 		{ "since", required_argument, NULL, 's' },
@@ -1301,7 +1319,7 @@ int main(int argc, char **argv)
 	snprintf(c.config, sizeof(c.config), "%s", SL_DEFAULT_CONFIG);
 	log_set_level(LOG_LVL_WARN);
 	log_hook_libbpf();
-	while ((opt = getopt_long(argc, argv, "c:p:jVh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:p:n:jVh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			snprintf(c.config, sizeof(c.config), "%s", optarg);
@@ -1368,6 +1386,19 @@ int main(int argc, char **argv)
 		case 'B':
 			c.backlog = true;
 			break;
+		case 'I': {
+			char *end;
+
+			c.interval = strtod(optarg, &end);
+			if (end == optarg || *end || !(c.interval >= 0.1 && c.interval <= 3600)) {
+				fprintf(stderr, "sluicectl: --interval must be 0.1..3600 seconds\n");
+				return 2;
+			}
+			break;
+		}
+		case 'O':
+			c.once = true;
+			break;
 		case 'V':
 			printf("sluicectl %s\n", SLUICE_VERSION);
 			return 0;
@@ -1414,6 +1445,13 @@ int main(int argc, char **argv)
 		return cmd_events(&c);
 	if (!strcmp(cmd, "reload") && !sub)
 		return run_ctl(&c, "reload", "reload");
+	if (!strcmp(cmd, "top") && !sub) {
+		struct top_opts to = { .config = c.config, .socket = c.socket,
+				       .pin_path = c.pin_path, .interval = c.interval,
+				       .count = c.count, .once = c.once, .json = c.json };
+
+		return sluicectl_top(&to);
+	}
 	if (!strcmp(cmd, "tenants") && !sub)
 		return cmd_tenants(&c);
 	if (!strcmp(cmd, "limits") && !sub)

@@ -31,6 +31,7 @@
 #include "metrics.h"
 #include "store.h"
 #include "stream.h"
+#include "topk.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.1.0"
@@ -46,6 +47,7 @@ struct daemon {
 	struct lease_ctl *lease; /* the edge's tenant leases */
 	struct metrics_server *metrics;
 	struct stream *stream;   /* the stream job, when the gateway runs */
+	struct topk *topk;       /* top shed prefixes (sluicectl top), with an edge */
 	struct sl_config cfg;
 	char config_path[PATH_MAX];
 	char base_dir[PATH_MAX];
@@ -403,6 +405,17 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 		} else {
 			stream_stats_json(d->stream, out);
 		}
+	} else if (!strncmp(line, "topshed", 7) && (!line[7] || line[7] == ' ')) {
+		char fmt[8] = "";
+		int n = 0;
+
+		if (!d->topk)
+			evbuffer_add_printf(out, "error this sluiced runs no edge (no 'edge' section)\n");
+		else if (sscanf(line + 7, " %7s %d", fmt, &n) >= 1 && strcmp(fmt, "json") &&
+			 strcmp(fmt, "text"))
+			evbuffer_add_printf(out, "error usage: topshed [json|text] [N]\n");
+		else
+			topk_report(d->topk, out, !strcmp(fmt, "json"), n, d->cfg.event_sample);
 	} else if (!strcmp(line, "store") || !strcmp(line, "store text")) {
 		store_report(d, out, !strcmp(line, "store"));
 	} else if (!strcmp(line, "detach")) {
@@ -614,6 +627,11 @@ int main(int argc, char **argv)
 			goto out_edge;
 		}
 		lease_apply(d.lease, &d.cfg);
+		d.topk = topk_new(d.base, &d.edge.maps);
+		if (!d.topk) {
+			log_error("cannot allocate the top shed prefixes table");
+			goto out_edge;
+		}
 	}
 	if (d.cfg.gw.present) {
 		struct gw_prepared *gp = gateway_prepare(&d.cfg, msg, sizeof(msg));
@@ -672,6 +690,7 @@ out_edge:
 	metrics_close(d.metrics);
 	sl_store_free(d.store); /* answers what is in flight, before what it answers to goes */
 	lease_free(d.lease);
+	topk_free(d.topk);
 	if (d.cfg.has_edge)
 		edge_stop(&d.edge, d.handover);
 out_ctl:
