@@ -6,7 +6,7 @@
 #      (tests/lib/config_keys_check.py reads the parser's key tables);
 #   2. the checker notices a key taken out of the reference;
 #   3. every sluice_* metric a doc names is one the source exports;
-#   4. every `sluicectl COMMAND` docs/operations.md names is in `sluicectl --help`
+#   4. every `sluicectl COMMAND` the docs and the README name is in `sluicectl --help`
 #      (skipped when build/sluicectl is not built).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -56,17 +56,17 @@ fi
 if [ -x "$BUILD/sluicectl" ]; then
 	help=$("$BUILD/sluicectl" --help 2>&1)
 	missing=""
-	for cmd in $(grep -oE 'sluicectl [a-z]+' docs/operations.md | awk '{print $2}' | sort -u); do
+	for cmd in $(grep -ohE 'sluicectl [a-z]+' docs/*.md README.md | awk '{print $2}' | sort -u); do
 		grep -qE "^  $cmd( |$)" <<<"$help" || missing="$missing $cmd"
 	done
 	if [ -z "$missing" ]; then
-		tap_ok "every sluicectl command docs/operations.md names is in --help"
+		tap_ok "every sluicectl command the docs name is in --help"
 	else
-		tap_not_ok "every sluicectl command docs/operations.md names is in --help"
+		tap_not_ok "every sluicectl command the docs name is in --help"
 		tap_diag "not in sluicectl --help:$missing"
 	fi
 else
-	tap_skip "every sluicectl command docs/operations.md names is in --help" \
+	tap_skip "every sluicectl command the docs name is in --help" \
 		"$BUILD/sluicectl is not built"
 fi
 
