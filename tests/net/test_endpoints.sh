@@ -18,7 +18,9 @@
 #  - magic links: three GETs neither spend nor consume the link, one POST does, a second
 #    POST fails; a sign-up link and a password create an account that can log in;
 #  - `sluicectl limits` and `--json`: floor, reservation, ceiling per tenant, per-principal
-#    limits per user and per client; a tenant at its ceiling is shed.
+#    limits per user and per client; a tenant at its ceiling is shed;
+#  - with Redis (skipped without redis-server): two nodes count together, so the
+#    (client_id, prefix) pair and an account's MFA attempts are capped across the cluster.
 # SL_DEBUG=1 leaves the directory and the daemon's log in place.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -38,9 +40,15 @@ if [ ! -x "$BUILD/sluiced" ] || [ ! -x "$BUILD/sluicectl" ]; then
 fi
 
 DIR=$(mktemp -d /tmp/sluice-ep.XXXXXX)
+NT_DIR=$DIR
+. "$HERE/../lib/redis.sh"
 SLUICED_PID=
+NODE_PIDS=()
 cleanup() {
+	local p
 	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
+	for p in "${NODE_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+	redis_stop
 	if [ "${SL_DEBUG:-0}" = 1 ]; then
 		echo "# SL_DEBUG=1: left $DIR" >&2
 	else
@@ -351,6 +359,27 @@ elif CMD == "signup":
     out["again"] = req("acme.test", "/magic/" + link, form(password="pw-x"),
                        xff="198.19.1.3")["status"]
 
+elif CMD == "cluster":
+    # ARGS: port1 port2. Garbage for ci-bot alternating between the nodes, then the real
+    # client on node 2 from elsewhere.
+    p1, p2 = int(ARGS[0]), int(ARGS[1])
+    def on(port, fn, *a, **kw):
+        global PORT
+        PORT = port
+        return fn(*a, **kw)
+    att = [on((p1, p2)[i % 2], token, "acme.test", xff="203.0.113.9",
+              grant_type="client_credentials", client_id="ci-bot",
+              client_secret="guess-%d" % i) for i in range(8)]
+    out["attacker"] = [a["status"] for a in att]
+    out["real"] = on(p2, token, "acme.test", xff="198.51.100.7", grant_type="client_credentials",
+                     client_id="ci-bot", client_secret="ci-bot-secret")["status"]
+    t = on(p1, login, "alice", "pw-alice")
+    on(p1, mfa_send, t)
+    code = last_code("alice")
+    g = [on((p1, p2)[i % 2], mfa_verify, t, wrong(code))["status"] for i in range(5)]
+    out["guesses"] = g
+    out["right_after_cap"] = on(p1, mfa_verify, t, code)["status"]
+
 print(json.dumps(out))
 PYEOF
 probe() { $PY "$DIR/probe.py" "$PORT" "$DIR/outbox.log" "$@"; }
@@ -548,5 +577,50 @@ expect_eq "a tenant past its ceiling (1 unit/s, after one hash) is shed: 429" "$
 st=$(ctl tenants --json)
 expect_ge "  ... counted as a ceiling shed" \
 	"$($PY -c 'import json,sys; d=json.loads(sys.argv[1]); print([t for t in d["tenants"] if t["name"]=="capped"][0]["shed_by_reason"]["ceiling"])' "$st")" 1
+
+# ---- many nodes: the same counters through Redis ----------------------------------------
+if ! redis_available; then
+	tap_skip "two nodes count together through Redis" "redis-server is not installed"
+elif ! redis_start; then
+	tap_not_ok "redis-server starts"
+else
+	head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/session.key"
+	chmod 600 "$DIR/session.key"
+	: >"$DIR/outbox.log"
+	for n in 1 2; do
+		port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		eval "NODE$n=$port"
+		sed -e "s#listen = \"127.0.0.1:$PORT\";#listen = \"127.0.0.1:$port\"; session_key = \"$DIR/session.key\";#" \
+		    -e "s#control_socket = \"$DIR/ctl.sock\"#control_socket = \"$DIR/n$n.sock\"#" \
+		    "$DIR/gw.conf" >"$DIR/n$n.conf"
+		cat >>"$DIR/n$n.conf" <<NEOF
+redis: { address = "unix:$REDIS_SOCK"; timeout_ms = 50; };
+cluster: { node = "n$n"; nodes = 2; };
+NEOF
+		"$BUILD/sluiced" -c "$DIR/n$n.conf" -f >"$DIR/n$n.log" 2>&1 &
+		NODE_PIDS+=($!)
+	done
+	for n in 1 2; do
+		for _ in $(seq 1 100); do
+			grep -q "gateway listening" "$DIR/n$n.log" && grep -q "redis .*connected" "$DIR/n$n.log" && break
+			sleep 0.05
+		done
+	done
+	if ! grep -q "gateway listening" "$DIR/n1.log" || ! grep -q "gateway listening" "$DIR/n2.log"; then
+		tap_not_ok "two nodes start on Redis"
+		tap_diag "$(cat "$DIR/n1.log" "$DIR/n2.log")"
+	else
+		r=$(probe cluster "$NODE1" "$NODE2")
+		expect_eq "Redis, two nodes: garbage for ci-bot alternating between them stops at 5 in all" \
+			"$(jget "$r" attacker)" "[401, 401, 401, 401, 401, 429, 429, 429]"
+		expect_eq "  ... while the real client on node 2 gets its token" "$(jget "$r" real)" 200
+		expect_eq "  ... and 5 guesses at alice's code, spread over both nodes, spend her cap" \
+			"$(jget "$r" guesses)" "[401, 401, 401, 401, 401]"
+		expect_eq "  ... after which the right code fails on the node that sent it" \
+			"$(jget "$r" right_after_cap)" 401
+		expect_ge "  ... the counters are in Redis under the tenant's hash tag" \
+			"$(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{acme}:token_fail:*' | wc -l)" 1
+	fi
+fi
 
 tap_done
