@@ -73,15 +73,22 @@ def check_help(page_path, help_path):
     return missing, "%d commands, %d options, %d signals" % (len(cmds), len(opts), len(sigs))
 
 
-TABLE = re.compile(r"static\s+const\s+char\s*\*\s*const\s+(\w*keys)\s*\[\s*\w*\s*\]\s*=\s*\{(.*?)\};",
+# The parser's known-key tables: NULL-terminated string arrays handed to check_keys().
+TABLE = re.compile(r"static\s+const\s+char\s*\*\s*const\s+(\w+)\s*\[\s*\w*\s*\]\s*=\s*\{(.*?)\};",
                    re.S)
+CALL = re.compile(r"check_keys\s*\([^;]*?,\s*(\w+)\s*\)\s*;")
 
 
 def check_conf(page_path, config_c, sample):
     page = open(page_path, encoding="utf-8").read()
     src = open(config_c, encoding="utf-8").read()
     keys, top = set(), set()
+    used = set(CALL.findall(src))
+    if not used:
+        return ["no check_keys() call found in %s" % config_c], "nothing"
     for name, body in TABLE.findall(src):
+        if name not in used:
+            continue
         words = re.findall(r'"([^"]+)"', body)
         keys |= set(words)
         if name == "top_keys":
