@@ -46,6 +46,7 @@
 #define TOP_MAX_PREFIXES 50
 #define TOP_ANSWER_MAX (16u << 20)
 #define TOP_CTL_TIMEOUT_S 3
+#define TOP_HIST_MAX 32
 
 /* ---- a small JSON reader ------------------------------------------------------------------
  * The daemon's documents are parsed into a flat token array (jsmn style): each token knows
@@ -388,6 +389,55 @@ static double prom_tenant(const char *text, const char *name, const char *tenant
 	return p ? strtod(p + pl, NULL) : NAN;
 }
 
+/* A Prometheus histogram as scraped: cumulative counts at each bound (seconds). */
+struct hist {
+	int n;
+	double le[TOP_HIST_MAX], cum[TOP_HIST_MAX], count;
+};
+
+/* The buckets of histogram @name for @tenant: `NAME_bucket{tenant="T",le="B"} N` lines in
+ * order, and NAME_count. Leaves h->n at 0 when the exposition has none. */
+static void prom_hist(const char *text, const char *name, const char *tenant, struct hist *h)
+{
+	char pat[256];
+	const char *p = text;
+	size_t pl;
+
+	memset(h, 0, sizeof(*h));
+	snprintf(pat, sizeof(pat), "\n%s_bucket{tenant=\"%s\",le=\"", name, tenant);
+	pl = strlen(pat);
+	while ((p = strstr(p, pat)) && h->n < TOP_HIST_MAX) {
+		const char *q = p + pl, *v = strstr(q, "} ");
+
+		p = q;
+		if (!v)
+			break;
+		if (!strncmp(q, "+Inf", 4))
+			continue;
+		h->le[h->n] = strtod(q, NULL);
+		h->cum[h->n++] = strtod(v + 2, NULL);
+	}
+	snprintf(pat, sizeof(pat), "%s_count", name);
+	h->count = prom_tenant(text, pat, tenant);
+	if (isnan(h->count))
+		h->n = 0;
+}
+
+/* The bound (ms) under which 99 % of what @c added over @p lies: NAN when nothing was
+ * observed in between, INFINITY when the p99 is past the last bound. */
+static double hist_p99_iv(const struct hist *c, const struct hist *p)
+{
+	double dn = c->count - p->count;
+	int i;
+
+	if (!c->n || c->n != p->n || !(dn > 0))
+		return NAN;
+	for (i = 0; i < c->n; i++)
+		if (c->cum[i] - p->cum[i] >= 0.99 * dn)
+			return c->le[i] * 1e3;
+	return INFINITY;
+}
+
 /* ---- one sample --------------------------------------------------------------------------- */
 
 struct t_row {
@@ -396,6 +446,9 @@ struct t_row {
 	double requests, admitted, ok, shed, goodput, throughput; /* cumulative */
 	double reservation, consumption, wait_p99, svc_p99;
 	double queued;
+	/* /metrics histograms, cumulative by bucket bound: queue wait and service */
+	struct hist wait, svc;
+	double wait_p99_iv, svc_p99_iv; /* this interval: the bound p99 lies under, ms */
 	/* rates, from the previous sample */
 	double r_shed, r_admitted, r_good, r_thru, r_req;
 };
@@ -425,6 +478,7 @@ struct sample {
 	char gw_listen[64], queue_mode[8];
 	double gw_requests, gw_hashes, queue_depth, queue_limit, queue_wait_ms, service_ms;
 	double workers, busy_workers;
+	double wait_p99_all, svc_p99_all; /* this interval, every tenant: a bucket bound, ms */
 	bool have_goodput;
 	int n_t;
 	struct t_row t[TOP_MAX_TENANTS];
@@ -537,6 +591,11 @@ static void sample_gateway(struct top *t, struct sample *s, const char *text)
 			r->throughput = prom_tenant(metrics, "sluice_gateway_answered_2xx_total",
 						    r->name);
 		}
+		r->wait_p99_iv = r->svc_p99_iv = NAN;
+		if (metrics) {
+			prom_hist(metrics, "sluice_gateway_queue_wait_seconds", r->name, &r->wait);
+			prom_hist(metrics, "sluice_gateway_service_seconds", r->name, &r->svc);
+		}
 		if (isnan(r->goodput) || isnan(r->throughput))
 			s->have_goodput = false;
 	}
@@ -619,13 +678,29 @@ lost:
 	return -1;
 }
 
+/* Add @h into the sum @a (same bounds), for the gateway-wide p99. */
+static void hist_add(struct hist *a, const struct hist *h)
+{
+	int i;
+
+	if (!a->n) {
+		a->n = h->n;
+		memcpy(a->le, h->le, sizeof(a->le));
+	}
+	for (i = 0; i < a->n; i++)
+		a->cum[i] += h->cum[i];
+	a->count += h->count;
+}
+
 /* Rates of t->cur against t->prev (none on the first sample). */
 static void compute_rates(struct top *t)
 {
 	struct sample *c = t->cur, *p = t->prev;
 	double dt = p ? c->mono - p->mono : 0;
+	struct hist wc = { 0 }, wp = { 0 }, sc = { 0 }, sp = { 0 };
 	int i, j;
 
+	c->wait_p99_all = c->svc_p99_all = NAN;
 	if (dt <= 0)
 		return;
 	for (i = 0; i < c->n_t; i++) {
@@ -645,7 +720,19 @@ static void compute_rates(struct top *t)
 		r->r_thru = RATE(r->throughput, p->t[j].throughput);
 		if (!c->have_goodput || !p->have_goodput)
 			r->r_good = r->r_thru = RATE(r->ok, p->t[j].ok);
+		r->wait_p99_iv = hist_p99_iv(&r->wait, &p->t[j].wait);
+		r->svc_p99_iv = hist_p99_iv(&r->svc, &p->t[j].svc);
+		if (r->wait.n && r->wait.n == p->t[j].wait.n && (!wc.n || wc.n == r->wait.n)) {
+			hist_add(&wc, &r->wait);
+			hist_add(&wp, &p->t[j].wait);
+		}
+		if (r->svc.n && r->svc.n == p->t[j].svc.n && (!sc.n || sc.n == r->svc.n)) {
+			hist_add(&sc, &r->svc);
+			hist_add(&sp, &p->t[j].svc);
+		}
 	}
+	c->wait_p99_all = hist_p99_iv(&wc, &wp);
+	c->svc_p99_all = hist_p99_iv(&sc, &sp);
 	for (i = 0; i < c->n_p; i++) {
 		struct p_row *r = &c->p[i];
 
@@ -768,6 +855,25 @@ static const char *ms_str(double v, char *buf, size_t n)
 	return buf;
 }
 
+/* A p99 cell: this interval's bound from /metrics ("<=25ms"), "-" when nothing was observed
+ * in it, or without /metrics the p99 since sluiced started, marked "*". */
+static const char *p99_str(double iv, const struct hist *h, double life, char *buf, size_t n)
+{
+	char v[24];
+
+	if (isinf(iv) && h && h->n)
+		snprintf(buf, n, ">%s", ms_str(h->le[h->n - 1] * 1e3, v, sizeof(v)));
+	else if (isinf(iv))
+		snprintf(buf, n, ">max");
+	else if (!isnan(iv))
+		snprintf(buf, n, "<=%s", ms_str(iv, v, sizeof(v)));
+	else if (!h || h->n || isnan(life))
+		snprintf(buf, n, "-");
+	else
+		snprintf(buf, n, "%s*", ms_str(life, v, sizeof(v)));
+	return buf;
+}
+
 static void render(struct top *t, struct frame *fr)
 {
 	struct sample *s = t->cur;
@@ -855,10 +961,12 @@ static void render(struct top *t, struct frame *fr)
 		     s->have_goodput ? "goodput" : "ok", human(good, d, sizeof(d)),
 		     human(thru, e, sizeof(e)), s->have_goodput ? "" :
 		     "  (no /metrics: successful logins shown)");
-		line(fr, "    queue %.0f/%.0f %s  wait now %s  service %s  workers %.0f/%.0f busy",
-		     s->queue_depth, s->queue_limit, s->queue_mode[0] ? s->queue_mode : "-",
-		     ms_str(s->queue_wait_ms, a, sizeof(a)), ms_str(s->service_ms, b, sizeof(b)),
-		     s->busy_workers, s->workers);
+		line(fr, "    queue %.0f/%.0f %s  wait now %s p99 %s  service %s p99 %s  "
+		     "workers %.0f/%.0f busy", s->queue_depth, s->queue_limit,
+		     s->queue_mode[0] ? s->queue_mode : "-", ms_str(s->queue_wait_ms, a, sizeof(a)),
+		     p99_str(s->wait_p99_all, NULL, NAN, c, sizeof(c)),
+		     ms_str(s->service_ms, b, sizeof(b)),
+		     p99_str(s->svc_p99_all, NULL, NAN, d, sizeof(d)), s->busy_workers, s->workers);
 		line(fr, "%s", "");
 		line(fr, "%-20s %8s %8s %8s %8s %17s %10s %10s %9s", "TENANT", "SHED/S",
 		     "ADMIT/S", "GOOD/S", "THRU/S", "USING/RESERVED", "WAIT p99", "SVC p99",
@@ -866,7 +974,7 @@ static void render(struct top *t, struct frame *fr)
 		qsort(s->t, (size_t)s->n_t, sizeof(s->t[0]), by_shed_rate);
 		for (i = 0; i < s->n_t; i++) {
 			const struct t_row *r = &s->t[i];
-			char use[32], w[16], sv[16], sh[16];
+			char use[32], w[32], sv[32], sh[16];
 
 			if (r->reservation > 0)
 				snprintf(use, sizeof(use), "%.0f/%.0f %3.0f%%", r->consumption,
@@ -876,10 +984,12 @@ static void render(struct top *t, struct frame *fr)
 			line(fr, "%-20.20s %8s %8s %8s %8s %17s %10s %10s %9s%s", r->name,
 			     human(r->r_shed, a, sizeof(a)), human(r->r_admitted, b, sizeof(b)),
 			     human(r->r_good, c, sizeof(c)), human(r->r_thru, d, sizeof(d)), use,
-			     ms_str(r->wait_p99, w, sizeof(w)), ms_str(r->svc_p99, sv, sizeof(sv)),
+			     p99_str(r->wait_p99_iv, &r->wait, r->wait_p99, w, sizeof(w)),
+			     p99_str(r->svc_p99_iv, &r->svc, r->svc_p99, sv, sizeof(sv)),
 			     count_str(r->shed, sh, sizeof(sh)), r->live ? "" : " (removed)");
 		}
-		line(fr, "  (p99s since sluiced started; USING: cost units/s against the reservation)");
+		line(fr, "  (p99: this interval, under a /metrics bucket bound; * since sluiced started. "
+		     "USING: cost units/s against the reservation)");
 	} else {
 		line(fr, "GW       no gateway in this sluiced");
 	}
@@ -945,6 +1055,14 @@ static void render_json(struct top *t, FILE *f)
 		json_double(&j, "queue_limit", s->queue_limit);
 		json_double(&j, "queue_wait_ms", s->queue_wait_ms);
 		json_double(&j, "service_ms", s->service_ms);
+		if (isnan(s->wait_p99_all) || isinf(s->wait_p99_all))
+			json_null(&j, "queue_wait_p99_ms_le");
+		else
+			json_double(&j, "queue_wait_p99_ms_le", s->wait_p99_all);
+		if (isnan(s->svc_p99_all) || isinf(s->svc_p99_all))
+			json_null(&j, "service_p99_ms_le");
+		else
+			json_double(&j, "service_p99_ms_le", s->svc_p99_all);
 		json_obj_end(&j);
 		qsort(s->t, (size_t)s->n_t, sizeof(s->t[0]), by_shed_rate);
 		json_arr_begin(&j, "tenants");
@@ -968,6 +1086,15 @@ static void render_json(struct top *t, FILE *f)
 				json_null(&j, "service_p99_ms");
 			else
 				json_double(&j, "service_p99_ms", x->svc_p99);
+			/* This interval's, as the bucket bound it lies under (null: no data). */
+			if (isnan(x->wait_p99_iv) || isinf(x->wait_p99_iv))
+				json_null(&j, "queue_wait_p99_ms_le");
+			else
+				json_double(&j, "queue_wait_p99_ms_le", x->wait_p99_iv);
+			if (isnan(x->svc_p99_iv) || isinf(x->svc_p99_iv))
+				json_null(&j, "service_p99_ms_le");
+			else
+				json_double(&j, "service_p99_ms_le", x->svc_p99_iv);
 			json_double(&j, "shed_total", x->shed);
 			json_obj_end(&j);
 		}
