@@ -253,6 +253,19 @@ static double ago(uint64_t now, uint64_t then)
 	return now > then ? (double)(now - then) / 1e9 : 0;
 }
 
+/* Seconds the window's count of @s covers: since the key took its slot, the watch began, or
+ * the window's start, whichever is latest; at least one second. */
+static double key_span(const struct topk_slot *s, uint64_t watch_ns, uint64_t now)
+{
+	uint64_t from = s->first_ns > watch_ns ? s->first_ns : watch_ns;
+	double span;
+
+	if (now > (uint64_t)TOPK_WIN_S * NS && from < now - (uint64_t)TOPK_WIN_S * NS)
+		from = now - (uint64_t)TOPK_WIN_S * NS;
+	span = now > from ? (double)(now - from) / 1e9 : 0;
+	return span < 1 ? 1 : span;
+}
+
 struct ranked {
 	struct topk_slot *s;
 	uint64_t window;
@@ -272,8 +285,8 @@ static const char *class_of(const struct topk *t, uint8_t id, char *buf, size_t 
 	struct sl_class_policy p;
 
 	if (id == SL_CLASS_NONE)
-		return "none";
-	if (!t->maps || sl_maps_read_class(t->maps, id, &p) || !p.valid)
+		snprintf(buf, n, "none");
+	else if (!t->maps || sl_maps_read_class(t->maps, id, &p) || !p.valid)
 		snprintf(buf, n, "class%u", id);
 	else
 		snprintf(buf, n, "%s", p.name);
@@ -282,22 +295,28 @@ static const char *class_of(const struct topk *t, uint8_t id, char *buf, size_t 
 
 void topk_report(struct topk *t, struct evbuffer *out, bool json, int n, uint32_t sample)
 {
+	int ret = watch(t);
+
+	if (ret) {
+		evbuffer_add_printf(out, "error cannot read the event ring: %s\n", strerror(-ret));
+		return;
+	}
+	t->last_query_ns = sl_now_ns();
+	ring_buffer__consume(t->rb);
+	topk_report_at(t, out, json, n, sample, t->last_query_ns);
+}
+
+void topk_report_at(struct topk *t, struct evbuffer *out, bool json, int n, uint32_t sample,
+		    uint64_t now)
+{
 	static struct ranked r[TOPK_SETS * TOPK_WAYS];
-	uint64_t now = sl_now_ns(), sec = now / NS, span_ns;
+	uint64_t sec = now / NS, span_ns;
 	double span, scale = sample ? (double)sample : 1.0;
 	char *buf = NULL;
 	size_t len = 0, m = 0, i;
 	struct json j;
 	FILE *f;
-	int ret;
 
-	ret = watch(t);
-	if (ret) {
-		evbuffer_add_printf(out, "error cannot read the event ring: %s\n", strerror(-ret));
-		return;
-	}
-	t->last_query_ns = now;
-	ring_buffer__consume(t->rb);
 	if (n <= 0 || n > TOPK_REPORT_MAX)
 		n = n <= 0 ? 20 : TOPK_REPORT_MAX;
 	for (i = 0; i < TOPK_SETS * TOPK_WAYS; i++) {
@@ -313,7 +332,7 @@ void topk_report(struct topk *t, struct evbuffer *out, bool json, int n, uint32_
 	if (m > (size_t)n)
 		m = (size_t)n;
 	/* The window, or as much of it as this watch has seen. */
-	span_ns = now - t->watch_ns;
+	span_ns = now > t->watch_ns ? now - t->watch_ns : 0;
 	span = span_ns >= (uint64_t)TOPK_WIN_S * NS ? TOPK_WIN_S : (double)span_ns / 1e9;
 	if (span < 1)
 		span = 1;
@@ -345,7 +364,7 @@ void topk_report(struct topk *t, struct evbuffer *out, bool json, int n, uint32_
 		struct topk_slot *s = r[i].s;
 		struct sl_prefix p = { .family = s->family, .plen = s->plen };
 		char pfx[64], cls[32];
-		double rate = (double)r[i].window * scale / span;
+		double rate = (double)r[i].window * scale / key_span(s, t->watch_ns, now);
 
 		memcpy(p.addr, s->addr, 16);
 		sl_prefix_str(&p, pfx, sizeof(pfx));

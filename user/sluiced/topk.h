@@ -58,7 +58,10 @@ void topk_free(struct topk *t);
  */
 void topk_report(struct topk *t, struct evbuffer *out, bool json, int n, uint32_t sample);
 
-/* The table alone, for tests: count one event at @now_ns. */
+/* The table alone, for tests (topk_new(NULL, NULL) reads no ring): count one event at
+ * @now_ns; report as of @now_ns, without touching the ring. */
 void topk_add(struct topk *t, const struct sl_event *e, uint64_t now_ns);
+void topk_report_at(struct topk *t, struct evbuffer *out, bool json, int n, uint32_t sample,
+		    uint64_t now_ns);
 
 #endif
