@@ -58,6 +58,7 @@ cleanup() {
 trap cleanup EXIT
 
 PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+MPORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 FLOOR_MS=300
 hash_of() { $PY -c 'import hashlib,sys; print("blake2b256:" + hashlib.blake2b(sys.argv[1].encode(), digest_size=32).hexdigest())' "$1"; }
 
@@ -112,7 +113,7 @@ counters: {
   user = { rate = 0.001; burst = 2.0; };
 };
 stream: { enabled = false; };
-daemon: { control_socket = "$DIR/ctl.sock"; };
+daemon: { control_socket = "$DIR/ctl.sock"; metrics_listen = "127.0.0.1:$MPORT"; };
 EOF
 
 ctl() { "$BUILD/sluicectl" -c "$DIR/gw.conf" "$@"; }
@@ -578,6 +579,17 @@ st=$(ctl tenants --json)
 expect_ge "  ... counted as a ceiling shed" \
 	"$($PY -c 'import json,sys; d=json.loads(sys.argv[1]); print([t for t in d["tenants"] if t["name"]=="capped"][0]["shed_by_reason"]["ceiling"])' "$st")" 1
 
+prom() { $PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$MPORT/metrics" "$@"; }
+if $PY -c 'import prometheus_client' 2>/dev/null; then
+	expect_ge "metrics parse as Prometheus text" "$(prom --check)" 10
+	expect_eq "metrics: /mfa/verify refusals by its counter (carol's 6)" \
+		"$(prom sluice_gateway_endpoint_requests_total endpoint=/mfa/verify outcome=throttled)" 6
+	expect_eq "metrics: one refresh token reuse" "$(prom sluice_gateway_refresh_reuse_total)" 1
+	expect_ge "metrics: codes handed to the delivery" "$(prom sluice_gateway_outbound_total kind=code | cut -d. -f1)" 10
+else
+	tap_skip "metrics" "python3-prometheus-client is not installed"
+fi
+
 # ---- many nodes: the same counters through Redis ----------------------------------------
 if ! redis_available; then
 	tap_skip "two nodes count together through Redis" "redis-server is not installed"
@@ -591,7 +603,7 @@ else
 		port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 		eval "NODE$n=$port"
 		sed -e "s#listen = \"127.0.0.1:$PORT\";#listen = \"127.0.0.1:$port\"; session_key = \"$DIR/session.key\";#" \
-		    -e "s#control_socket = \"$DIR/ctl.sock\"#control_socket = \"$DIR/n$n.sock\"#" \
+		    -e "s#control_socket = \"$DIR/ctl.sock\"; metrics_listen = \"127.0.0.1:$MPORT\"#control_socket = \"$DIR/n$n.sock\"#" \
 		    "$DIR/gw.conf" >"$DIR/n$n.conf"
 		cat >>"$DIR/n$n.conf" <<NEOF
 redis: { address = "unix:$REDIS_SOCK"; timeout_ms = 50; };

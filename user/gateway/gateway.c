@@ -3401,4 +3401,30 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 		  "Counter refusals let through because the counter is in monitor mode.");
 	evbuffer_add_printf(out, "sluice_gateway_would_block_total %llu\n",
 			    (unsigned long long)g->st.would_block);
+	prom_head(out, "sluice_gateway_endpoint_requests_total", "counter",
+		  "The endpoints beyond /login by outcome: ok, failed (secret, code, link, grant), "
+		  "throttled (refused by one of their counters).");
+	for (k = K_TOKEN; k < K__MAX; k++) {
+		static const char *const outcome[3] = { "ok", "failed", "throttled" };
+		const uint64_t v[3] = { g->ep[k].ok, g->ep[k].failed, g->ep[k].throttled };
+		int o;
+
+		for (o = 0; o < 3; o++)
+			evbuffer_add_printf(out, "sluice_gateway_endpoint_requests_total{endpoint=\"%s\","
+					    "outcome=\"%s\"} %llu\n", handlers[k].path, outcome[o],
+					    (unsigned long long)v[o]);
+	}
+	prom_head(out, "sluice_gateway_outbound_total", "counter",
+		  "Messages handed to the delivery: one-time codes, links, notices; failed sends.");
+	evbuffer_add_printf(out, "sluice_gateway_outbound_total{kind=\"code\"} %llu\n"
+			    "sluice_gateway_outbound_total{kind=\"link\"} %llu\n"
+			    "sluice_gateway_outbound_total{kind=\"notice\"} %llu\n"
+			    "sluice_gateway_outbound_total{kind=\"failed\"} %llu\n",
+			    (unsigned long long)g->otp_sent, (unsigned long long)g->links_sent,
+			    (unsigned long long)g->notices_sent,
+			    (unsigned long long)g->outbound_failed);
+	prom_head(out, "sluice_gateway_refresh_reuse_total", "counter",
+		  "Spent refresh tokens presented again (each revoked its whole chain).");
+	evbuffer_add_printf(out, "sluice_gateway_refresh_reuse_total %llu\n",
+			    (unsigned long long)g->refresh_reuse);
 }
