@@ -877,10 +877,9 @@ static const char *p99_str(double iv, const struct hist *h, double life, char *b
 static void render(struct top *t, struct frame *fr)
 {
 	struct sample *s = t->cur;
-	bool rates = t->prev != NULL;
 	char when[32], up[32], a[32], b[32], c[32], d[32], e[32];
 	struct tm tm;
-	int i;
+	int i, shown;
 
 	gmtime_r(&s->at.tv_sec, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S UTC", &tm);
@@ -896,9 +895,8 @@ static void render(struct top *t, struct frame *fr)
 				 (unsigned long long)(u / 3600), (unsigned long long)(u % 3600 / 60),
 				 (unsigned long long)(u % 60));
 	}
-	line(fr, "sluice top - %s  sluiced pid %ld%s  gen %u  every %.1fs  %s%s", t->node,
-	     s->pid, up, s->generation, t->o->interval, when,
-	     rates ? "" : "  (first sample: rates on the next frame)");
+	line(fr, "sluice top - %s  sluiced pid %ld%s  gen %u  every %.1fs  %s", t->node,
+	     s->pid, up, s->generation, t->o->interval, when);
 
 	/* XDP decisions per second, by reason. */
 	if (s->edge) {
@@ -972,7 +970,18 @@ static void render(struct top *t, struct frame *fr)
 		     "ADMIT/S", "GOOD/S", "THRU/S", "USING/RESERVED", "WAIT p99", "SVC p99",
 		     "SHED");
 		qsort(s->t, (size_t)s->n_t, sizeof(s->t[0]), by_shed_rate);
-		for (i = 0; i < s->n_t; i++) {
+		/* On a terminal the prefixes below keep at least half of what is left. */
+		shown = s->n_t;
+		if (fr->tty) {
+			int room = fr->rows - 1 - fr->used - 5 - (s->n_p ? 2 : 1);
+			int cap = s->n_p ? room / 2 : room;
+
+			if (cap < 3)
+				cap = 3;
+			if (shown > cap)
+				shown = cap - 1;
+		}
+		for (i = 0; i < shown; i++) {
 			const struct t_row *r = &s->t[i];
 			char use[32], w[32], sv[32], sh[16];
 
@@ -988,6 +997,9 @@ static void render(struct top *t, struct frame *fr)
 			     p99_str(r->svc_p99_iv, &r->svc, r->svc_p99, sv, sizeof(sv)),
 			     count_str(r->shed, sh, sizeof(sh)), r->live ? "" : " (removed)");
 		}
+		if (shown < s->n_t)
+			line(fr, "  ... %d more tenants shed less (--json or a taller terminal for all)",
+			     s->n_t - shown);
 		line(fr, "  (p99: this interval, under a /metrics bucket bound; * since sluiced started. "
 		     "USING: cost units/s against the reservation)");
 	} else {
