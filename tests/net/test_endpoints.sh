@@ -565,6 +565,10 @@ expect_eq "other: no ceiling configured, so the capacity" \
 expect_eq "per principal, apart: each user, and each client with its own or the default limit" \
 	"$(tl "$r" acme principals.user.burst) $(tl "$r" acme principals.clients.0.id) $(tl "$r" acme principals.clients.0.source) $(tl "$r" acme principals.clients.1.id) $(tl "$r" acme principals.clients.1.rate) $(tl "$r" acme principals.clients.1.burst)" \
 	'2 "ci-bot" "counters.token_client" "flaky" 1 5'
+expect_eq "each client's measured demand beside its limit: ci-bot authenticated twice" \
+	"$(tl "$r" acme principals.clients.0.requests)" 2
+expect_eq "  ... flaky's peak rate is measured" \
+	"$($PY -c 'import sys; print(float(sys.argv[1]) > 0)' "$(tl "$r" acme principals.clients.1.measured_peak_per_s)")" True
 expect_eq "a client is listed under its own tenant only" "$(tl "$r" other principals.clients.0.id)" '"batch"'
 t=$(ctl limits)
 expect_match "limits (table): both dials with floor, reservation and ceiling columns" "$t" \

@@ -243,6 +243,15 @@ struct gateway {
 		uint64_t ok, failed, throttled;
 	} ep[K__MAX];
 	uint64_t otp_sent, links_sent, notices_sent, refresh_reuse, outbound_failed;
+	/* Each client's measured request rate (authenticated requests), for setting its
+	 * per-principal limit just above it: the peak over 10 s windows since start. */
+	struct {
+		char id[SL_CLIENT_ID_LEN];
+		int tenant;
+		uint64_t win_ns, total;
+		uint32_t in_win;
+		double peak;
+	} cm[SL_MAX_CLIENTS];
 	struct gw_conn *conn_bucket[CONN_BUCKETS];
 	struct gw_conn *conns;
 	uint32_t n_conns;
@@ -1793,6 +1802,50 @@ static void token_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
 	sodium_memzero(refresh, sizeof(refresh));
 }
 
+#define CLIENT_WINDOW_NS (10ull * 1000000000ull)
+
+/* Count one authenticated request of client @idx (its measured rate). */
+static void client_meter(struct gateway *g, int idx, uint64_t now)
+{
+	const struct sl_client_cfg *cl = &g->cfg->clients[idx];
+
+	if (strcmp(g->cm[idx].id, cl->id) || g->cm[idx].tenant != cl->tenant) {
+		memset(&g->cm[idx], 0, sizeof(g->cm[idx]));
+		snprintf(g->cm[idx].id, sizeof(g->cm[idx].id), "%s", cl->id);
+		g->cm[idx].tenant = cl->tenant;
+	}
+	if (!g->cm[idx].win_ns)
+		g->cm[idx].win_ns = now;
+	if (now - g->cm[idx].win_ns >= CLIENT_WINDOW_NS) {
+		double r = g->cm[idx].in_win * 1e9 / (double)(now - g->cm[idx].win_ns);
+
+		if (r > g->cm[idx].peak)
+			g->cm[idx].peak = r;
+		g->cm[idx].win_ns = now;
+		g->cm[idx].in_win = 0;
+	}
+	g->cm[idx].in_win++;
+	g->cm[idx].total++;
+}
+
+/* The client's peak rate so far, the window in progress included once it is 1 s old. */
+static double client_peak(const struct gateway *g, int idx, uint64_t now)
+{
+	const struct sl_client_cfg *cl = &g->cfg->clients[idx];
+	double peak;
+
+	if (strcmp(g->cm[idx].id, cl->id) || g->cm[idx].tenant != cl->tenant)
+		return 0;
+	peak = g->cm[idx].peak;
+	if (g->cm[idx].win_ns && now - g->cm[idx].win_ns >= 1000000000ull) {
+		double r = g->cm[idx].in_win * 1e9 / (double)(now - g->cm[idx].win_ns);
+
+		if (r > peak)
+			peak = r;
+	}
+	return peak;
+}
+
 static void ep_token(struct gw_req *r)
 {
 	struct gateway *g = r->g;
@@ -1818,6 +1871,7 @@ static void ep_token(struct gw_req *r)
 	}
 	cl = &g->cfg->clients[idx];
 	r->client_idx = idx;
+	client_meter(g, idx, gw_now_ns());
 	if (!strcmp(r->grant, "client_credentials") ?
 		    !(cl->grants & SL_GRANT_CLIENT_CREDENTIALS) :
 		    !(cl->grants & SL_GRANT_REFRESH_TOKEN)) {
@@ -3144,6 +3198,9 @@ static void limits_json(struct gateway *g, FILE *f)
 			json_double(&j, "burst", burst);
 			json_double(&j, "window_s", limit_window(rate, burst));
 			json_str(&j, "source", cl->rate > 0 ? "client" : "counters.token_client");
+			json_double(&j, "measured_peak_per_s", client_peak(g, k, now));
+			json_u64(&j, "requests", !strcmp(g->cm[k].id, cl->id) &&
+				 g->cm[k].tenant == cl->tenant ? g->cm[k].total : 0);
 			json_obj_end(&j);
 		}
 		json_arr_end(&j);
@@ -3194,8 +3251,8 @@ static void limits_text(struct gateway *g, FILE *f)
 	}
 	fprintf(f, "\nPer principal (requests: a burst at once, then the rate; set from measured "
 		"client rates)\n");
-	fprintf(f, "  %-20s %-28s %12s %10s %10s\n", "TENANT", "PRINCIPAL", "RATE/S", "BURST",
-		"WINDOW_S");
+	fprintf(f, "  %-20s %-28s %12s %10s %10s %12s\n", "TENANT", "PRINCIPAL", "RATE/S",
+		"BURST", "WINDOW_S", "MEASURED/S");
 	for (i = 0; i < c->n_tenants; i++) {
 		if (u->enabled)
 			fprintf(f, "  %-20s %-28s %12.4g %10.4g %10.4g\n", c->tenants[i].name,
@@ -3210,8 +3267,8 @@ static void limits_text(struct gateway *g, FILE *f)
 			if (cl->tenant != i)
 				continue;
 			snprintf(who, sizeof(who), "client %s", cl->id);
-			fprintf(f, "  %-20s %-28s %12.4g %10.4g %10.4g\n", c->tenants[i].name, who,
-				rate, burst, limit_window(rate, burst));
+			fprintf(f, "  %-20s %-28s %12.4g %10.4g %10.4g %12.4g\n", c->tenants[i].name,
+				who, rate, burst, limit_window(rate, burst), client_peak(g, k, now));
 		}
 	}
 }
