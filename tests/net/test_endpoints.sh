@@ -194,6 +194,15 @@ elif CMD == "token_basics":
                             client_secret="batch-secret", refresh_token="abc")
     out["bad_grant_type"] = token("acme.test", grant_type="password", client_id="ci-bot",
                                   client_secret="ci-bot-secret")
+    out["refresh_as_bearer"] = req("acme.test", "/token/validate", method="GET",
+        headers={"Authorization": "Bearer " + tok.get("refresh_token", "x")})["status"]
+    # One live chain per client: a new client_credentials grant ends the previous chain.
+    sec = dict(client_id="ci-bot", client_secret="ci-bot-secret")
+    rb = json.loads(token("acme.test", grant_type="client_credentials", **sec)["body"])
+    out["old_chain"] = token("acme.test", grant_type="refresh_token",
+                             refresh_token=tok.get("refresh_token", "x"), **sec)["status"]
+    out["new_chain"] = token("acme.test", grant_type="refresh_token",
+                             refresh_token=rb["refresh_token"], **sec)["status"]
 
 elif CMD == "blockade":
     # An attacker at 203.0.113.9 floods garbage secrets for ci-bot; the real client sits at
@@ -410,7 +419,7 @@ fi
 r=$(probe token_basics)
 expect_eq "client_credentials with the right secret: 200" "$(jget "$r" cc.status)" 200
 expect_match "the answer holds a bearer access token and a refresh token" "$(jget "$r" cc.body)" \
-	'"token_type":"Bearer".*"refresh_token":"[A-Za-z0-9_-]{43}"'
+	'"token_type":"Bearer".*"refresh_token":"v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}"'
 expect_eq "the client token validates, naming the client" \
 	"$(jget "$(jget "$r" validate.body)" client_id)/$(jget "$(jget "$r" validate.body)" tenant)" "ci-bot/acme"
 expect_eq "and introspects as active" "$(jget "$(jget "$r" introspect.body)" active)" true
@@ -420,6 +429,9 @@ expect_eq "a wrong secret: 401 invalid_client" \
 expect_eq "a grant the client does not have: 400 unauthorized_client" \
 	"$(jget "$r" no_grant.status) $(jget "$r" no_grant.body)" '400 {"error":"unauthorized_client"}'
 expect_eq "an unsupported grant_type: 400" "$(jget "$r" bad_grant_type.status)" 400
+expect_eq "a refresh token is no bearer token" "$(jget "$r" refresh_as_bearer)" 401
+expect_eq "one live chain per client: a new client_credentials grant ends the old chain" \
+	"$(jget "$r" old_chain) $(jget "$r" new_chain)" "400 200"
 
 r=$(probe blockade)
 expect_eq "garbage for ci-bot from 203.0.113.9: 401 x5 (its pair's burst), then 429" \
@@ -565,8 +577,8 @@ expect_eq "other: no ceiling configured, so the capacity" \
 expect_eq "per principal, apart: each user, and each client with its own or the default limit" \
 	"$(tl "$r" acme principals.user.burst) $(tl "$r" acme principals.clients.0.id) $(tl "$r" acme principals.clients.0.source) $(tl "$r" acme principals.clients.1.id) $(tl "$r" acme principals.clients.1.rate) $(tl "$r" acme principals.clients.1.burst)" \
 	'2 "ci-bot" "counters.token_client" "flaky" 1 5'
-expect_eq "each client's measured demand beside its limit: ci-bot authenticated twice" \
-	"$(tl "$r" acme principals.clients.0.requests)" 2
+expect_eq "each client's measured demand beside its limit: ci-bot authenticated 5 times" \
+	"$(tl "$r" acme principals.clients.0.requests)" 5
 expect_eq "  ... flaky's peak rate is measured" \
 	"$($PY -c 'import sys; print(float(sys.argv[1]) > 0)' "$(tl "$r" acme principals.clients.1.measured_peak_per_s)")" True
 expect_eq "a client is listed under its own tenant only" "$(tl "$r" other principals.clients.0.id)" '"batch"'

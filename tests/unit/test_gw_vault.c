@@ -98,7 +98,7 @@ static void the_stored_check_is_not_the_code(void **state)
 	gw_vault_free(w);
 }
 
-static void secrets_and_refresh_families(void **state)
+static void secrets_and_ids(void **state)
 {
 	struct gw_vault *v = gw_vault_new(key);
 	char s1[GW_SECRET_TEXT], s2[GW_SECRET_TEXT];
@@ -110,22 +110,23 @@ static void secrets_and_refresh_families(void **state)
 	gw_vault_new_secret(s2);
 	assert_int_equal(strlen(s1), 43);
 	assert_string_not_equal(s1, s2);
-	gw_vault_id_secret(v, GW_V_REFRESH, s1, id1);
-	gw_vault_id_secret(v, GW_V_REFRESH, s2, id2);
+	gw_vault_id_secret(v, GW_V_MAGIC, s1, id1);
+	gw_vault_id_secret(v, GW_V_MAGIC, s2, id2);
 	e = gw_vault_put(v, id1, 10);
-	e->kind = GW_V_REFRESH;
-	e->family = 7;
-	e->exp_s = 100;
-	e = gw_vault_put(v, id2, 10);
-	e->kind = GW_V_REFRESH;
-	e->family = 7;
+	e->kind = GW_V_MAGIC;
 	e->exp_s = 100;
 	assert_non_null(gw_vault_get(v, id1, 10));
-	assert_int_equal(gw_vault_revoke_family(v, 7), 2);
-	assert_null(gw_vault_get(v, id1, 10));
 	assert_null(gw_vault_get(v, id2, 10));
-	/* A link's id is not a refresh token's. */
-	gw_vault_id_secret(v, GW_V_MAGIC, s1, id2);
+	/* Putting the same id again replaces the entry: one per id. */
+	e = gw_vault_put(v, id1, 20);
+	e->kind = GW_V_MAGIC;
+	e->exp_s = 200;
+	assert_int_equal(gw_vault_live(v, 20), 1);
+	gw_vault_del(gw_vault_get(v, id1, 20));
+	assert_null(gw_vault_get(v, id1, 20));
+	/* A refresh chain's id (by client) is not a link's (by secret), nor an OTP's. */
+	gw_vault_id_name(v, GW_V_REFRESH, 1, "bot", id1);
+	gw_vault_id_name(v, GW_V_OTP, 1, "bot", id2);
 	assert_memory_not_equal(id1, id2, 16);
 	gw_vault_free(v);
 }
@@ -186,6 +187,31 @@ static void client_secrets_and_token_keys(void **state)
 	assert_memory_equal(k1, key, sizeof(k1));
 	assert_memory_not_equal(k1, k2, sizeof(k1));
 	assert_memory_not_equal(k2, k3, sizeof(k1));
+	gw_token_subkey(key, GW_TOK_REFRESH, k2);
+	assert_memory_not_equal(k2, k3, sizeof(k1));
+	assert_memory_not_equal(k2, k1, sizeof(k1));
+}
+
+static void refresh_names_round_trip(void **state)
+{
+	char name[GW_REFRESH_NAME_MAX], client[SL_CLIENT_ID_LEN];
+	uint64_t family;
+	uint32_t gen;
+
+	(void)state;
+	assert_int_equal(gw_refresh_name(name, sizeof(name), "ci-bot", 0x0123456789abcdefull, 7), 0);
+	assert_string_equal(name, "ci-bot,0123456789abcdef,7");
+	assert_int_equal(gw_refresh_parse(name, client, &family, &gen), 0);
+	assert_string_equal(client, "ci-bot");
+	assert_true(family == 0x0123456789abcdefull);
+	assert_int_equal(gen, 7);
+	assert_int_equal(gw_refresh_parse("ci-bot,0123,7", client, &family, &gen), -EINVAL);
+	assert_int_equal(gw_refresh_parse("ci-bot,0123456789abcdef,", client, &family, &gen),
+			 -EINVAL);
+	assert_int_equal(gw_refresh_parse("ci-bot,0123456789abcdef,-1", client, &family, &gen),
+			 -EINVAL);
+	assert_int_equal(gw_refresh_parse(",0123456789abcdef,1", client, &family, &gen), -EINVAL);
+	assert_int_equal(gw_refresh_parse("alice", client, &family, &gen), -EINVAL);
 }
 
 static const char BASE[] =
@@ -244,9 +270,10 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(a_new_code_replaces_the_old),
 		cmocka_unit_test(the_stored_check_is_not_the_code),
-		cmocka_unit_test(secrets_and_refresh_families),
+		cmocka_unit_test(secrets_and_ids),
 		cmocka_unit_test(a_full_table_forgets_the_nearest_expiry),
 		cmocka_unit_test(client_secrets_and_token_keys),
+		cmocka_unit_test(refresh_names_round_trip),
 		cmocka_unit_test(clients_and_ceilings_config),
 	};
 

@@ -199,7 +199,9 @@ struct gw_req {
 	char client_id[SL_CLIENT_ID_LEN];
 	char secret[GW_SECRET_MAX + 1];
 	size_t secret_len;
-	char refresh[GW_SECRET_TEXT + 8];
+	char refresh[GW_TOKEN_MAX + 1];
+	uint64_t family;               /* a refresh token's chain and generation */
+	uint32_t gen;
 	char code6[8];
 	size_t code_len;
 	char link[GW_SECRET_TEXT + 8]; /* /magic/{token} */
@@ -238,7 +240,7 @@ struct gateway {
 	uint32_t n_reqs;
 	struct gw_vault *vault;        /* codes, links, refresh tokens */
 	struct gw_delivery deliv;
-	uint8_t tkey[GW_TOK__N][GW_TOKEN_KEY_BYTES];
+	uint8_t tkey[GW_TOK_KEYS][GW_TOKEN_KEY_BYTES];
 	struct {
 		uint64_t ok, failed, throttled;
 	} ep[K__MAX];
@@ -1759,9 +1761,10 @@ static void token_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
 	struct gateway *g = r->g;
 	const struct sl_client_cfg *cl = &g->cfg->clients[r->client_idx];
 	uint64_t now_s = (uint64_t)time(NULL), family;
-	char refresh[GW_SECRET_TEXT];
+	char name[GW_REFRESH_NAME_MAX], refresh[GW_TOKEN_MAX + 1];
 	uint8_t id[16];
 	struct gw_vault_entry *e;
+	uint32_t gen = 0;
 
 	if (refused >= 0) {
 		ep_refused(r, refused, retry_ms);
@@ -1773,33 +1776,42 @@ static void token_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
 		ep_answer(r, 401, "Unauthorized", BODY_INVALID_CLIENT, true);
 		return;
 	}
-	randombytes_buf(&family, sizeof(family));
+	gw_vault_id_name(g->vault, GW_V_REFRESH, (uint16_t)r->tenant_idx, cl->id, id);
+	e = gw_vault_get(g->vault, id, now_s);
 	if (!strcmp(r->grant, "refresh_token")) {
-		/* Rotation: the token presented is spent now, and only now, so a refusal by a
-		 * counter never costs the client its chain. */
-		gw_vault_id_secret(g->vault, GW_V_REFRESH, r->refresh, id);
-		e = gw_vault_get(g->vault, id, now_s);
-		if (!e || e->used || e->kind != GW_V_REFRESH) {
+		/* Rotation: the generation presented is spent now, and only now, so a refusal
+		 * by a counter never costs the client its chain. */
+		if (!e || e->kind != GW_V_REFRESH || e->family != r->family || e->gen != r->gen) {
 			g->ep[K_TOKEN].failed++;
 			ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
 			return;
 		}
-		e->used = true;
 		family = e->family;
+		gen = ++e->gen;
+		e->exp_s = now_s + g->cfg->gw.refresh_ttl_s;
+	} else {
+		randombytes_buf(&family, sizeof(family));
 	}
 	refresh[0] = '\0';
 	if (cl->grants & SL_GRANT_REFRESH_TOKEN) {
-		gw_vault_new_secret(refresh);
-		gw_vault_id_secret(g->vault, GW_V_REFRESH, refresh, id);
-		e = gw_vault_put(g->vault, id, now_s);
-		e->kind = GW_V_REFRESH;
-		e->tenant = (uint16_t)r->tenant_idx;
-		e->family = family;
-		e->exp_s = now_s + g->cfg->gw.refresh_ttl_s;
-		snprintf(e->name, sizeof(e->name), "%s", cl->id);
+		if (!gen) {
+			/* A new chain: the client's previous one ends here. */
+			e = gw_vault_put(g->vault, id, now_s);
+			e->kind = GW_V_REFRESH;
+			e->tenant = (uint16_t)r->tenant_idx;
+			e->family = family;
+			e->gen = 0;
+			e->exp_s = now_s + g->cfg->gw.refresh_ttl_s;
+			snprintf(e->name, sizeof(e->name), "%s", cl->id);
+		}
+		if (gw_refresh_name(name, sizeof(name), cl->id, family, gen) ||
+		    gw_token_issue(g->tkey[GW_TOK_REFRESH], r->tenant, name, now_s,
+				   g->cfg->gw.refresh_ttl_s, refresh, sizeof(refresh)) < 0) {
+			ep_answer(r, 503, "Service Unavailable", BODY_503, false);
+			return;
+		}
 	}
 	ep_issue(r, GW_TOK_CLIENT, cl->id, refresh[0] ? refresh : NULL);
-	sodium_memzero(refresh, sizeof(refresh));
 }
 
 #define CLIENT_WINDOW_NS (10ull * 1000000000ull)
@@ -1880,22 +1892,34 @@ static void ep_token(struct gw_req *r)
 		return;
 	}
 	if (!strcmp(r->grant, "refresh_token")) {
+		struct gw_token_claims tc;
+		char owner[SL_CLIENT_ID_LEN];
+		uint64_t now_s = (uint64_t)time(NULL);
 		uint8_t id[16];
 		struct gw_vault_entry *e;
 
-		gw_vault_id_secret(g->vault, GW_V_REFRESH, r->refresh, id);
-		e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
-		if (!e || e->kind != GW_V_REFRESH || e->tenant != r->tenant_idx ||
-		    strcmp(e->name, cl->id)) {
+		/* Signed, so only the chain's state is kept: one entry per client. */
+		if (gw_token_check(g->tkey[GW_TOK_REFRESH], r->refresh, strlen(r->refresh), now_s,
+				   &tc) || strcmp(tc.tenant, r->tenant) ||
+		    gw_refresh_parse(tc.account, owner, &r->family, &r->gen) ||
+		    strcmp(owner, cl->id)) {
 			g->ep[K_TOKEN].failed++;
 			ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
 			return;
 		}
-		if (e->used) {
+		gw_vault_id_name(g->vault, GW_V_REFRESH, (uint16_t)r->tenant_idx, cl->id, id);
+		e = gw_vault_get(g->vault, id, now_s);
+		if (e && e->family == r->family && r->gen < e->gen) {
 			/* A spent refresh token came back: someone holds a copy of the chain.
-			 * Every token of it dies (RFC 9700, 4.14.2). */
+			 * The chain ends (RFC 9700, 4.14.2); the client starts a new one with
+			 * its secret. */
 			g->refresh_reuse++;
-			gw_vault_revoke_family(g->vault, e->family);
+			gw_vault_del(e);
+			g->ep[K_TOKEN].failed++;
+			ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
+			return;
+		}
+		if (!e || e->family != r->family || r->gen != e->gen) {
 			g->ep[K_TOKEN].failed++;
 			ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
 			return;
@@ -2651,7 +2675,7 @@ static void set_token_keys(struct gateway *g)
 {
 	int k;
 
-	for (k = 0; k < GW_TOK__N; k++)
+	for (k = 0; k < GW_TOK_KEYS; k++)
 		gw_token_subkey(g->key, k, g->tkey[k]);
 }
 

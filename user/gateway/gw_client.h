@@ -28,8 +28,18 @@ enum gw_token_kind {
 	GW_TOK_PASSWORD = 0, /* /login, a magic link */
 	GW_TOK_MFA,          /* /mfa/verify: password and a one-time code */
 	GW_TOK_CLIENT,       /* /token: an OAuth client */
-	GW_TOK__N,
+	GW_TOK__N,           /* the access tokens end here: a bearer is one of those */
+	GW_TOK_REFRESH = GW_TOK__N, /* /token's refresh tokens: never a bearer */
+	GW_TOK_KEYS,
 };
+
+/* A refresh token's account field: "CLIENT_ID,FAMILY,GENERATION" (client ids have no
+ * commas). The vault keeps each client's one live chain: its family and generation. */
+#define GW_REFRESH_NAME_MAX (SL_CLIENT_ID_LEN + 32)
+int gw_refresh_name(char *out, size_t n, const char *client, uint64_t family, uint32_t gen);
+/* Parse it back. 0 or -EINVAL. */
+int gw_refresh_parse(const char *name, char client[SL_CLIENT_ID_LEN], uint64_t *family,
+		     uint32_t *gen);
 
 /* The key tokens of @kind are signed with, from the session key. */
 void gw_token_subkey(const uint8_t key[GW_TOKEN_KEY_BYTES], int kind,

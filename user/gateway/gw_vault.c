@@ -156,18 +156,6 @@ void gw_vault_new_secret(char out[GW_SECRET_TEXT])
 	sodium_memzero(b, sizeof(b));
 }
 
-unsigned gw_vault_revoke_family(struct gw_vault *v, uint64_t family)
-{
-	unsigned i, n = 0;
-
-	for (i = 0; i < GW_VAULT_SLOTS; i++)
-		if (v->e[i].exp_s && v->e[i].kind == GW_V_REFRESH && v->e[i].family == family) {
-			gw_vault_del(&v->e[i]);
-			n++;
-		}
-	return n;
-}
-
 unsigned gw_vault_live(const struct gw_vault *v, uint64_t now_s)
 {
 	unsigned i, n = 0;

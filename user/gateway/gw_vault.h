@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The gateway's short-lived secrets: one-time codes (MFA), magic links and refresh tokens.
- * None of them is ever stored as itself: an entry is found by a keyed hash of what names it
- * (the account for a code, the secret for a link or a refresh token) and a code is compared
- * against a keyed hash of its value, in constant time. So a memory dump of the table gives
- * an attacker nothing to replay.
+ * The gateway's short-lived secrets: one-time codes (MFA), magic links, and the state of
+ * each OAuth client's refresh chain. None of them is ever stored as itself: an entry is
+ * found by a keyed hash of what names it (the account for a code, the client for a refresh
+ * chain, the secret for a link) and a code is compared against a keyed hash of its value,
+ * in constant time. So a memory dump of the table gives an attacker nothing to replay.
+ * Refresh tokens themselves are signed (gw_token.h): the table holds one chain per client,
+ * its family and generation, so a client issuing tokens in a loop cannot fill it.
  *
  * A fixed table in this process, open addressing with a bounded probe: a full probe window
  * forgets the entry closest to its expiry. Entries live on one node; a fleet behind a load
@@ -41,11 +43,11 @@ struct gw_vault_entry {
 	uint8_t id[16];       /* keyed hash of what names it */
 	uint8_t check[32];    /* codes: keyed hash of the value */
 	uint64_t exp_s;       /* unix seconds; 0: free */
-	uint64_t family;      /* refresh tokens: one per chain of rotations */
+	uint64_t family;      /* refresh tokens: the client's live chain */
+	uint32_t gen;         /* refresh tokens: the chain's current generation */
 	uint16_t tenant;      /* index in the config */
 	uint8_t kind;         /* enum gw_vault_kind */
 	uint8_t purpose;      /* enum gw_link_purpose */
-	bool used;            /* refresh tokens: rotated away (kept to see a reuse) */
 	char name[GW_USER_MAX + 1]; /* the account, or the client id */
 };
 
@@ -80,8 +82,6 @@ bool gw_vault_code_ok(const struct gw_vault *v, const struct gw_vault_entry *e,
 /* A fresh random secret (links, refresh tokens) as base64url text. */
 void gw_vault_new_secret(char out[GW_SECRET_TEXT]);
 
-/* Revoke every refresh token of @family (a rotated one came back: the chain is stolen). */
-unsigned gw_vault_revoke_family(struct gw_vault *v, uint64_t family);
 /* Live entries (for stats). */
 unsigned gw_vault_live(const struct gw_vault *v, uint64_t now_s);
 
