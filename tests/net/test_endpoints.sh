@@ -390,6 +390,17 @@ elif CMD == "cluster":
     out["guesses"] = g
     out["right_after_cap"] = on(p1, mfa_verify, t, code)["status"]
 
+elif CMD == "user_dial":
+    # counters.user has a burst of 2: erin's third completed sign-in in a row is refused,
+    # with the one failure body, though her code is right.
+    t = login("erin", "pw-erin")
+    seq = []
+    for _ in range(3):
+        mfa_send(t)
+        v = mfa_verify(t, last_code("erin"))
+        seq.append(v["status"])
+    out = {"seq": seq, "last": v}
+
 print(json.dumps(out))
 PYEOF
 probe() { $PY "$DIR/probe.py" "$PORT" "$DIR/outbox.log" "$@"; }
@@ -398,7 +409,7 @@ hdr() { $PY -c 'import json,sys; print(json.loads(sys.argv[1])["headers"].get(sy
 # ---- start ------------------------------------------------------------------------------
 : >"$DIR/creds.txt"
 chmod 600 "$DIR/creds.txt"
-for who in "acme alice pw-alice" "acme bob pw-bob" "acme carol pw-carol"; do
+for who in "acme alice pw-alice" "acme bob pw-bob" "acme carol pw-carol" "acme erin pw-erin"; do
 	set -- $who
 	echo "$3" | ctl user add "$1" "$2" >/dev/null || { echo "Bail out! user add $1 $2"; exit 1; }
 done
@@ -605,6 +616,11 @@ if $PY -c 'import prometheus_client' 2>/dev/null; then
 else
 	tap_skip "metrics" "python3-prometheus-client is not installed"
 fi
+
+r=$(probe user_dial)
+expect_eq "the per-user dial (counters.user, burst 2): a third verified code in a row is refused" \
+	"$(jget "$r" seq)" "[200, 200, 401]"
+expect_eq "  ... with the one failure body" "$(jget "$r" last.body)" "$MFA_FAIL"
 
 # ---- many nodes: the same counters through Redis ----------------------------------------
 if ! redis_available; then

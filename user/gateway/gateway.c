@@ -1980,15 +1980,50 @@ static void ep_mfa_send(struct gw_req *r)
 	ep_answer(r, 202, "Accepted", BODY_OTP_SENT, false);
 }
 
+static void mfa_post_done(struct gw_req *r, int refused, uint32_t retry_ms);
+
 static void ep_mfa_verify(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	struct gw_chk *k;
+	uint8_t id[16];
+	char key[33];
+
+	gw_vault_id_name(g->vault, GW_V_OTP, (uint16_t)r->tenant_idx, r->user, id);
+	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
+	if (!e || !gw_vault_code_ok(g->vault, e, r->code6, r->code_len)) {
+		g->ep[K_MFA_VERIFY].failed++;
+		ep_answer(r, 401, "Unauthorized", BODY_MFA_FAIL, true);
+		return;
+	}
+	/* The person is through: now the account's own budget (the per-user dial) is asked,
+	 * and the code is spent only if it says yes. */
+	ep_sched_done(r);
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
+		return;
+	}
+	ep_key(g, r, "user", r->user, NULL, key);
+	chk_add(k, SL_CTR_USER, key);
+	chk_run(r, k, mfa_post_done);
+}
+
+static void mfa_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
 {
 	struct gateway *g = r->g;
 	struct gw_vault_entry *e;
 	uint8_t id[16];
 
+	if (refused >= 0) {
+		ep_refused(r, refused, retry_ms);
+		return;
+	}
 	gw_vault_id_name(g->vault, GW_V_OTP, (uint16_t)r->tenant_idx, r->user, id);
 	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
 	if (!e || !gw_vault_code_ok(g->vault, e, r->code6, r->code_len)) {
+		/* A newer code replaced it meanwhile. */
 		g->ep[K_MFA_VERIFY].failed++;
 		ep_answer(r, 401, "Unauthorized", BODY_MFA_FAIL, true);
 		return;
