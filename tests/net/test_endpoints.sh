@@ -104,7 +104,7 @@ gateway: {
 counters: {
   login_failures = { rate = 0.001; burst = 3.0; };
   token_failures = { rate = 0.001; burst = 5.0; };
-  tenant_tokens = { rate = 0.001; burst = 10.0; };
+  tenant_tokens = { rate = 0.001; burst = 12.0; };
   mfa_attempts = { rate = 0.001; burst = 5.0; };
   mfa_sends = { rate = 0.001; burst = 20.0; };
   reset_account = { rate = 0.001; burst = 3.0; };
@@ -194,6 +194,18 @@ elif CMD == "token_basics":
                             client_secret="batch-secret", refresh_token="abc")
     out["bad_grant_type"] = token("acme.test", grant_type="password", client_id="ci-bot",
                                   client_secret="ci-bot-secret")
+    import base64
+    def basic(cid, sec):
+        return {"Authorization": "Basic " + base64.b64encode(("%s:%s" % (cid, sec)).encode()).decode()}
+    out["basic"] = req("acme.test", "/token", form(grant_type="client_credentials"),
+                       basic("ci-bot", "ci-bot-secret"))["status"]
+    wb = req("acme.test", "/token", form(grant_type="client_credentials"),
+             basic("ci-bot", "wrong"), xff="192.0.2.11")
+    out["basic_wrong"] = [wb["status"], wb["headers"].get("www-authenticate", "")]
+    out["basic_and_body"] = req("acme.test", "/token", form(grant_type="client_credentials",
+        client_id="ci-bot", client_secret="ci-bot-secret"), basic("ci-bot", "ci-bot-secret"))["status"]
+    out["basic_garbage"] = req("acme.test", "/token", form(grant_type="client_credentials"),
+                               {"Authorization": "Basic !!!"})["status"]
     out["refresh_as_bearer"] = req("acme.test", "/token/validate", method="GET",
         headers={"Authorization": "Bearer " + tok.get("refresh_token", "x")})["status"]
     # One live chain per client: a new client_credentials grant ends the previous chain.
@@ -249,7 +261,7 @@ elif CMD == "refresh":
 
 elif CMD == "tenant_flood":
     seq = [token("other.test", grant_type="client_credentials", client_id="batch",
-                 client_secret="batch-secret") for _ in range(12)]
+                 client_secret="batch-secret") for _ in range(14)]
     out["seq"] = [s["status"] for s in seq]
     out["last"] = seq[-1]
 
@@ -441,6 +453,11 @@ expect_eq "a grant the client does not have: 400 unauthorized_client" \
 	"$(jget "$r" no_grant.status) $(jget "$r" no_grant.body)" '400 {"error":"unauthorized_client"}'
 expect_eq "an unsupported grant_type: 400" "$(jget "$r" bad_grant_type.status)" 400
 expect_eq "a refresh token is no bearer token" "$(jget "$r" refresh_as_bearer)" 401
+expect_eq "client credentials as HTTP Basic (RFC 6749 2.3.1): 200" "$(jget "$r" basic)" 200
+expect_eq "  ... a wrong one: 401 with WWW-Authenticate: Basic" "$(jget "$r" basic_wrong)" \
+	'[401, "Basic realm=\"token\""]'
+expect_eq "  ... in the body and the header at once, or not base64: 400" \
+	"$(jget "$r" basic_and_body) $(jget "$r" basic_garbage)" "400 400"
 expect_eq "one live chain per client: a new client_credentials grant ends the old chain" \
 	"$(jget "$r" old_chain) $(jget "$r" new_chain)" "400 200"
 
@@ -469,8 +486,8 @@ expect_eq "after Retry-After the same refresh token works: a refusal spent nothi
 	"$(jget "$r" after_wait)" 200
 
 r=$(probe tenant_flood)
-expect_eq "a client within its own limit stops at its tenant's issuance budget (10)" \
-	"$(jget "$r" seq)" "[200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429, 429]"
+expect_eq "a client within its own limit stops at its tenant's issuance budget (12)" \
+	"$(jget "$r" seq)" "[200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 200, 429, 429]"
 expect_eq "that 429 names the tenant's counter" \
 	"$(hdr "$(jget "$r" last)" ratelimit-policy | cut -d';' -f1)" '"tenant_tokens"'
 
@@ -588,8 +605,8 @@ expect_eq "other: no ceiling configured, so the capacity" \
 expect_eq "per principal, apart: each user, and each client with its own or the default limit" \
 	"$(tl "$r" acme principals.user.burst) $(tl "$r" acme principals.clients.0.id) $(tl "$r" acme principals.clients.0.source) $(tl "$r" acme principals.clients.1.id) $(tl "$r" acme principals.clients.1.rate) $(tl "$r" acme principals.clients.1.burst)" \
 	'2 "ci-bot" "counters.token_client" "flaky" 1 5'
-expect_eq "each client's measured demand beside its limit: ci-bot authenticated 5 times" \
-	"$(tl "$r" acme principals.clients.0.requests)" 5
+expect_eq "each client's measured demand beside its limit: ci-bot authenticated 6 times" \
+	"$(tl "$r" acme principals.clients.0.requests)" 6
 expect_eq "  ... flaky's peak rate is measured" \
 	"$($PY -c 'import sys; print(float(sys.argv[1]) > 0)' "$(tl "$r" acme principals.clients.1.measured_peak_per_s)")" True
 expect_eq "a client is listed under its own tenant only" "$(tl "$r" other principals.clients.0.id)" '"batch"'

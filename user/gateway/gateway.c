@@ -480,6 +480,8 @@ static void send_now(struct gw_req *r)
 	}
 	if (r->code == 401 && r->kind == K_VALIDATE)
 		evhttp_add_header(h, "WWW-Authenticate", "Bearer");
+	if (r->code == 401 && r->kind == K_TOKEN)
+		evhttp_add_header(h, "WWW-Authenticate", "Basic realm=\"token\"");
 	if (r->code == 429 && r->rl_ctr > 0 && r->rl_rate > 0) {
 		/* draft-ietf-httpapi-ratelimit-headers, structured fields: the policy that
 		 * refused (quota q over window w seconds) and what is left of it (r, none)
@@ -2254,6 +2256,86 @@ static void finish_register(struct gw_req *r, uint64_t now)
 	}
 }
 
+static int unhex(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 :
+	       c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Form-decode @in[0..n) into @out (cap bytes with the NUL); its length or -1. */
+static ssize_t form_decode(const char *in, size_t n, char *out, size_t cap)
+{
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		int c = (unsigned char)in[i];
+
+		if (c == '%') {
+			int hi = i + 2 < n ? unhex(in[i + 1]) : -1;
+			int lo = i + 2 < n ? unhex(in[i + 2]) : -1;
+
+			if (hi < 0 || lo < 0)
+				return -1;
+			c = hi << 4 | lo;
+			i += 2;
+		} else if (c == '+') {
+			c = ' ';
+		}
+		if (!c || o + 1 >= cap)
+			return -1;
+		out[o++] = (char)c;
+	}
+	out[o] = '\0';
+	return (ssize_t)o;
+}
+
+/*
+ * RFC 6749 2.3.1: client credentials as HTTP Basic, each form-encoded. With @r NULL only
+ * says whether the header is there (1) or not (0); else fills r->client_id and r->secret:
+ * 1, 0 when absent, -1 with @err when malformed.
+ */
+static int basic_auth(struct evhttp_request *req, struct gw_req *r, char *err,
+		      size_t errlen)
+{
+	const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req),
+					      "Authorization");
+	unsigned char raw[SL_CLIENT_ID_LEN * 3 + GW_SECRET_MAX * 3 + 2];
+	size_t len = 0;
+	const char *colon;
+	ssize_t a, b;
+
+	if (!auth || strncasecmp(auth, "Basic ", 6))
+		return 0;
+	if (!r)
+		return 1;
+	auth += 6;
+	while (*auth == ' ')
+		auth++;
+	if (sodium_base642bin(raw, sizeof(raw) - 1, auth, strlen(auth), NULL, &len, NULL,
+			      sodium_base64_VARIANT_ORIGINAL))
+		goto bad;
+	raw[len] = '\0';
+	colon = memchr(raw, ':', len);
+	if (!colon)
+		goto bad;
+	a = form_decode((const char *)raw, (size_t)(colon - (const char *)raw), r->client_id,
+			sizeof(r->client_id));
+	b = form_decode(colon + 1, len - (size_t)(colon + 1 - (const char *)raw), r->secret,
+			sizeof(r->secret));
+	sodium_memzero(raw, sizeof(raw));
+	if (a <= 0 || b < 0)
+		goto bad_zeroed;
+	r->secret_len = (size_t)b;
+	return 1;
+bad:
+	sodium_memzero(raw, sizeof(raw));
+bad_zeroed:
+	r->client_id[0] = '\0';
+	sodium_memzero(r->secret, sizeof(r->secret));
+	snprintf(err, errlen, "Authorization: Basic must be base64 of CLIENT_ID:SECRET");
+	return -1;
+}
+
 /* The fields each endpoint reads from its body. Returns 0, or -EINVAL with @err. */
 static int ep_fields(struct gw_req *r, int type, const char *body, size_t blen, char *err,
 		     size_t errlen)
@@ -2294,15 +2376,29 @@ static int ep_fields(struct gw_req *r, int type, const char *body, size_t blen, 
 		return ret;
 	switch (r->kind) {
 	case K_TOKEN:
-		r->secret_len = f[2].len;
+		if (f[2].found)
+			r->secret_len = f[2].len;
 		if (!f[0].found || (strcmp(r->grant, "client_credentials") &&
 				    strcmp(r->grant, "refresh_token"))) {
 			snprintf(err, errlen, "'grant_type' must be client_credentials or "
 				 "refresh_token");
 			return -EINVAL;
 		}
+		if (f[1].found || f[2].found) {
+			if (basic_auth(r->req, NULL, NULL, 0) > 0) {
+				snprintf(err, errlen, "client credentials in the body and in "
+					 "Authorization: use one");
+				return -EINVAL;
+			}
+		} else if (basic_auth(r->req, r, err, errlen) < 0) {
+			return -EINVAL;
+		} else if (r->client_id[0]) {
+			f[1].found = f[2].found = true;
+			f[1].len = strlen(r->client_id);
+		}
 		if (!f[1].found || !f[1].len || !f[2].found) {
-			snprintf(err, errlen, "'client_id' and 'client_secret' are required");
+			snprintf(err, errlen, "'client_id' and 'client_secret' are required (in the "
+				 "body, or as Authorization: Basic)");
 			return -EINVAL;
 		}
 		if (!strcmp(r->grant, "refresh_token") && !f[3].len) {
