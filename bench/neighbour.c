@@ -8,8 +8,13 @@
  * sluiced with per-tenant admission, with one global budget, and with admission off.
  *
  *   neighbour --port P [--addr A] [--deadline S] [--warmup S] [--duration S]
- *             [--max-conns N] [--label TEXT]
+ *             [--max-conns N] [--users N] [--label TEXT]
  *             --tenant NAME:HOST:RATE:USER:PASSWORD [--tenant ...]
+ *
+ * --users N: each tenant is a crowd of N people, USER00000 .. USER(N-1) (all with
+ * PASSWORD), signing in in turn, person i of tenant t from X-Forwarded-For 10.t.(i/250).(i%250+1)
+ * (the gateway must trust one hop). Without it every login is USER from the socket's
+ * address: one account hammering, which per-account counters rightly stop.
  * Prints one JSON line.
  */
 #include <arpa/inet.h>
@@ -57,6 +62,7 @@ int main(int argc, char **argv)
 		{ "duration", required_argument, NULL, 'D' },
 		{ "max-conns", required_argument, NULL, 'm' },
 		{ "label", required_argument, NULL, 'l' },
+		{ "users", required_argument, NULL, 'u' },
 		{ "tenant", required_argument, NULL, 't' },
 		{ 0 }
 	};
@@ -65,7 +71,7 @@ int main(int argc, char **argv)
 	struct sockaddr_in sa = { .sin_family = AF_INET };
 	const char *addr = "127.0.0.1", *label = "";
 	double deadline = 3, warmup = 3, duration = 15;
-	uint32_t max_conns = 256;
+	uint32_t max_conns = 256, users = 0;
 	struct event_base *base;
 	int opt, n = 0, port = 0, i, ret;
 
@@ -78,6 +84,7 @@ int main(int argc, char **argv)
 		case 'D': duration = atof(optarg); break;
 		case 'm': max_conns = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 'l': label = optarg; break;
+		case 'u': users = (uint32_t)strtoul(optarg, NULL, 10); break;
 		case 't':
 			if (n == MAX_TENANTS || parse_tenant(optarg, &t[n])) {
 				fprintf(stderr, "neighbour: --tenant NAME:HOST:RATE:USER:PASSWORD "
@@ -91,7 +98,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!n || port < 1 || port > 65535 || duration <= 0 || deadline <= 0 ||
+	if (!n || port < 1 || port > 65535 || duration <= 0 || deadline <= 0 || users > 62500 ||
 	    inet_pton(AF_INET, addr, &sa.sin_addr) != 1) {
 		fprintf(stderr, "neighbour: --port, --tenant and positive times are required\n");
 		return 2;
@@ -106,6 +113,24 @@ int main(int argc, char **argv)
 		c[i].request = lg_post(t[i].host, "/login", body);
 		if (!c[i].request)
 			return 1;
+		if (users) {
+			uint32_t u;
+
+			c[i].requests = calloc(users, sizeof(char *));
+			if (!c[i].requests)
+				return 1;
+			for (u = 0; u < users; u++) {
+				char xff[32];
+
+				snprintf(body, sizeof(body), "username=%s%05u&password=%s", t[i].user,
+					 u, t[i].password);
+				snprintf(xff, sizeof(xff), "10.%d.%u.%u", i, u / 250, u % 250 + 1);
+				c[i].requests[u] = lg_post_from(t[i].host, "/login", xff, body);
+				if (!c[i].requests[u])
+					return 1;
+			}
+			c[i].n_requests = users;
+		}
 		c[i].rate = t[i].rate;
 		c[i].max_conns = max_conns;
 		c[i].deadline_s = deadline;

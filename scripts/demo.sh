@@ -89,9 +89,6 @@ gateway: {
   max_connections = 8192;
   max_held = 8192;
 };
-# The load generator signs one user in per tenant over and over: a success counter per
-# (account, prefix) would rightly call that a token mill.
-counters: { login_successes = { enabled = false; }; };
 daemon: { control_socket = "$SOCK"; metrics_listen = "127.0.0.1:$METRICS"; };
 EOF
 : >"$NT_DIR/creds.txt"
@@ -99,14 +96,19 @@ chmod 600 "$NT_DIR/creds.txt"
 for t in acme globex initech umbrella; do
 	echo "pw-$t" | sluicectl user add "$t" "user" >/dev/null || { echo "demo: user add failed" >&2; exit 1; }
 done
-# The Manila office's 22,000 people, on tenant initech (one hash shared: a demo shortcut).
-$PY - "$NT_DIR/creds.txt" <<'PYEOF2'
+# Each tenant's people (user00000..., each from an address of its own behind the proxy) and
+# the Manila office's 22,000 on tenant initech; one hash per tenant shared: a demo shortcut.
+USERS=2000
+$PY - "$NT_DIR/creds.txt" $USERS <<'PYEOF2'
 import sys
-path = sys.argv[1]
-phc = [l for l in open(path) if l.startswith("initech,user,")][0].strip().split(",", 2)[2]
+path, users = sys.argv[1], int(sys.argv[2])
+phc = {l.split(",")[0]: l.strip().split(",", 2)[2] for l in open(path) if ",user," in l}
 with open(path, "a") as f:
+    for t, h in phc.items():
+        for i in range(users):
+            f.write("%s,user%05d,%s\n" % (t, i, h))
     for i in range(22000):
-        f.write("initech,staff%05d,%s\n" % (i, phc))
+        f.write("initech,staff%05d,%s\n" % (i, phc["initech"]))
 PYEOF2
 
 echo "sluice demo: sluiced on veth 'vs' in netns $NS_S (edge and gateway); clients in $NS_C and $NS_S"
@@ -132,23 +134,42 @@ neighbour() { # SECONDS ACME-RATE
 		--tenant "acme:acme.example:$2:user:pw-acme" \
 		--tenant "globex:globex.example:$base:user:pw-globex" \
 		--tenant "initech:initech.example:$base:user:pw-initech" \
-		--tenant "umbrella:umbrella.example:$base:user:pw-umbrella"
+		--tenant "umbrella:umbrella.example:$base:user:pw-umbrella" --users $USERS
 }
 neighbour 6 "$base" >"$NT_DIR/n0.json"
+ns curl -s -m 5 "http://127.0.0.1:$METRICS/metrics" >"$NT_DIR/m0.prom"
 echo monday >"$NT_DIR/phase"
 neighbour 15 "$($PY -c "print($base * 6)")" >"$NT_DIR/n1.json"
+ns curl -s -m 5 "http://127.0.0.1:$METRICS/metrics" >"$NT_DIR/m1.prom"
 echo after >"$NT_DIR/phase"
 neighbour 5 "$base" >"$NT_DIR/n2.json"
 
 echo "1. Monday forced reset: acme at 6x its baseline of $base logins/s, the others at theirs (15 s)"
-$PY - "$NT_DIR/n1.json" <<'PYEOF2'
+$PY - "$NT_DIR/n1.json" "$NT_DIR/m0.prom" "$NT_DIR/m1.prom" <<'PYEOF2'
 import json, sys
+from prometheus_client.parser import text_string_to_metric_families
 d = json.load(open(sys.argv[1]))
 ts = d.get("tenants", d)
-print("   %-10s %8s %8s %8s %10s %9s" % ("tenant", "sent", "ok", "shed", "timed out", "p99 ms"))
+def sheds(path):
+    out = {}
+    for f in text_string_to_metric_families(open(path).read()):
+        for s in f.samples:
+            if s.name == "sluice_gateway_shed_total" and s.value:
+                k = (s.labels.get("tenant"), s.labels.get("reason"))
+                out[k] = out.get(k, 0) + s.value
+    return out
+m0, m1 = sheds(sys.argv[2]), sheds(sys.argv[3])
+why = {}
+for (t, r), v in m1.items():
+    n = int(v - m0.get((t, r), 0))
+    if n:
+        why.setdefault(t, []).append("%s %d" % (r, n))
+print("   %-10s %8s %8s %8s %7s %10s %9s  %s" % ("tenant", "sent", "ok", "shed", "shed %",
+                                               "timed out", "p99 ms", "shed by reason"))
 for t in ts:
-    print("   %-10s %8d %8d %8d %10d %9.0f" % (t["name"], t["sent"], t["ok"], t["shed"],
-                                             t["timeouts"], t["p99_ms"]))
+    print("   %-10s %8d %8d %8d %6.1f%% %10d %9.0f  %s" % (
+        t["name"], t["sent"], t["ok"], t["shed"], 100.0 * t["shed"] / max(t["sent"], 1),
+        t["timeouts"], t["p99_ms"], ", ".join(sorted(why.get(t["name"], []))) or "-"))
 PYEOF2
 echo "   (acme's excess is shed with 429; the others keep their logins and their latency)"
 echo

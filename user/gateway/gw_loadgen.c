@@ -260,7 +260,13 @@ static void send_req(struct lg_conn *k)
 	k->close_after = false;
 	if (k->counted)
 		c->attempts++;
-	bufferevent_write(k->bev, c->request, strlen(c->request));
+	{
+		/* A crowd: the class's requests in turn (many accounts from many addresses). */
+		const char *rq = c->n_requests ? c->requests[c->next_request++ % c->n_requests] :
+						 c->request;
+
+		bufferevent_write(k->bev, rq, strlen(rq));
+	}
 	event_add(k->timer, &tv);
 }
 
@@ -414,11 +420,17 @@ out:
 
 char *lg_post(const char *host, const char *path, const char *body)
 {
+	return lg_post_from(host, path, NULL, body);
+}
+
+char *lg_post_from(const char *host, const char *path, const char *xff, const char *body)
+{
 	char *s = NULL;
 
-	if (asprintf(&s, "POST %s HTTP/1.1\r\nHost: %s\r\n"
+	if (asprintf(&s, "POST %s HTTP/1.1\r\nHost: %s\r\n%s%s%s"
 		     "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: %zu\r\n"
-		     "\r\n%s", path, host, strlen(body), body) < 0)
+		     "\r\n%s", path, host, xff ? "X-Forwarded-For: " : "", xff ? xff : "",
+		     xff ? "\r\n" : "", strlen(body), body) < 0)
 		return NULL;
 	return s;
 }

@@ -30,6 +30,8 @@ struct lg_class {
 	/* what */
 	const char *name;
 	const char *request;     /* the whole request, sent as is */
+	char **requests;         /* or these in turn, when n_requests > 0 */
+	uint32_t n_requests, next_request;
 	/* how */
 	bool closed_loop;
 	uint32_t clients;        /* closed loop: concurrent clients */
@@ -59,5 +61,7 @@ int lg_run(struct event_base *base, const struct sockaddr *dst, socklen_t dlen,
 
 /* A POST of @body (form-encoded) to @path with Host @host. Caller frees. */
 char *lg_post(const char *host, const char *path, const char *body);
+/* The same from a client behind a proxy: X-Forwarded-For @xff (none if NULL). */
+char *lg_post_from(const char *host, const char *path, const char *xff, const char *body);
 
 #endif
