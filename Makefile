@@ -233,13 +233,22 @@ MAN5 := sluice.conf.5
 # Where the samples name /etc/sluice/ (asn_table), the installed copies name SYSCONFDIR.
 conf_sed := sed -e 's|/etc/sluice/|$(SYSCONFDIR)/|g'
 
-install: $(BINS)
+# sluice.conf(5) is docs/configuration.md in roff, made here so the installed page never lags
+# the reference; man/sluice.conf.5 is the committed copy (`make man`), used without Python.
+$(BUILD)/man/sluice.conf.5: docs/configuration.md scripts/man_conf.py man/sluice.conf.5
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)if command -v python3 >/dev/null; then \
+		python3 scripts/man_conf.py docs/configuration.md >$@.tmp && mv $@.tmp $@; \
+	else cp man/sluice.conf.5 $@; fi
+
+install: $(BINS) $(BUILD)/man/sluice.conf.5
 	$(call msg,INSTALL,$(if $(DESTDIR),$(DESTDIR) )$(PREFIX) $(SYSCONFDIR))
 	$(Q)$(INSTALL) -d -m 0755 $(DESTDIR)$(SBINDIR) $(DESTDIR)$(MANDIR)/man5 \
 		$(DESTDIR)$(MANDIR)/man8 $(DESTDIR)$(SYSTEMDUNITDIR) $(DESTDIR)$(SYSCONFDIR)
 	$(Q)$(INSTALL) -m 0755 $(BINS) $(DESTDIR)$(SBINDIR)/
 	$(Q)$(INSTALL) -m 0644 $(addprefix man/,$(MAN8)) $(DESTDIR)$(MANDIR)/man8/
-	$(Q)$(INSTALL) -m 0644 $(addprefix man/,$(MAN5)) $(DESTDIR)$(MANDIR)/man5/
+	$(Q)$(INSTALL) -m 0644 $(BUILD)/man/sluice.conf.5 $(DESTDIR)$(MANDIR)/man5/
 	$(Q)if [ "$(MANGZIP)" = 1 ]; then \
 		gzip -9nf $(addprefix $(DESTDIR)$(MANDIR)/man8/,$(MAN8)) \
 			$(addprefix $(DESTDIR)$(MANDIR)/man5/,$(MAN5)); fi
@@ -276,8 +285,7 @@ uninstall:
 	done
 	$(Q)rmdir $(DESTDIR)$(SYSCONFDIR) 2>/dev/null || true
 
-# sluice.conf(5) is docs/configuration.md in roff. The page is committed, so an install
-# needs no Python; run this after editing the reference.
+# Refreshes the committed sluice.conf(5) after an edit of docs/configuration.md.
 .PHONY: man
 man:
 	$(call msg,GEN,man/sluice.conf.5)
