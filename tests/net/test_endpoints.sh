@@ -88,7 +88,6 @@ gateway: {
   argon2 = { m_cost_kib = 1024; t_cost = 2; parallelism = 1; memory_budget_mib = 2; };
   trusted_hops = 1;
   reject_floor_ms = $FLOOR_MS;
-  login_uniform = true;
   delivery = "log";
   delivery_log = "$DIR/outbox.log";
   link_base = "https://acme.test";

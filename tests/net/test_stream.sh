@@ -57,6 +57,9 @@ gateway: {
   argon2 = { m_cost_kib = 64; t_cost = 1; parallelism = 1; memory_budget_mib = 1; };
   trusted_hops = 1;
   reject_floor_ms = 0;
+  # The ladder is read through its distinguishable answers; the default (login_uniform)
+  # answers a blocked login like a wrong password: tested in test_endpoints.sh.
+  login_uniform = false;
   queue = { target_wait_ms = 5000; max_depth = 4096; };
 };
 stream: { mode = "$1"; queue = $2; window_s = 600; ladder_delay_ms = 600;

@@ -309,6 +309,7 @@ void sl_config_defaults(struct sl_config *c)
 	c->gw.max_headers = 8192;
 	c->gw.max_depth = 1024;
 	c->gw.reject_floor_ms = 250;
+	c->gw.login_uniform = 1;
 	c->gw.max_held = 1024;
 	c->gw.max_connections = 4096;
 	c->gw.request_timeout_ms = 10000;
