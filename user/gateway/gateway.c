@@ -1049,9 +1049,11 @@ static void shed(struct gw_req *r, int reason)
 	refund_attempt(r);
 	if (r->kind == K_LOGIN && g->cfg->gw.login_uniform &&
 	    (reason == GW_SHED_FAILURES || reason == GW_SHED_SUCCESSES ||
-	     reason == GW_SHED_TENANT_LOGINS || reason == GW_SHED_ACCOUNT_BLOCKED)) {
+	     reason == GW_SHED_ACCOUNT_BLOCKED)) {
 		/* A throttled login looks exactly like a failed one: same status, body and
-		 * floor, no Retry-After, no longer hold for an early return. */
+		 * floor, no Retry-After, no longer hold for an early return. tenant_logins is
+		 * not about the account but the tenant's capacity (and, fail closed, refuses
+		 * right passwords while Redis is out): a capacity shed, 429 like the others. */
 		respond(r, 401, "Unauthorized", BODY_SIGNIN, 0, true, false);
 		return;
 	}
