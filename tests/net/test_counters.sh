@@ -241,6 +241,7 @@ print(int(("prefix_accounts", "100.64.9.0/24") in keys))')
 expect_eq "60 accounts failed from one /24 across two nodes (30 each, threshold 50): flagged" "$wb" 1
 expect_ge "metrics: the stream job's events ($(prom sluice_stream_events_total))" \
 	"$(prom sluice_stream_events_total)" 30
+expect_eq "metrics: the stream job counts on Redis" "$(prom sluice_stream_counting mode=redis)" 1
 expect_eq "metrics parse with the stream job's and the gateway's families" "$(prom --check | grep -c '^[0-9]')" 1
 pt=$(prom --promtool)
 if [ "$pt" = "no promtool" ]; then

@@ -175,6 +175,7 @@ la=$(ctl a leases --json)
 expect_eq "without Redis, node a's lease expired" "$(jget "$la" tenants.0.lease_live)" false
 expect_eq "  ... and the datapath's static rate is in force" "$(jget "$la" tenants.0.in_force_rate)" 10
 expect_eq "metrics: the lease is no longer live" "$(prom sluice_lease_live tenant=acme)" 0
+expect_eq "metrics: the rate in force is the static 10/s" "$(prom sluice_tenant_rate_in_force tenant=acme)" 10
 st=$(ctl a status --json)
 expect_match "status shows the breaker open or probing" "$(jget "$st" store.breaker)" '^(open|half-open)$'
 grep -q "leases: no answer from Redis" "$NT_DIR/a.log" && tap_ok "the lost lease is logged" ||

@@ -1309,5 +1309,27 @@ void stream_metrics(struct stream *s, struct evbuffer *out)
 			    (unsigned long long)depth, (unsigned long long)s->verdicts,
 			    (unsigned long long)s->recorded[SL_MODE_ENFORCE],
 			    (unsigned long long)s->recorded[SL_MODE_MONITOR]);
+	{
+		/* Where the windows are counted: 1 for the mode in force. */
+		bool redis = s->c->redis.address[0];
+		bool down = redis && __atomic_load_n(&s->redis_down, __ATOMIC_RELAXED);
+
+		evbuffer_add_printf(out,
+				    "# HELP sluice_stream_counting Where the stream job counts now (1 "
+				    "for the mode in force): redis (shared by the nodes), in_process, "
+				    "or redis_down (in process until Redis answers again).\n"
+				    "# TYPE sluice_stream_counting gauge\n"
+				    "sluice_stream_counting{mode=\"redis\"} %d\n"
+				    "sluice_stream_counting{mode=\"in_process\"} %d\n"
+				    "sluice_stream_counting{mode=\"redis_down\"} %d\n",
+				    redis && !down, !redis, down);
+		evbuffer_add_printf(out,
+				    "# HELP sluice_stream_redis_errors_total Redis pipelines of the "
+				    "stream job that failed.\n"
+				    "# TYPE sluice_stream_redis_errors_total counter\n"
+				    "sluice_stream_redis_errors_total %llu\n",
+				    (unsigned long long)__atomic_load_n(&s->redis_errors,
+									 __ATOMIC_RELAXED));
+	}
 	pthread_mutex_unlock(&s->mu);
 }

@@ -163,6 +163,9 @@ void metrics_leases(struct evbuffer *out, const struct sl_maps *maps, const stru
 		  "Cost units per second reaching the tenant's bucket on this node." },
 		{ "sluice_tenant_cluster_demand_rate", "gauge",
 		  "The same, summed over the nodes with a live demand report." },
+		{ "sluice_tenant_rate_in_force", "gauge",
+		  "The rate the datapath charges now, units per second: the lease while it lives, "
+		  "the static rate once it expired." },
 	};
 	uint64_t now = sl_now_ns();
 	unsigned j;
@@ -186,7 +189,13 @@ void metrics_leases(struct evbuffer *out, const struct sl_maps *maps, const stru
 			case 3: v = live; break;
 			case 4: v = live ? (double)(t.lease_expires_ns - now) / 1e9 : 0; break;
 			case 5: v = (double)t.demand_milli / 1000.0; break;
-			default: v = (double)t.cluster_milli / 1000.0; break;
+			case 6: v = (double)t.cluster_milli / 1000.0; break;
+			default: {
+				const struct sl_rate *r = live ? &t.lease : &t.fallback;
+
+				v = r->emission_ns ? 1e9 / (double)r->emission_ns : 0;
+				break;
+			}
 			}
 			evbuffer_add_printf(out, "%s{tenant=\"", m[j].name);
 			label(out, t.name);
