@@ -654,6 +654,11 @@ static const struct bad_case bad_cases[] = {
 	  "counters: { login_failures = { rate = 0.01; burst = 5.0;\n"
 	  "  static_rate = 1.0; }; };\n",
 	  7, "counters.login_failures: static_rate and static_burst apply to fail = \"closed\" only", 1, 0, NULL },
+	{ "a static burst below one check", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "counters: { tenant_logins = { rate = 10.0; burst = 20.0;\n"
+	  "  static_burst = 0.5; }; };\n",
+	  7, "counters.tenant_logins.static_burst: 0.5 is below one check (1)", 1, 0, NULL },
 	{ "a capacity counter without its budget", GOOD_EDGE
 	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
 	  "counters: {\n"
@@ -1137,6 +1142,19 @@ static void shared_state_is_read(void **state)
 	assert_int_equal(c.counters[SL_CTR_TENANT_LOGINS].fail, 1);
 	assert_true(c.counters[SL_CTR_TENANT_LOGINS].static_rate == 100.0);
 	assert_true(c.counters[SL_CTR_TENANT_LOGINS].static_burst == 200.0);
+
+	/* A static rate alone keeps the default burst (a burst of 0 would refuse every check
+	 * while Redis is out), and a static burst alone keeps the default rate. */
+	assert_int_equal(load_text(GOOD_EDGE
+		"classes = ( { name = \"unknown\"; rate = 3.0; burst = 7.0; } );\n"
+		"cluster: { nodes = 4; };\n"
+		"counters: { tenant_logins = { rate = 400.0; burst = 800.0; static_rate = 50.0; };\n"
+		"  tenant_tokens = { rate = 40.0; burst = 80.0; static_burst = 8.0; }; };\n",
+		NULL, &c, err, path, sizeof(path)), 0);
+	assert_true(c.counters[SL_CTR_TENANT_LOGINS].static_rate == 50.0);
+	assert_true(c.counters[SL_CTR_TENANT_LOGINS].static_burst == 200.0);
+	assert_true(c.counters[SL_CTR_TENANT_TOKENS].static_rate == 10.0);
+	assert_true(c.counters[SL_CTR_TENANT_TOKENS].static_burst == 8.0);
 }
 
 static void bad_configs_are_rejected_with_file_and_line(void **state)

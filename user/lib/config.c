@@ -1679,11 +1679,22 @@ static void load_counters(struct vctx *x, const config_setting_t *root, struct s
 		cc->static_rate = cc->static_burst = 0;
 		get_num(x, k, where, "static_rate", false, 0, 1e9, &cc->static_rate);
 		get_num(x, k, where, "static_burst", false, 0, 1e9, &cc->static_burst);
-		if (cc->fail == 1 && !config_setting_get_member(k, "static_rate")) {
-			/* An even split is the conservative guess at this node's share. */
-			cc->static_rate = cc->rate / c->cluster.nodes;
-			cc->static_burst = cc->burst / c->cluster.nodes < 1 ? 1 :
-					   cc->burst / c->cluster.nodes;
+		if (cc->fail == 1) {
+			bool has_rate = config_setting_get_member(k, "static_rate");
+			bool has_burst = config_setting_get_member(k, "static_burst");
+
+			/* An even split is the conservative guess at this node's share, for
+			 * whichever of the two is not given; a burst below one check would
+			 * refuse everything while Redis is out. */
+			if (!has_rate)
+				cc->static_rate = cc->rate / c->cluster.nodes;
+			if (!has_burst)
+				cc->static_burst = cc->burst / c->cluster.nodes < 1 ? 1 :
+						   cc->burst / c->cluster.nodes;
+			else if (cc->static_burst < 1)
+				bad(x, config_setting_get_member(k, "static_burst"),
+				    "%s.static_burst: %g is below one check (1)", where,
+				    cc->static_burst);
 		}
 		if (cc->fail == 0 && (config_setting_get_member(k, "static_rate") ||
 				      config_setting_get_member(k, "static_burst")))
