@@ -1058,6 +1058,13 @@ int sluice_xdp(struct xdp_md *ctx)
 		if (d->action == SL_ACT_REPLY)
 			return record(d->class_id, d->reason, sl_send_synack(ctx, pk));
 		return record(d->class_id, d->reason, XDP_DROP);
+	case SL_R_WOULD_SHED_PREFIX:
+	case SL_R_WOULD_SHED_PARENT:
+	case SL_R_WOULD_SHED_TENANT:
+		/* Monitor mode: sampled like a shed, so an operator sees which prefixes it
+		 * would have shed (sluicectl events, top) before enforcing. */
+		emit_event(set, sp, &d->key, d->class_id, d->reason, d->action, (__u16)dport, 0, now);
+		return record(d->class_id, d->reason, XDP_PASS);
 	default:
 		return record(d->class_id, d->reason, XDP_PASS);
 	}

@@ -30,6 +30,7 @@ edge: {
   state_entries = 4096;
   asn_table = "$NT_DIR/asn.csv";
   pin_path = "$PIN";
+  event_sample = 1;
 };
 classes = (
   { name = "hosting"; v4_prefix = 24; v6_prefix = 48; v4_parent = 16; v6_parent = 32;
@@ -102,8 +103,16 @@ expect_eq "prefix show: the IPv6 key is the /64" "$(jget "$pp" bucket.key)" 2001
 expect_eq "prefix show: the IPv6 parent is the /48" "$(jget "$pp" parent_bucket.key)" \
 	2001:db8:2b00::/48
 
-# 4. Monitor mode: everything passes, the excess is counted as would_shed.
+# 4. Monitor mode: everything passes, the excess is counted as would_shed and sampled to
+# the event ring like a shed, so an operator sees which prefixes it would shed.
+ev="$NT_DIR/events"
+sluicectl events --json --count 2000 --timeout 3 >"$ev" &
+evpid=$!
+sleep 0.5
 r=$(probe --src 192.0.2.7 --count 10)
+wait $evpid
+expect_eq "monitor class: its would-be sheds are on the event ring (8 of 10)" \
+	"$(grep '"reason":"would_shed_prefix"' "$ev" | grep -c '"prefix":"192.0.2.7/32"')" 8
 expect_eq "monitor class: 10 of 10 answered" "$(answered "$r")" 10
 s=$(sluicectl stats --json)
 expect_eq "monitor class: 8 would_shed (credit 2 of burst 4)" \
@@ -116,7 +125,7 @@ write_conf 0
 kill -HUP "$SLUICED_PID"
 for _ in $(seq 1 50); do grep -q "reload rejected" "$NT_DIR/sluiced.log" && break; sleep 0.1; done
 expect_match "SIGHUP with a bad file: the log names file:line and the reason" \
-	"$(cat "$NT_DIR/sluiced.log")" "$NT_DIR/sluice.conf:11: .*v4_prefix.*out of range"
+	"$(cat "$NT_DIR/sluiced.log")" "$NT_DIR/sluice.conf:12: .*v4_prefix.*out of range"
 st=$(sluicectl status --json)
 expect_eq "SIGHUP with a bad file: generation unchanged" "$(jget "$st" generation)" "$gen"
 expect_eq "SIGHUP with a bad file: the failure is counted" "$(jget "$st" reload_failures)" 1
@@ -125,7 +134,7 @@ r=$(probe --src 198.51.100.50 --count 3)
 expect_eq "after the bad reload the hosting /24 is still shed" "$(answered "$r")" 0
 out=$(sluicectl reload 2>&1); rc=$?
 expect_eq "sluicectl reload with a bad file exits 1" "$rc" 1
-expect_match "sluicectl reload prints file:line" "$out" "sluice.conf:11:"
+expect_match "sluicectl reload prints file:line" "$out" "sluice.conf:12:"
 write_conf 32
 out=$(sluicectl reload --json); rc=$?
 expect_eq "sluicectl reload of a good file exits 0" "$rc" 0
