@@ -163,6 +163,8 @@ in_range "$ms" 0.7 0.9 && tap_ok "metrics: node a's lease share ($ms)" ||
 	tap_not_ok "metrics: node a's lease share ($ms)"
 expect_ge "metrics: XDP decisions by reason and class move with traffic" \
 	"$(prom sluice_xdp_decisions_total reason=passed class=unknown)" 400
+expect_ge "metrics: the datapath created prefix buckets for the traffic" \
+	"$(prom sluice_xdp_keys_created_total kind=new)" 1
 expect_eq "metrics: the lease is live" "$(prom sluice_lease_live tenant=acme)" 1
 st=$(ctl a status --json)
 expect_eq "status: the counter store is Redis, breaker closed" \

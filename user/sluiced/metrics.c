@@ -144,6 +144,34 @@ void metrics_edge(struct evbuffer *out, const struct sl_maps *maps, const struct
 			evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)rows[i].pkts[k]);
 		}
 	}
+	{
+		uint64_t kn = 0, kr = 0, cas = 0, syn = 0, lost = 0;
+
+		for (i = 0; i < SL_STATS_ROWS; i++) {
+			kn += rows[i].key_new;
+			kr += rows[i].key_returned;
+			cas += rows[i].cas_busy;
+			syn += rows[i].synacks;
+			lost += rows[i].events_lost;
+		}
+		head(out, "sluice_xdp_keys_created_total", "counter",
+		     "Prefix buckets the datapath created: for keys never seen (new) or for keys "
+		     "the ghost table remembered as spent (returned).");
+		evbuffer_add_printf(out, "sluice_xdp_keys_created_total{kind=\"new\"} %llu\n"
+				    "sluice_xdp_keys_created_total{kind=\"returned\"} %llu\n",
+				    (unsigned long long)kn, (unsigned long long)kr);
+		head(out, "sluice_xdp_cas_busy_total", "counter",
+		     "Bucket updates that gave up after their compare-and-swap retries (a hot key; "
+		     "the packet is shed).");
+		evbuffer_add_printf(out, "sluice_xdp_cas_busy_total %llu\n", (unsigned long long)cas);
+		head(out, "sluice_xdp_synacks_total", "counter",
+		     "Cookie SYN-ACKs sent by XDP_TX for shed SYNs on reply ports.");
+		evbuffer_add_printf(out, "sluice_xdp_synacks_total %llu\n", (unsigned long long)syn);
+		head(out, "sluice_xdp_events_lost_total", "counter",
+		     "Sampled events the ring buffer had no room for.");
+		evbuffer_add_printf(out, "sluice_xdp_events_lost_total %llu\n",
+				    (unsigned long long)lost);
+	}
 	free(rows);
 }
 
