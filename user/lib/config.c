@@ -1829,6 +1829,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	static const char *const top_keys[] = { "edge", "classes", "tenants", "routes", "gateway",
 		"daemon", "redis", "cluster", "counters", "stream", NULL };
 	struct vctx x = { .file = path, .err = err, .errlen = errlen };
+	char cfg_dir[PATH_MAX];
 	struct sl_config *c;
 	config_t cfg;
 	FILE *f;
@@ -1850,6 +1851,20 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	}
 	sl_config_defaults(c);
 	snprintf(c->path, sizeof(c->path), "%s", path);
+	/* Relative paths in the file (asn_table, credentials, delivery_log, @include) mean
+	 * the same to sluiced and to sluicectl: relative to the file's own directory. */
+	if (!base_dir) {
+		char *slash;
+
+		if (!realpath(path, cfg_dir))
+			snprintf(cfg_dir, sizeof(cfg_dir), "%s", path);
+		slash = strrchr(cfg_dir, '/');
+		if (slash && slash != cfg_dir)
+			*slash = '\0';
+		else
+			snprintf(cfg_dir, sizeof(cfg_dir), "%s", slash ? "/" : ".");
+		base_dir = cfg_dir;
+	}
 
 	config_init(&cfg);
 	if (base_dir) /* libconfig strdup()s it: NULL would crash */

@@ -288,8 +288,9 @@ int sl_config_route(const struct sl_config *c, uint8_t method, const char *path)
 void sl_config_defaults(struct sl_config *c);
 
 /*
- * Parse and validate @path into @c. Relative paths inside the file (asn_table) are resolved
- * against @base_dir (the directory sluiced was started in), or the cwd when NULL.
+ * Parse and validate @path into @c. Relative paths inside the file (asn_table, credentials,
+ * delivery_log, @include) are resolved against @base_dir, or when NULL (sluiced and
+ * sluicectl) against the directory of the file itself.
  * Returns 0, or a negative errno with the problems, one per line, in @err.
  */
 int sl_config_load(const char *path, const char *base_dir, struct sl_config *c, char *err,

@@ -99,7 +99,7 @@ static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *
 	int ret;
 
 	memset(asn, 0, sizeof(*asn));
-	ret = sl_config_load(d->config_path, d->base_dir, c, err, sizeof(err));
+	ret = sl_config_load(d->config_path, NULL, c, err, sizeof(err));
 	if (!ret && c->asn_table[0])
 		ret = sl_asn_load_csv(c->asn_table, c, asn, err, sizeof(err));
 	if (ret) {
@@ -129,7 +129,7 @@ static int check_config(struct daemon *d)
 		fprintf(stderr, "sluiced: out of memory\n");
 		return 1;
 	}
-	if (sl_config_load(d->config_path, d->base_dir, c, err, sizeof(err)))
+	if (sl_config_load(d->config_path, NULL, c, err, sizeof(err)))
 		goto out;
 	if (c->asn_table[0] && sl_asn_load_csv(c->asn_table, c, &asn, err, sizeof(err)))
 		goto out;
