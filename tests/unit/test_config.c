@@ -665,6 +665,16 @@ static const struct bad_case bad_cases[] = {
 	  "counters: { login_failures = { rate = 0.01; burst = 5.0;\n"
 	  "  static_rate = 1.0; }; };\n",
 	  7, "counters.login_failures: static_rate and static_burst apply to fail = \"closed\" only", 1, 0, NULL },
+	{ "metrics_listen with a host name", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "daemon: { control_socket = \"/run/x.sock\";\n"
+	  "  metrics_listen = \"localhost:9469\"; };\n",
+	  7, "daemon.metrics_listen: expected \"ADDR:PORT\"", 1, 0, NULL },
+	{ "metrics_listen with junk after the port", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "daemon: { control_socket = \"/run/x.sock\";\n"
+	  "  metrics_listen = \"127.0.0.1:80abc\"; };\n",
+	  7, "daemon.metrics_listen: expected \"ADDR:PORT\"", 1, 0, NULL },
 	{ "a static burst below one check", GOOD_EDGE
 	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
 	  "counters: { tenant_logins = { rate = 10.0; burst = 20.0;\n"
@@ -983,6 +993,14 @@ static const struct bad_case bad_cases[] = {
 	  ");\n",
 	  8, "tenant 'a'.listen: an edge budget needs rate and burst", 2,
 	  9, "tenant 'a'.burst: an edge budget needs a rate too" },
+
+	{ "a lease ttl and static rate without an edge budget", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a\"; hosts = [\"a.example\"];\n"
+	  "    static_rate = 2.0; lease_ttl = 5; }\n"
+	  ");\n",
+	  8, "tenant 'a'.static_rate: an edge budget needs a rate too", 2,
+	  8, "tenant 'a'.lease_ttl: an edge budget needs a rate too" },
 
 	/* tenants: one name, one destination */
 	{ "duplicate tenant name", TENANT_EDGE

@@ -964,9 +964,16 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 			t->reservation = d;
 
 		if (!t->edge_budget) {
-			if (config_setting_get_member(g, "burst"))
-				bad(x, config_setting_get_member(g, "burst"),
-				    "%s.burst: an edge budget needs a rate too", where);
+			static const char *const edge_only[] = { "burst", "static_rate",
+				"static_burst", "lease_ttl" };
+			size_t eo;
+
+			/* Accepted and ignored would let an operator believe a budget holds. */
+			for (eo = 0; eo < sizeof(edge_only) / sizeof(edge_only[0]); eo++)
+				if (config_setting_get_member(g, edge_only[eo]))
+					bad(x, config_setting_get_member(g, edge_only[eo]),
+					    "%s.%s: an edge budget needs a rate too", where,
+					    edge_only[eo]);
 			e = get_enum(x, g, where, "mode", mode_names, SL_MODE_ENFORCE);
 			if (e >= 0)
 				t->mode = (uint8_t)e;
@@ -1497,9 +1504,24 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 	s = get_str(x, d, "daemon", "metrics_listen", false);
 	if (s) {
 		const char *colon = strrchr(s, ':');
-		long port = colon ? strtol(colon + 1, NULL, 10) : 0;
+		char *end = NULL, host[64];
+		long port = colon ? strtol(colon + 1, &end, 10) : 0;
+		bool addr_ok = false;
 
-		if (!colon || colon == s || port < 1 || port > 65535 ||
+		if (colon && colon > s && (size_t)(colon - s) < sizeof(host)) {
+			struct in6_addr a6;
+			size_t hl = (size_t)(colon - s);
+
+			memcpy(host, s, hl);
+			host[hl] = '\0';
+			if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
+				host[hl - 1] = '\0';
+				addr_ok = inet_pton(AF_INET6, host + 1, &a6) == 1;
+			} else {
+				addr_ok = inet_pton(AF_INET, host, &a6) == 1;
+			}
+		}
+		if (!addr_ok || !end || *end || port < 1 || port > 65535 ||
 		    strlen(s) >= sizeof(c->metrics_listen))
 			bad(x, config_setting_get_member(d, "metrics_listen"),
 			    "daemon.metrics_listen: expected \"ADDR:PORT\" or \"[ADDR6]:PORT\"");
