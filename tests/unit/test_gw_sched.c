@@ -153,6 +153,30 @@ static void littles_law_depth_follows_the_measured_rate(void **state)
 	free(c);
 }
 
+/* A tenant inside its reservation is not the one shed: at a queue full of reserved work
+ * (nothing to push out) it overfills up to twice the Little's-law depth, then is refused. */
+static void reserved_work_overfills_a_reserved_queue_to_twice_its_depth(void **state)
+{
+	double res[1] = { 100000 };
+	struct sl_config *c = mkcfg(1, res, 100000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	uint32_t lim = gw_sched_depth_limit(s), i;
+	struct gw_job *j;
+
+	(void)state;
+	assert_int_equal(lim, 4);
+	for (i = 0; i < 2 * lim; i++) {
+		j = job(s, 0, R_LOGIN, 0);
+		assert_int_equal(admit(s, j, T0, NULL), GW_SHED_NONE);
+		assert_int_equal(j->lane, GW_LANE_RESERVED);
+	}
+	assert_int_equal(s->depth, 2 * lim);
+	assert_int_equal(admit(s, job(s, 0, R_LOGIN, 0), T0, NULL), GW_SHED_QUEUE_FULL);
+	assert_int_equal(s->depth, 2 * lim);
+	free(s);
+	free(c);
+}
+
 static void a_full_queue_refuses_at_once(void **state)
 {
 	double res[1] = { 0 };
@@ -619,6 +643,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(littles_law_depth_follows_the_measured_rate, fresh_jobs),
 		cmocka_unit_test_setup(a_full_queue_refuses_at_once, fresh_jobs),
+		cmocka_unit_test_setup(reserved_work_overfills_a_reserved_queue_to_twice_its_depth,
+				       fresh_jobs),
 		cmocka_unit_test_setup(reservation_is_guaranteed_under_a_flood, fresh_jobs),
 		cmocka_unit_test_setup(reserved_arrival_pushes_out_burst_work, fresh_jobs),
 		cmocka_unit_test_setup(drr_orders_by_overage_and_sheds_the_furthest, fresh_jobs),

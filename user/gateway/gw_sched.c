@@ -604,6 +604,7 @@ int gw_sched_admit(struct gw_sched *s, struct gw_job *j, uint64_t now, struct gw
 {
 	struct gw_tstate *t = &s->t[j->tenant];
 	const struct gw_class *k = &s->cls[j->cls];
+	uint32_t lim;
 
 	*victim = NULL;
 	j->cost = k->estimate > 0 ? k->estimate : 0;
@@ -649,11 +650,19 @@ int gw_sched_admit(struct gw_sched *s, struct gw_job *j, uint64_t now, struct gw
 	}
 
 	update_mode(s, now);
-	if (s->depth >= gw_sched_depth_limit(s)) {
+	lim = gw_sched_depth_limit(s);
+	if (s->depth >= lim) {
 		double vr, mine = gw_sched_overage(s, j->tenant, now);
 		int v = most_over(s, now, &vr);
 		struct gw_job *out;
 
+		/* Reserved work at a queue holding no burst work to push out: the reservation
+		 * is a promise, so it may overfill the queue up to twice the Little's-law depth
+		 * (never past max_depth; its deadline is still checked at dequeue). Reserved
+		 * work past that means the reservations outrun the pool: refused. */
+		if (v < 0 && j->lane == GW_LANE_RESERVED && s->depth < 2 * lim &&
+		    s->depth < s->max_depth)
+			goto enqueue;
 		/* Room is made only at the expense of a tenant further above its reservation
 		 * than the arrival's; reserved work outranks all burst work. */
 		if (v < 0 || (j->lane == GW_LANE_BURST && (v == j->tenant || mine >= vr))) {
@@ -666,6 +675,7 @@ int gw_sched_admit(struct gw_sched *s, struct gw_job *j, uint64_t now, struct gw
 		gw_sched_release(s, out, now);
 		*victim = out;
 	}
+enqueue:
 	enqueue(s, j);
 	if (j->lane == GW_LANE_RESERVED)
 		charge_pool(s, j); /* reserved work may run the capacity bucket into debt */
