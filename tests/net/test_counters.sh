@@ -180,7 +180,7 @@ worst=$($PY -c 'import json,sys; print(max(r["ms"] for r in json.loads(sys.argv[
 expect_le "no answer waited past the 20 ms timeout plus the 50 ms floor and a hash ($worst ms)" \
 	"$($PY -c "print(int($worst))")" 150
 st=$(ctl n1 status --json)
-expect_match "status: breaker open (or probing)" "$(jget "$st" store.breaker)" '^(open|half-open)$'
+expect_match "status: breaker open (or probing)" "$(jget "$st" store.breaker)" '^(open|half_open)$'
 expect_eq "status: the failure counter now answers from the local fallback" \
 	"$(jget "$st" store.counters.login_failures.in_force)" local
 expect_eq "status: the capacity counter from its static budget" \

@@ -179,7 +179,7 @@ expect_eq "  ... and the datapath's static rate is in force" "$(jget "$la" tenan
 expect_eq "metrics: the lease is no longer live" "$(prom sluice_lease_live tenant=acme)" 0
 expect_eq "metrics: the rate in force is the static 10/s" "$(prom sluice_tenant_rate_in_force tenant=acme)" 10
 st=$(ctl a status --json)
-expect_match "status shows the breaker open or probing" "$(jget "$st" store.breaker)" '^(open|half-open)$'
+expect_match "status shows the breaker open or probing" "$(jget "$st" store.breaker)" '^(open|half_open)$'
 grep -q "leases: no answer from Redis" "$NT_DIR/a.log" && tap_ok "the lost lease is logged" ||
 	tap_not_ok "the lost lease is logged"
 pace va "$MAC_A" 10.201.0.2 40 2 3 >/dev/null

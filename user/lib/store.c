@@ -125,7 +125,7 @@ static uint64_t now_ns(void)
 
 const char *sl_breaker_name(uint8_t b)
 {
-	return b == SL_BREAKER_OPEN ? "open" : b == SL_BREAKER_HALF_OPEN ? "half-open" : "closed";
+	return b == SL_BREAKER_OPEN ? "open" : b == SL_BREAKER_HALF_OPEN ? "half_open" : "closed";
 }
 
 void sl_store_hash(const uint8_t *key, const char *const *parts, int n, char *out)
