@@ -48,6 +48,15 @@ EOF
 answered() { jget "$1" answered; }
 
 write_conf 32
+# Without CAP_SYS_ADMIN libxdp would crash on attach: sluiced says what it needs and exits 1.
+if command -v setpriv >/dev/null; then
+	out=$(timeout 20 nsenter --net="/run/netns/$NS_S" setpriv --inh-caps=-sys_admin \
+		--bounding-set=-sys_admin -- "$BUILD/sluiced" -c "$NT_DIR/sluice.conf" -f 2>&1); rc=$?
+	expect_eq "without CAP_SYS_ADMIN: sluiced exits 1, no crash" "$rc" 1
+	expect_match "  ... and names the capability" "$out" "needs CAP_SYS_ADMIN"
+else
+	tap_skip "without CAP_SYS_ADMIN: sluiced exits 1, no crash" "no setpriv"
+fi
 if ! nt_start_sluiced; then
 	echo "Bail out! sluiced did not start"
 	exit 1

@@ -9,6 +9,7 @@
  * ABI changed) is removed with a warning and recreated empty.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <linux/if_link.h>
 #include <net/if.h>
 #include <stdio.h>
@@ -17,6 +18,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -469,10 +471,31 @@ static int set_asn(struct edge *e, const struct sl_asn_table *asn, const char *s
 	return 0;
 }
 
+/* Whether this thread holds @cap in its effective set (capget(2), no libcap needed). */
+static bool have_cap(unsigned int cap)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	memset(d, 0, sizeof(d));
+	if (syscall(SYS_capget, &h, d))
+		return true; /* cannot tell: let the real calls say what is missing */
+	return d[cap / 32].effective & (1u << (cap % 32));
+}
+
 int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn)
 {
 	int i, ret;
 
+	/* libxdp reads programs and their BTF back by id (BPF_*_GET_FD_BY_ID), which needs
+	 * CAP_SYS_ADMIN; without it, xdp_program__attach() crashes inside libxdp (1.3)
+	 * instead of failing. Say so before anything is loaded. */
+	if (!have_cap(CAP_SYS_ADMIN)) {
+		log_error("the edge needs CAP_SYS_ADMIN (libxdp reads programs back by id; also "
+			  "CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN): run sluiced as root or add it to "
+			  "the unit's CapabilityBoundingSet");
+		return -EPERM;
+	}
 	memset(e, 0, sizeof(*e));
 	sl_maps_init(&e->maps);
 	snprintf(e->pin_path, sizeof(e->pin_path), "%s", c->pin_path);
