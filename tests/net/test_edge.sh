@@ -215,4 +215,31 @@ out=$(sluicectl stats 2>&1); rc=$?
 expect_eq "stats with nothing pinned exits 1" "$rc" 1
 expect_match "stats with nothing pinned says why" "$out" "nothing pinned"
 
+# 9. A signal during start (systemctl reload or restart a moment after start) waits for the
+# loop instead of taking its default action: a HUP does not kill it, a QUIT is not lost.
+from=$(($(wc -l <"$NT_DIR/sluiced.log") + 1))
+nsenter --net="/run/netns/$NS_S" "$BUILD/sluiced" -c "$NT_DIR/sluice.conf" -f >>"$NT_DIR/sluiced.log" 2>&1 &
+SLUICED_PID=$!
+# Send it while sluiced is starting: once it blocks HUP (SigBlk), before the loop runs.
+blocked=0
+for _ in $(seq 1 500); do
+	m=$(awk '/^SigBlk:/ { print $2 }' "/proc/$SLUICED_PID/status" 2>/dev/null)
+	[ -n "$m" ] && [ $((0x$m & 1)) -eq 1 ] && { blocked=1; break; }
+	sleep 0.002
+done
+expect_eq "sluiced holds HUP back while it starts" "$blocked" 1
+grep -q "sluiced .* running" <(tail -n +"$from" "$NT_DIR/sluiced.log") &&
+	tap_diag "the loop was already running when HUP was sent"
+kill -HUP "$SLUICED_PID"
+for _ in $(seq 1 100); do
+	tail -n +"$from" "$NT_DIR/sluiced.log" | grep -q "SIGHUP: reloading" && break
+	kill -0 "$SLUICED_PID" 2>/dev/null || break
+	sleep 0.05
+done
+kill -0 "$SLUICED_PID" 2>/dev/null && tap_ok "a HUP during start does not kill sluiced" ||
+	tap_not_ok "a HUP during start does not kill sluiced"
+expect_match "  ... it is handled once the loop runs" "$(tail -n +"$from" "$NT_DIR/sluiced.log")" \
+	"SIGHUP: reloading"
+nt_stop_sluiced TERM
+
 tap_done

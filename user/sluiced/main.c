@@ -505,6 +505,7 @@ int main(int argc, char **argv)
 	struct event *sigs[4] = { 0 };
 	static const int signums[4] = { SIGHUP, SIGTERM, SIGINT, SIGQUIT };
 	struct sl_asn_table asn;
+	sigset_t startup_sigs;
 	bool foreground = false, check = false;
 	char msg[1024];
 	int opt, i, ret = 1;
@@ -556,6 +557,15 @@ int main(int argc, char **argv)
 	}
 	if (check)
 		return check_config(&d);
+	/* Until the event loop's handlers are in place (below), a HUP, TERM, INT or QUIT
+	 * would take its default action mid-start (a HUP killed the daemon; a systemctl
+	 * restart's QUIT was lost). Block them: they wait, pending, and are handled once the
+	 * loop can. Threads started meanwhile (the hash pool, the stream job) inherit the
+	 * block, so the signals always reach the loop's thread. */
+	sigemptyset(&startup_sigs);
+	for (i = 0; i < 4; i++)
+		sigaddset(&startup_sigs, signums[i]);
+	sigprocmask(SIG_BLOCK, &startup_sigs, NULL);
 	log_hook_libbpf();
 	if (load_all(&d, &d.cfg, &asn, msg, sizeof(msg)))
 		return 1;
@@ -662,6 +672,7 @@ int main(int argc, char **argv)
 			goto out_edge;
 		}
 	}
+	sigprocmask(SIG_UNBLOCK, &startup_sigs, NULL);
 	{
 		struct timeval one = { .tv_sec = 1 };
 
