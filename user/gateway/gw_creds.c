@@ -388,14 +388,78 @@ int gw_argon2_hash(const struct sl_gateway_cfg *gw, const char *pwd, size_t len,
 	return 0;
 }
 
+/*
+ * Append "tenant,account,phc" to @path under an exclusive flock, fsync'd. With @c, the file
+ * as it is must load and must not hold the account already (sluicectl user add); without,
+ * the caller has checked (a registration, against the loaded store).
+ */
+static int append_entry(const char *path, const struct sl_config *c, const char *tenant,
+			const char *account, const char *phc, char *err, size_t errlen)
+{
+	char line[GW_CREDS_LINE_MAX + 2], last;
+	struct gw_creds *s = NULL;
+	struct stat st;
+	int fd, ret, w;
+
+	w = snprintf(line, sizeof(line), "%s,%s,%s\n", tenant, account, phc);
+	if (w < 0 || (size_t)w >= sizeof(line)) {
+		snprintf(err, errlen, "line too long");
+		return -E2BIG;
+	}
+	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (flock(fd, LOCK_EX)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: cannot lock: %s", path, strerror(-ret));
+		goto out;
+	}
+	/* Under the lock: what is in the file now is what we must not duplicate. */
+	if (fstat(fd, &st) == 0 && st.st_size > 0) {
+		if (c) {
+			char lerr[2048];
+
+			ret = gw_creds_load(path, c, &s, lerr, sizeof(lerr));
+			if (ret) {
+				snprintf(err, errlen, "the file does not load as it is, so nothing "
+					 "was added:\n%s", lerr);
+				goto out;
+			}
+			if (gw_creds_find(s, tenant, account, strlen(account))) {
+				snprintf(err, errlen, "account '%s' already exists for tenant '%s'",
+					 account, tenant);
+				ret = -EEXIST;
+				goto out;
+			}
+		}
+		/* A file that does not end in a newline would glue our line to its last. */
+		if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n' &&
+		    write(fd, "\n", 1) != 1) {
+			ret = -errno;
+			snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
+			goto out;
+		}
+	}
+	if (write(fd, line, (size_t)w) != w || fsync(fd)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
+		goto out;
+	}
+	ret = 0;
+out:
+	gw_creds_free(s);
+	close(fd); /* releases the lock */
+	return ret;
+}
+
 int gw_creds_add(const char *path, const struct sl_config *c, const char *tenant,
 		 const char *account, const char *pwd, size_t pwdlen, char *err, size_t errlen)
 {
-	char phc[GW_PHC_MAX], line[GW_CREDS_LINE_MAX + 2];
-	struct gw_creds *s = NULL;
-	struct stat st;
-	char last;
-	int fd, ret, w;
+	char phc[GW_PHC_MAX];
+	int ret;
 
 	if (!tenant_known(c, tenant)) {
 		snprintf(err, errlen, "tenant '%s' is not in the config", tenant);
@@ -416,100 +480,17 @@ int gw_creds_add(const char *path, const struct sl_config *c, const char *tenant
 		snprintf(err, errlen, "cannot hash the password: %s", strerror(-ret));
 		return ret;
 	}
-	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-		return ret;
-	}
-	if (flock(fd, LOCK_EX)) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: cannot lock: %s", path, strerror(-ret));
-		goto out;
-	}
-	/* Under the lock: what is in the file now is what we must not duplicate. */
-	if (fstat(fd, &st) == 0 && st.st_size > 0) {
-		char lerr[2048];
-
-		ret = gw_creds_load(path, c, &s, lerr, sizeof(lerr));
-		if (ret) {
-			snprintf(err, errlen, "the file does not load as it is, so nothing was "
-				 "added:\n%s", lerr);
-			goto out;
-		}
-		if (gw_creds_find(s, tenant, account, strlen(account))) {
-			snprintf(err, errlen, "account '%s' already exists for tenant '%s'", account,
-				 tenant);
-			ret = -EEXIST;
-			goto out;
-		}
-		/* A file that does not end in a newline would glue our line to its last. */
-		if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n') {
-			if (write(fd, "\n", 1) != 1) {
-				ret = -errno;
-				snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
-				goto out;
-			}
-		}
-	}
-	w = snprintf(line, sizeof(line), "%s,%s,%s\n", tenant, account, phc);
-	if (w < 0 || (size_t)w >= sizeof(line)) {
-		ret = -E2BIG;
-		snprintf(err, errlen, "line too long");
-		goto out;
-	}
-	if (write(fd, line, (size_t)w) != w || fsync(fd)) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
-		goto out;
-	}
-	ret = 0;
-out:
-	gw_creds_free(s);
-	close(fd); /* releases the lock */
+	ret = append_entry(path, c, tenant, account, phc, err, errlen);
+	sodium_memzero(phc, sizeof(phc));
 	return ret;
 }
 
 int gw_creds_append(const char *path, const char *tenant, const char *account,
 		    const char *phc, char *err, size_t errlen)
 {
-	char line[GW_CREDS_LINE_MAX + 2], last;
-	struct stat st;
-	int fd, ret, w;
-
 	if (!gw_account_valid(account, strlen(account))) {
 		snprintf(err, errlen, "invalid account name");
 		return -EINVAL;
 	}
-	w = snprintf(line, sizeof(line), "%s,%s,%s\n", tenant, account, phc);
-	if (w < 0 || (size_t)w >= sizeof(line)) {
-		snprintf(err, errlen, "line too long");
-		return -E2BIG;
-	}
-	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-		return ret;
-	}
-	if (flock(fd, LOCK_EX)) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: cannot lock: %s", path, strerror(-ret));
-		goto out;
-	}
-	if (fstat(fd, &st) == 0 && st.st_size > 0 && pread(fd, &last, 1, st.st_size - 1) == 1 &&
-	    last != '\n' && write(fd, "\n", 1) != 1) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
-		goto out;
-	}
-	if (write(fd, line, (size_t)w) != w || fsync(fd)) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
-		goto out;
-	}
-	ret = 0;
-out:
-	close(fd);
-	return ret;
+	return append_entry(path, NULL, tenant, account, phc, err, errlen);
 }
