@@ -1984,15 +1984,31 @@ static void ep_mfa_send(struct gw_req *r)
 	ep_answer(r, 202, "Accepted", BODY_OTP_SENT, false);
 }
 
+/* A verified person (a right code, a confirmed link): the account's own budget, the per-user
+ * dial, is asked before anything is spent; @done hears the answer. */
+static void ask_user_budget(struct gw_req *r, chk_done_fn done)
+{
+	struct gw_chk *k;
+	char key[33];
+
+	ep_sched_done(r);
+	k = calloc(1, sizeof(*k));
+	if (!k) {
+		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
+		return;
+	}
+	ep_key(r->g, r, "user", r->user, NULL, key);
+	chk_add(k, SL_CTR_USER, key);
+	chk_run(r, k, done);
+}
+
 static void mfa_post_done(struct gw_req *r, int refused, uint32_t retry_ms);
 
 static void ep_mfa_verify(struct gw_req *r)
 {
 	struct gateway *g = r->g;
 	struct gw_vault_entry *e;
-	struct gw_chk *k;
 	uint8_t id[16];
-	char key[33];
 
 	gw_vault_id_name(g->vault, GW_V_OTP, (uint16_t)r->tenant_idx, r->user, id);
 	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
@@ -2003,15 +2019,7 @@ static void ep_mfa_verify(struct gw_req *r)
 	}
 	/* The person is through: now the account's own budget (the per-user dial) is asked,
 	 * and the code is spent only if it says yes. */
-	ep_sched_done(r);
-	k = calloc(1, sizeof(*k));
-	if (!k) {
-		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
-		return;
-	}
-	ep_key(g, r, "user", r->user, NULL, key);
-	chk_add(k, SL_CTR_USER, key);
-	chk_run(r, k, mfa_post_done);
+	ask_user_budget(r, mfa_post_done);
 }
 
 static void mfa_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
@@ -2120,9 +2128,7 @@ static void ep_magic(struct gw_req *r)
 {
 	struct gateway *g = r->g;
 	struct gw_vault_entry *e;
-	struct gw_chk *k;
 	uint8_t id[16];
-	char key[33];
 
 	gw_vault_id_secret(g->vault, GW_V_MAGIC, r->link, id);
 	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
@@ -2139,16 +2145,8 @@ static void ep_magic(struct gw_req *r)
 	}
 	snprintf(r->user, sizeof(r->user), "%s", e->name);
 	r->user_len = strlen(r->user);
-	ep_sched_done(r);
 	/* The person pressed the button: now the account's own budget is spent. */
-	k = calloc(1, sizeof(*k));
-	if (!k) {
-		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
-		return;
-	}
-	ep_key(g, r, "user", r->user, NULL, key);
-	chk_add(k, SL_CTR_USER, key);
-	chk_run(r, k, magic_post_done);
+	ask_user_budget(r, magic_post_done);
 }
 
 static void magic_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
