@@ -272,8 +272,43 @@ int sl_config_route(const struct sl_config *c, uint8_t method, const char *path)
 	return best;
 }
 
+/*
+ * The counters on by default: per-key ones fail open (limit / nodes in process) and keep at
+ * most a million live keys per tenant; tenant-wide ones fail closed, they protect the
+ * platform. The endpoints beyond /login (docs/endpoints.md) key pre-authentication limits
+ * on composites with the source prefix and count per-account caps whatever the outcome.
+ */
+static const struct counter_default {
+	int id;
+	double rate, burst;
+	bool tenant_wide;
+} counter_defaults[] = {
+	/* Five failed passwords per (account, prefix), one back every three minutes. */
+	{ SL_CTR_LOGIN_FAILURES, 1.0 / 180, 5, false },
+	/* Successes are not suspicious; this only catches a token mill: 30, then 1 a second. */
+	{ SL_CTR_LOGIN_SUCCESSES, 1, 30, false },
+	{ SL_CTR_TOKEN_FAILURES, 1.0 / 60, 10, false },
+	{ SL_CTR_TOKEN_CLIENT, 5, 50, false },
+	{ SL_CTR_TENANT_TOKENS, 200, 400, true },
+	/* Five codes tried and three sent per account per quarter hour, whatever the code. */
+	{ SL_CTR_MFA_ATTEMPTS, 5.0 / 900, 5, false },
+	{ SL_CTR_MFA_SENDS, 3.0 / 900, 3, false },
+	{ SL_CTR_OUTBOUND, 10, 100, true },
+	{ SL_CTR_RESET_ACCOUNT, 3.0 / 3600, 3, false },
+	{ SL_CTR_RESET_PREFIX, 20.0 / 3600, 20, false },
+	{ SL_CTR_RESET_TENANT, 5, 100, true },
+	{ SL_CTR_REGISTER_ACCOUNT, 3.0 / 3600, 3, false },
+	{ SL_CTR_REGISTER_PREFIX, 10.0 / 3600, 10, false },
+	{ SL_CTR_REGISTER_TENANT, 2, 50, true },
+	{ SL_CTR_MAGIC_PREFIX, 20.0 / 600, 20, false },
+	/* A person signs in a few times a day; a script signing in every second is a bug. */
+	{ SL_CTR_USER, 1.0 / 60, 20, false },
+};
+
 void sl_config_defaults(struct sl_config *c)
 {
+	size_t i;
+
 	memset(c, 0, sizeof(*c));
 	c->state_entries = 1u << 20;
 	c->new_key_credit = 0.5;
@@ -324,50 +359,18 @@ void sl_config_defaults(struct sl_config *c)
 	c->cluster.lease_interval_ms = 200;
 	c->cluster.demand_window_ms = 1000;
 	c->cluster.lease_floor = 0.05;
-	/* Five failed passwords per (account, prefix), one back every three minutes. */
-	c->counters[SL_CTR_LOGIN_FAILURES] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 1.0 / 180, .burst = 5, .fail = 0, .max_keys = 1000000 };
-	/* Successes are not suspicious; this only catches a token mill: 30, then 1 a second. */
-	c->counters[SL_CTR_LOGIN_SUCCESSES] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 1, .burst = 30, .fail = 0, .max_keys = 1000000 };
-	c->counters[SL_CTR_TENANT_LOGINS].fail = 1;
+	for (i = 0; i < sizeof(counter_defaults) / sizeof(counter_defaults[0]); i++) {
+		const struct counter_default *d = &counter_defaults[i];
+
+		c->counters[d->id] = (struct sl_counter_cfg){
+			.enabled = 1, .rate = d->rate, .burst = d->burst, .fail = d->tenant_wide,
+			.max_keys = d->tenant_wide ? 0 : 1000000 };
+	}
+	c->counters[SL_CTR_TENANT_LOGINS].fail = 1; /* off until it is given a rate */
 	c->gw.refresh_ttl_s = 14 * 86400;
 	c->gw.otp_ttl_s = 300;
 	c->gw.magic_ttl_s = 900;
 	snprintf(c->gw.delivery, sizeof(c->gw.delivery), "log");
-	/* The endpoints beyond /login (docs/endpoints.md). Pre-authentication keys are
-	 * composites with the source prefix; per-account caps are counted whatever the
-	 * outcome; per-tenant ones fail closed, they protect the platform. */
-	c->counters[SL_CTR_TOKEN_FAILURES] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 1.0 / 60, .burst = 10, .max_keys = 1000000 };
-	c->counters[SL_CTR_TOKEN_CLIENT] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 5, .burst = 50, .max_keys = 1000000 };
-	c->counters[SL_CTR_TENANT_TOKENS] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 200, .burst = 400, .fail = 1 };
-	/* Five codes tried and three sent per account per quarter hour, whatever the code. */
-	c->counters[SL_CTR_MFA_ATTEMPTS] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 5.0 / 900, .burst = 5, .max_keys = 1000000 };
-	c->counters[SL_CTR_MFA_SENDS] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 3.0 / 900, .burst = 3, .max_keys = 1000000 };
-	c->counters[SL_CTR_OUTBOUND] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 10, .burst = 100, .fail = 1 };
-	c->counters[SL_CTR_RESET_ACCOUNT] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 3.0 / 3600, .burst = 3, .max_keys = 1000000 };
-	c->counters[SL_CTR_RESET_PREFIX] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 20.0 / 3600, .burst = 20, .max_keys = 1000000 };
-	c->counters[SL_CTR_RESET_TENANT] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 5, .burst = 100, .fail = 1 };
-	c->counters[SL_CTR_REGISTER_ACCOUNT] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 3.0 / 3600, .burst = 3, .max_keys = 1000000 };
-	c->counters[SL_CTR_REGISTER_PREFIX] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 10.0 / 3600, .burst = 10, .max_keys = 1000000 };
-	c->counters[SL_CTR_REGISTER_TENANT] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 2, .burst = 50, .fail = 1 };
-	c->counters[SL_CTR_MAGIC_PREFIX] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 20.0 / 600, .burst = 20, .max_keys = 1000000 };
-	/* A person signs in a few times a day; a script signing in every second is a bug. */
-	c->counters[SL_CTR_USER] = (struct sl_counter_cfg){
-		.enabled = 1, .rate = 1.0 / 60, .burst = 20, .max_keys = 1000000 };
 	c->counter_v4_prefix = 32;
 	c->counter_v6_prefix = 64;
 	c->stream.enabled = 1;
