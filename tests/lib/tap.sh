@@ -44,3 +44,8 @@ for k in sys.argv[2].split("."):
 print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else
       (str(v).lower() if isinstance(v, bool) else v)))' "$1" "$2"
 }
+
+# A free TCP port on loopback (the kernel's pick, released again for the caller to bind).
+free_port() {
+	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}

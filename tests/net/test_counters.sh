@@ -36,7 +36,6 @@ trap cleanup EXIT
 [ "${SL_DEBUG:-0}" = 1 ] && trap "redis_stop" EXIT
 redis_start || { echo "Bail out! redis-server did not start"; exit 1; }
 
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 P1=$(free_port)
 P2=$(free_port)
 head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$NT_DIR/session.key"

@@ -26,6 +26,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
+. "$HERE/../lib/gateway.sh"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
@@ -57,8 +58,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-MPORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
+MPORT=$(free_port)
 FLOOR_MS=300
 hash_of() { $PY -c 'import hashlib,sys; print("blake2b256:" + hashlib.blake2b(sys.argv[1].encode(), digest_size=32).hexdigest())' "$1"; }
 
@@ -424,18 +425,7 @@ for who in "acme alice pw-alice" "acme bob pw-bob" "acme carol pw-carol" "acme e
 	set -- $who
 	echo "$3" | ctl user add "$1" "$2" >/dev/null || { echo "Bail out! user add $1 $2"; exit 1; }
 done
-"$BUILD/sluiced" -c "$DIR/gw.conf" -f >"$DIR/sluiced.log" 2>&1 &
-SLUICED_PID=$!
-for _ in $(seq 1 100); do
-	grep -q "gateway listening" "$DIR/sluiced.log" && break
-	kill -0 "$SLUICED_PID" 2>/dev/null || break
-	sleep 0.05
-done
-if ! grep -q "gateway listening" "$DIR/sluiced.log"; then
-	sed 's/^/# /' "$DIR/sluiced.log"
-	echo "Bail out! sluiced did not start the gateway"
-	exit 1
-fi
+gw_start "$DIR/gw.conf" "$DIR/sluiced.log"
 
 # ---- /token -----------------------------------------------------------------------------
 r=$(probe token_basics)
@@ -648,7 +638,7 @@ else
 	chmod 600 "$DIR/session.key"
 	: >"$DIR/outbox.log"
 	for n in 1 2; do
-		port=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+		port=$(free_port)
 		eval "NODE$n=$port"
 		sed -e "s#listen = \"127.0.0.1:$PORT\";#listen = \"127.0.0.1:$port\"; session_key = \"$DIR/session.key\";#" \
 		    -e "s#control_socket = \"$DIR/ctl.sock\"; metrics_listen = \"127.0.0.1:$MPORT\"#control_socket = \"$DIR/n$n.sock\"#" \

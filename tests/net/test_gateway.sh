@@ -18,6 +18,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
+. "$HERE/../lib/gateway.sh"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
@@ -43,7 +44,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-PORT=$($PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+PORT=$(free_port)
 FLOOR_MS=300
 
 write_conf() { # $1: credentials file
@@ -282,18 +283,7 @@ for who in "quiet alice pw-a" "noisy bob pw-b" "default carol pw-c"; do
 	set -- $who
 	echo "$3" | ctl user add "$1" "$2" >/dev/null || { echo "Bail out! user add $1 $2"; exit 1; }
 done
-"$BUILD/sluiced" -c "$DIR/gw.conf" -f >"$DIR/sluiced.log" 2>&1 &
-SLUICED_PID=$!
-for _ in $(seq 1 100); do
-	grep -q "gateway listening" "$DIR/sluiced.log" && break
-	kill -0 "$SLUICED_PID" 2>/dev/null || break
-	sleep 0.05
-done
-if ! grep -q "gateway listening" "$DIR/sluiced.log"; then
-	cat "$DIR/sluiced.log" | sed 's/^/# /'
-	echo "Bail out! sluiced did not start the gateway"
-	exit 1
-fi
+gw_start "$DIR/gw.conf" "$DIR/sluiced.log"
 
 # ---- basics -----------------------------------------------------------------------------
 r=$(probe one quiet.test /login POST "username=alice&password=pw-a")

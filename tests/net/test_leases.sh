@@ -89,7 +89,6 @@ start_node() { # node netns
 	return 1
 }
 
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 MA=$(free_port)
 write_conf a vsa 10.201.0.2 "$MA"
 write_conf b vsb 10.202.0.2 "$(free_port)"

@@ -14,6 +14,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
+. "$HERE/../lib/gateway.sh"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
@@ -30,7 +31,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 PORT=$(free_port)
 MPORT=$(free_port)
 FLOOR_MS=200
@@ -61,15 +61,7 @@ chmod 600 "$DIR/creds.txt"
 grep -q '^default,alice,' "$DIR/creds.txt" && tap_ok "sluicectl user add wrote the credentials next to the config" ||
 	tap_not_ok "sluicectl user add wrote the credentials next to the config"
 
-"$BUILD/sluiced" -c "$DIR/gw.conf" -f >"$DIR/sluiced.log" 2>&1 &
-SLUICED_PID=$!
-for _ in $(seq 1 100); do
-	grep -q "gateway listening" "$DIR/sluiced.log" && break
-	kill -0 "$SLUICED_PID" 2>/dev/null || break
-	sleep 0.05
-done
-grep -q "gateway listening" "$DIR/sluiced.log" ||
-	{ sed 's/^/# /' "$DIR/sluiced.log"; echo "Bail out! sluiced did not start the gateway"; exit 1; }
+gw_start "$DIR/gw.conf" "$DIR/sluiced.log"
 
 # login USER PASSWORD XFF -> one JSON line: status, what a client sees (but Date), ms.
 login() {
