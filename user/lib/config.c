@@ -1506,26 +1506,10 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 	}
 	s = get_str(x, d, "daemon", "metrics_listen", false);
 	if (s) {
-		const char *colon = strrchr(s, ':');
-		char *end = NULL, host[64];
-		long port = colon ? strtol(colon + 1, &end, 10) : 0;
-		bool addr_ok = false;
+		uint8_t fam, addr[16];
+		uint16_t port;
 
-		if (colon && colon > s && (size_t)(colon - s) < sizeof(host)) {
-			struct in6_addr a6;
-			size_t hl = (size_t)(colon - s);
-
-			memcpy(host, s, hl);
-			host[hl] = '\0';
-			if (host[0] == '[' && hl > 2 && host[hl - 1] == ']') {
-				host[hl - 1] = '\0';
-				addr_ok = inet_pton(AF_INET6, host + 1, &a6) == 1;
-			} else {
-				addr_ok = inet_pton(AF_INET, host, &a6) == 1;
-			}
-		}
-		if (!addr_ok || !end || *end || port < 1 || port > 65535 ||
-		    strlen(s) >= sizeof(c->metrics_listen))
+		if (parse_listen(s, &fam, addr, &port) || strlen(s) >= sizeof(c->metrics_listen))
 			bad(x, config_setting_get_member(d, "metrics_listen"),
 			    "daemon.metrics_listen: expected \"ADDR:PORT\" or \"[ADDR6]:PORT\"");
 		else
