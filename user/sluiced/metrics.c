@@ -196,40 +196,47 @@ void metrics_leases(struct evbuffer *out, const struct sl_maps *maps, const stru
 		  "the static rate once it expired." },
 	};
 	uint64_t now = sl_now_ns();
+	struct sl_tenant *ts = calloc(SL_MAX_TENANTS, sizeof(*ts));
 	unsigned j;
 	uint32_t i;
 
+	if (!ts)
+		return;
+	/* One lookup per tenant, whatever the number of families printed from it. */
+	for (i = 0; i < (uint32_t)c->n_tenants && i < SL_MAX_TENANTS; i++)
+		if (!c->tenants[i].edge_budget || bpf_map_lookup_elem(maps->tenants, &i, &ts[i]))
+			ts[i].valid = 0;
 	for (j = 0; j < sizeof(m) / sizeof(m[0]); j++) {
 		head(out, m[j].name, m[j].type, m[j].help);
 		for (i = 0; i < (uint32_t)c->n_tenants && i < SL_MAX_TENANTS; i++) {
-			struct sl_tenant t;
+			const struct sl_tenant *t = &ts[i];
 			double v;
 			bool live;
 
-			if (!c->tenants[i].edge_budget || bpf_map_lookup_elem(maps->tenants, &i, &t) ||
-			    !t.valid)
+			if (!t->valid)
 				continue;
-			live = now < t.lease_expires_ns;
+			live = now < t->lease_expires_ns;
 			switch (j) {
 			case 0: v = c->tenants[i].rate; break;
-			case 1: v = t.lease.emission_ns ? 1e9 / (double)t.lease.emission_ns : 0; break;
-			case 2: v = (double)t.share_ppm / 1e6; break;
+			case 1: v = t->lease.emission_ns ? 1e9 / (double)t->lease.emission_ns : 0; break;
+			case 2: v = (double)t->share_ppm / 1e6; break;
 			case 3: v = live; break;
-			case 4: v = live ? (double)(t.lease_expires_ns - now) / 1e9 : 0; break;
-			case 5: v = (double)t.demand_milli / 1000.0; break;
-			case 6: v = (double)t.cluster_milli / 1000.0; break;
+			case 4: v = live ? (double)(t->lease_expires_ns - now) / 1e9 : 0; break;
+			case 5: v = (double)t->demand_milli / 1000.0; break;
+			case 6: v = (double)t->cluster_milli / 1000.0; break;
 			default: {
-				const struct sl_rate *r = live ? &t.lease : &t.fallback;
+				const struct sl_rate *r = live ? &t->lease : &t->fallback;
 
 				v = r->emission_ns ? 1e9 / (double)r->emission_ns : 0;
 				break;
 			}
 			}
 			evbuffer_add_printf(out, "%s{tenant=\"", m[j].name);
-			label(out, t.name);
+			label(out, t->name);
 			evbuffer_add_printf(out, "\"} %.6g\n", v);
 		}
 	}
+	free(ts);
 }
 
 void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct sl_config *c)
