@@ -158,11 +158,49 @@ struct gw_conn {
 	uint64_t deadline_ns;          /* 0: a request is being served */
 };
 
-struct login_check;
-struct gw_chk;
+/*
+ * The counters a request asks, in order (see "counters" below): every endpoint, /login
+ * included, lists its asks and runs them through one chain.
+ */
+#define GW_CHAIN_MAX 5 /* asks in one chain: reset and register have the most, four */
+
+enum gw_then {
+	GW_THEN_KEEP = 0, /* the outcome changes nothing: the charge stands */
+	GW_THEN_CLEAR,    /* a success clears the key: it counts failures */
+	GW_THEN_SPEND,    /* a success spends one: it counts successes (asked at cost 0) */
+};
+
+struct gw_ask {
+	int ctr;          /* enum sl_counter_id */
+	char key[33];     /* a keyed hash (counter_key), never a name */
+	char shown[40];   /* the key as a refusal is recorded (wouldblock) */
+	int cost;         /* 1 charges one; 0 only asks */
+	double rate, burst; /* rate > 0: this principal's own limit, not the counter's */
+	bool with_next;   /* sent with the next ask and answered together: one round trip */
+	bool refund;      /* given back if the request is shed before its work */
+	uint8_t then;     /* enum gw_then: what a success does (chain_settle) */
+	bool charged;     /* the store took the charge, and nothing has settled it */
+};
+
 struct gw_req;
-static void detach_check(struct gw_req *r);
-static void detach_chk(struct gw_req *r);
+struct gw_chain_wait;
+
+/* The chain has ended: @refused is the ask that refused (NULL: every counter said yes),
+ * @retry_ms its wait. */
+typedef void (*gw_chain_done_fn)(struct gw_req *r, const struct gw_ask *refused,
+				 uint32_t retry_ms);
+
+struct gw_chain {
+	struct gw_ask ask[GW_CHAIN_MAX];
+	int n;
+	int next;                    /* the first ask not yet sent */
+	int refused;                 /* the first refusal (an index), -1 none */
+	uint32_t retry_ms;
+	gw_chain_done_fn done;
+	struct gw_chain_wait *wait;  /* while answers are due; NULL otherwise */
+};
+
+static void chain_detach(struct gw_req *r);
 
 struct gw_req {
 	struct gw_job job;             /* first: the scheduler hands these back */
@@ -182,10 +220,7 @@ struct gw_req {
 	char user[GW_USER_MAX + 1];
 	size_t user_len;
 	bool known;
-	/* the login counters (store.h): checked before admission */
-	struct login_check *check;     /* while the store has not answered */
-	char ckey[33];                 /* the (account, prefix) pair, or the prefix alone */
-	bool fail_charged;             /* an attempt is on ckey's failure budget */
+	struct gw_chain chain;         /* the counters it asks (store.h) */
 	uint32_t dl_ms;
 	uint32_t min_retry_s;          /* a counter's own wait, when it refused */
 	uint64_t extra_ns;             /* an escalated account's delay, on top of any floor */
@@ -194,7 +229,6 @@ struct gw_req {
 	bool hashed_ids;
 	int tenant_idx;                /* in the config */
 	/* the endpoints beyond /login (see "endpoints" below) */
-	struct gw_chk *chk;            /* their counters, while the store has not answered */
 	char grant[24];
 	char client_id[SL_CLIENT_ID_LEN];
 	char secret[GW_SECRET_MAX + 1];
@@ -450,10 +484,7 @@ static void req_free(struct gw_req *r)
 		event_free(r->hold);
 		g->held--;
 	}
-	if (r->check)
-		detach_check(r);
-	if (r->chk)
-		detach_chk(r);
+	chain_detach(r);
 	if (r->prev)
 		r->prev->next = r->next;
 	else
@@ -769,21 +800,31 @@ static bool escalated(struct gw_req *r)
 	return false;
 }
 
-/* ---- login counters ------------------------------------------------------------------- */
+/* ---- counters: the asks of a request, in order ------------------------------------------ */
 
-struct login_check {
+/*
+ * One mechanism asks the counter store for every endpoint, /login included. A request lists
+ * its asks (counter, key, cost) and runs them: they go out in steps, an ask marked
+ * with_next in one step with the next (the login's pair: one round trip), and a step waits
+ * for all of its answers before the next goes. The first refusal by a counter that enforces
+ * ends the chain after its step; a refusal in monitor mode is recorded (wouldblock) and let
+ * through. Asks of counters that are off are skipped. Answers come back on the loop within
+ * the store's timeout (an in-process store answers before the call returns); a request
+ * that goes away meanwhile detaches, and the answers still due are dropped.
+ *
+ * Each ask also says what the request's outcome does to it: chain_refund() gives back
+ * the charges marked refund (a login shed before its hash was no attempt at the password),
+ * chain_settle() clears or spends the keys marked so once the request has succeeded.
+ */
+
+struct gw_chain_wait {
 	struct gw_req *r; /* NULL once the request is gone: the answers are then dropped */
 	int pending;
-	int phase;        /* 1: the pair (or prefix), 2: the tenant's logins */
-	int refused;      /* GW_SHED_* of the first refusal */
-	uint32_t retry_ms;
+	struct gw_chain_slot {
+		struct gw_chain_wait *w;
+		int i;
+	} slot[GW_CHAIN_MAX];
 };
-
-static void detach_check(struct gw_req *r)
-{
-	r->check->r = NULL;
-	r->check = NULL;
-}
 
 static struct sl_limit limit_of(const struct gateway *g, int id)
 {
@@ -796,6 +837,18 @@ static struct sl_limit limit_of(const struct gateway *g, int id)
 	return (struct sl_limit){ .name = names[id], .rate = cc->rate, .burst = cc->burst,
 				  .fail = cc->fail, .static_rate = cc->static_rate,
 				  .static_burst = cc->static_burst, .max_keys = cc->max_keys };
+}
+
+/* The limit @a is asked under: its counter's, or the principal's own. */
+static struct sl_limit ask_limit(const struct gateway *g, const struct gw_ask *a)
+{
+	struct sl_limit l = limit_of(g, a->ctr);
+
+	if (a->rate > 0) {
+		l.rate = a->rate;
+		l.burst = a->burst;
+	}
+	return l;
 }
 
 static bool counter_on(const struct gateway *g, int id)
@@ -812,11 +865,21 @@ static void on_ignored(void *arg, int allowed, uint32_t retry_ms, int answer)
 }
 
 /*
- * The counter key of a login: a keyed hash of (tenant, account, source prefix), or of
- * (tenant, "", prefix) for an account nobody has (the per-source bucket, same threshold,
- * same answer). The hash key comes from the session key, which every node shares, so the
- * nodes count the same keys; no account name or address reaches Redis.
+ * A counter's key: a keyed hash of @parts under @domain, never the names or addresses
+ * themselves. The hash key derives from the session key, which every node shares, so the
+ * nodes count the same keys and no account name or address reaches Redis.
  */
+static void counter_key(const struct gateway *g, const char *domain, const char *const *parts,
+			int n, char out[33])
+{
+	uint8_t ck[32];
+
+	crypto_generichash(ck, sizeof(ck), (const unsigned char *)domain, strlen(domain), g->key,
+			   sizeof(g->key));
+	sl_store_hash(ck, parts, n, out);
+	sodium_memzero(ck, sizeof(ck));
+}
+
 #define PREFIX_STR (INET6_ADDRSTRLEN + 8)
 
 /* The client's source prefix as the counters key it ("192.0.2.0/24"). */
@@ -839,182 +902,230 @@ static void prefix_of(const struct gateway *g, const struct gw_req *r, char pref
 	snprintf(prefix + strlen(prefix), PREFIX_STR - strlen(prefix), "/%u", plen);
 }
 
-static void counter_key(const struct gateway *g, const struct gw_req *r, bool known,
-			char out[33])
+/* Start @r's list of asks afresh. */
+static void chain_begin(struct gw_req *r)
 {
-	uint8_t ck[32];
-	char prefix[PREFIX_STR], user[GW_USER_MAX + 1];
-	const char *parts[3];
-
-	prefix_of(g, r, prefix);
-	memcpy(user, r->user, r->user_len);
-	user[r->user_len] = '\0';
-	parts[0] = r->tenant;
-	parts[1] = known ? user : "";
-	parts[2] = prefix;
-	crypto_generichash(ck, sizeof(ck), (const unsigned char *)"sluice login counters", 21,
-			   g->key, sizeof(g->key));
-	sl_store_hash(ck, parts, 3, out);
-	sodium_memzero(ck, sizeof(ck));
+	r->chain.n = 0;
 }
 
-static void refund_attempt(struct gw_req *r)
+/* Append an ask of @ctr under @key: cost 1, the counter's limit, nothing on the outcome.
+ * The caller adjusts the rest. At most GW_CHAIN_MAX asks. */
+static struct gw_ask *chain_ask(struct gw_req *r, int ctr, const char *key)
 {
-	struct gateway *g = r->g;
-	struct sl_limit l;
+	struct gw_ask *a = &r->chain.ask[r->chain.n++];
 
-	if (!r->fail_charged)
-		return;
-	r->fail_charged = false;
-	if (!counter_on(g, SL_CTR_LOGIN_FAILURES))
-		return;
-	l = limit_of(g, SL_CTR_LOGIN_FAILURES);
-	sl_store_charge(g->store, &l, r->tenant, r->ckey, -1, on_ignored, NULL);
+	memset(a, 0, sizeof(*a));
+	a->ctr = ctr;
+	a->cost = 1;
+	snprintf(a->key, sizeof(a->key), "%s", key);
+	snprintf(a->shown, sizeof(a->shown), "%.16s", key);
+	return a;
 }
 
-/* After the hash: a success clears its own pair and spends a success; a failure keeps the
- * attempt it was charged. */
-static void count_outcome(struct gw_req *r, bool success)
+static void chain_detach(struct gw_req *r)
+{
+	if (!r->chain.wait)
+		return;
+	r->chain.wait->r = NULL;
+	r->chain.wait = NULL;
+}
+
+/* One answer for @a: a refusal is recorded, and let through when its counter only
+ * monitors; the step's first enforced refusal ends the chain. */
+static void chain_heard(struct gw_req *r, struct gw_ask *a, int allowed, uint32_t retry_ms)
 {
 	struct gateway *g = r->g;
 	struct sl_limit l;
+	bool monitor;
+	char rule[48];
 
-	if (!success || !g->store) {
-		r->fail_charged = false;
+	if (allowed) {
+		a->charged = a->cost > 0;
 		return;
 	}
-	r->fail_charged = false;
-	if (counter_on(g, SL_CTR_LOGIN_FAILURES)) {
-		l = limit_of(g, SL_CTR_LOGIN_FAILURES);
-		sl_store_clear(g->store, &l, r->tenant, r->ckey);
+	l = ask_limit(g, a);
+	monitor = g->cfg->counter_mode[a->ctr] == SL_MODE_MONITOR;
+	snprintf(rule, sizeof(rule), "counter:%s", sl_counter_name(a->ctr));
+	stream_record(g->stream, rule, a->shown, (uint16_t)r->tenant_idx, 255,
+		      monitor ? SL_MODE_MONITOR : SL_MODE_ENFORCE, 1, l.burst);
+	if (monitor) {
+		/* Counted, recorded, and let through. */
+		g->st.would_block++;
+		return;
 	}
-	if (counter_on(g, SL_CTR_LOGIN_SUCCESSES)) {
-		l = limit_of(g, SL_CTR_LOGIN_SUCCESSES);
-		sl_store_charge(g->store, &l, r->tenant, r->ckey, 1, on_ignored, NULL);
+	if (r->chain.refused < 0) {
+		r->chain.refused = (int)(a - r->chain.ask);
+		r->chain.retry_ms = retry_ms;
 	}
 }
+
+static void on_chain_answer(void *arg, int allowed, uint32_t retry_ms, int answer);
+
+/* Send steps until answers are due (they continue it) or the chain ends. */
+static void chain_send(struct gw_chain_wait *w)
+{
+	struct gw_req *r = w->r;
+	struct gw_chain *k = &r->chain;
+	struct gateway *g = r->g;
+
+	while (k->refused < 0 && k->next < k->n) {
+		/* Count each ask as it goes, plus one held until the step is sent: an
+		 * in-process answer comes back before the call returns. */
+		w->pending = 1;
+		do {
+			int i = k->next++;
+			struct gw_ask *a = &k->ask[i];
+			struct sl_limit l;
+
+			if (!counter_on(g, a->ctr))
+				continue;
+			l = ask_limit(g, a);
+			w->slot[i].w = w;
+			w->slot[i].i = i;
+			w->pending++;
+			sl_store_charge(g->store, &l, r->tenant, a->key, a->cost, on_chain_answer,
+					&w->slot[i]);
+		} while (k->ask[k->next - 1].with_next && k->next < k->n);
+		if (--w->pending > 0)
+			return;
+	}
+	k->wait = NULL;
+	free(w);
+	k->done(r, k->refused >= 0 ? &k->ask[k->refused] : NULL, k->retry_ms);
+}
+
+static void on_chain_answer(void *arg, int allowed, uint32_t retry_ms, int answer)
+{
+	struct gw_chain_slot *s = arg;
+	struct gw_chain_wait *w = s->w;
+
+	(void)answer;
+	if (w->r)
+		chain_heard(w->r, &w->r->chain.ask[s->i], allowed, retry_ms);
+	if (--w->pending > 0)
+		return;
+	if (!w->r) {
+		free(w);
+		return;
+	}
+	chain_send(w);
+}
+
+/* Ask @r's counters in order; @done hears how it ended. -ENOMEM (and @done is never
+ * called) when the chain cannot start. */
+static int chain_run(struct gw_req *r, gw_chain_done_fn done)
+{
+	struct gw_chain *k = &r->chain;
+	struct gw_chain_wait *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	w->r = r;
+	k->next = 0;
+	k->refused = -1;
+	k->retry_ms = 0;
+	k->done = done;
+	k->wait = w;
+	chain_send(w);
+	return 0;
+}
+
+/* @r was shed before its work: give back the charges marked refund. */
+static void chain_refund(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	int i;
+
+	for (i = 0; i < r->chain.n; i++) {
+		struct gw_ask *a = &r->chain.ask[i];
+		struct sl_limit l;
+
+		if (!a->refund || !a->charged)
+			continue;
+		a->charged = false;
+		if (!counter_on(g, a->ctr))
+			continue;
+		l = ask_limit(g, a);
+		sl_store_charge(g->store, &l, r->tenant, a->key, -a->cost, on_ignored, NULL);
+	}
+}
+
+/* @r's outcome is known: on @success the keys marked so are cleared or spent; either way
+ * the charges stand (nothing is given back any more). */
+static void chain_settle(struct gw_req *r, bool success)
+{
+	struct gateway *g = r->g;
+	int i;
+
+	for (i = 0; i < r->chain.n; i++) {
+		struct gw_ask *a = &r->chain.ask[i];
+		struct sl_limit l;
+
+		a->charged = false;
+		if (!success || a->then == GW_THEN_KEEP || !counter_on(g, a->ctr))
+			continue;
+		l = ask_limit(g, a);
+		if (a->then == GW_THEN_CLEAR)
+			sl_store_clear(g->store, &l, r->tenant, a->key);
+		else
+			sl_store_charge(g->store, &l, r->tenant, a->key, 1, on_ignored, NULL);
+	}
+}
+
+/* ---- login counters ------------------------------------------------------------------- */
 
 static void admit(struct gw_req *r, const char *token, size_t tlen);
 
-static void check_answer(struct login_check *k, int allowed, uint32_t retry_ms, int reason);
-
-static void on_check_failures(void *arg, int allowed, uint32_t retry_ms, int answer)
+static void login_checked(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
 {
-	struct login_check *k = arg;
-
-	(void)answer;
-	if (k->r && allowed)
-		k->r->fail_charged = true;
-	check_answer(k, allowed, retry_ms, GW_SHED_FAILURES);
-}
-
-static void on_check_successes(void *arg, int allowed, uint32_t retry_ms, int answer)
-{
-	(void)answer;
-	check_answer(arg, allowed, retry_ms, GW_SHED_SUCCESSES);
-}
-
-static void on_check_tenant(void *arg, int allowed, uint32_t retry_ms, int answer)
-{
-	(void)answer;
-	check_answer(arg, allowed, retry_ms, GW_SHED_TENANT_LOGINS);
-}
-
-static void check_answer(struct login_check *k, int allowed, uint32_t retry_ms, int why)
-{
-	struct gw_req *r = k->r;
-	int reason, ctr = why == GW_SHED_FAILURES ? SL_CTR_LOGIN_FAILURES :
-			  why == GW_SHED_SUCCESSES ? SL_CTR_LOGIN_SUCCESSES :
-			  why == GW_SHED_TENANT_LOGINS ? SL_CTR_TENANT_LOGINS : -1;
-
-	if (!allowed && r && ctr >= 0) {
-		struct gateway *g = r->g;
-		bool monitor = g->cfg->counter_mode[ctr] == SL_MODE_MONITOR;
-		char key[96], rule[48];
-
-		snprintf(rule, sizeof(rule), "counter:%s", sl_counter_name(ctr));
-		snprintf(key, sizeof(key), "%s %.16s", ctr == SL_CTR_TENANT_LOGINS ? "tenant" :
-			 "pair", ctr == SL_CTR_TENANT_LOGINS ? r->tenant : r->ckey);
-		stream_record(g->stream, rule, key, (uint16_t)r->tenant_idx, 255,
-			      monitor ? SL_MODE_MONITOR : SL_MODE_ENFORCE, 1,
-			      g->cfg->counters[ctr].burst);
-		if (monitor) {
-			/* Counted, recorded, and let through. */
-			g->st.would_block++;
-			allowed = 1;
-			if (ctr == SL_CTR_LOGIN_FAILURES)
-				r->fail_charged = false;
-		}
-	}
-	if (!allowed && !k->refused) {
-		k->refused = why;
-		k->retry_ms = retry_ms;
-	}
-	if (--k->pending > 0)
-		return;
-	if (!r) {
-		free(k);
-		return;
-	}
-	if (!k->refused && k->phase == 1 && counter_on(r->g, SL_CTR_TENANT_LOGINS)) {
-		struct sl_limit l = limit_of(r->g, SL_CTR_TENANT_LOGINS);
-
-		k->phase = 2;
-		k->pending = 1;
-		sl_store_charge(r->g->store, &l, r->tenant, "logins", 1, on_check_tenant, k);
-		return;
-	}
-	r->check = NULL;
-	reason = k->refused;
-	r->min_retry_s = (k->retry_ms + 999) / 1000;
-	free(k);
-	if (reason) {
-		emit(r, false);
-		shed(r, reason);
-	} else {
+	if (!refused) {
 		admit(r, NULL, 0);
+		return;
 	}
+	r->min_retry_s = (retry_ms + 999) / 1000;
+	emit(r, false);
+	shed(r, refused->ctr == SL_CTR_LOGIN_FAILURES ? GW_SHED_FAILURES :
+		refused->ctr == SL_CTR_LOGIN_SUCCESSES ? GW_SHED_SUCCESSES :
+		GW_SHED_TENANT_LOGINS);
 }
 
 /*
  * Before a login is admitted: charge one attempt to its (account, prefix) failure budget
- * (unknown accounts: to their prefix's, at the same threshold), and ask whether the pair may
- * succeed again; then charge the tenant's logins. Both answers come back on the loop within
- * the store's timeout. Returns false when the counters are off (admit at once).
+ * and ask whether the pair may succeed again, in one step; then charge the tenant's logins.
+ * An account nobody has is keyed (tenant, "", prefix): the per-source bucket, same threshold,
+ * same answer, and the same calls (its success key is never charged). The attempt is given
+ * back if the login is shed before its hash; a success clears the pair and spends one of
+ * its successes. Without the counters (or the memory to ask them) it is admitted at once.
  */
-static bool start_checks(struct gw_req *r)
+static void login_start(struct gw_req *r)
 {
 	struct gateway *g = r->g;
-	struct login_check *k;
-	struct sl_limit lf, ls;
-	bool known;
+	char prefix[PREFIX_STR], user[GW_USER_MAX + 1], key[33], shown[40];
+	const char *parts[3] = { r->tenant, "", prefix };
+	struct gw_ask *a;
 
-	if (!counter_on(g, SL_CTR_LOGIN_FAILURES) && !counter_on(g, SL_CTR_LOGIN_SUCCESSES) &&
-	    !counter_on(g, SL_CTR_TENANT_LOGINS))
-		return false;
-	k = calloc(1, sizeof(*k));
-	if (!k)
-		return false;
-	known = gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL;
-	r->known = known;
-	counter_key(g, r, known, r->ckey);
-	k->r = r;
-	k->phase = 1;
-	r->check = k;
-	/* Count both calls first: an in-process answer comes back before the call returns. */
-	k->pending = 1 + counter_on(g, SL_CTR_LOGIN_FAILURES) +
-		     counter_on(g, SL_CTR_LOGIN_SUCCESSES);
-	if (counter_on(g, SL_CTR_LOGIN_FAILURES)) {
-		lf = limit_of(g, SL_CTR_LOGIN_FAILURES);
-		sl_store_charge(g->store, &lf, r->tenant, r->ckey, 1, on_check_failures, k);
-	}
-	/* Unknown accounts ask too (of a key never charged): the same calls either way. */
-	if (counter_on(g, SL_CTR_LOGIN_SUCCESSES)) {
-		ls = limit_of(g, SL_CTR_LOGIN_SUCCESSES);
-		sl_store_charge(g->store, &ls, r->tenant, r->ckey, 0, on_check_successes, k);
-	}
-	check_answer(k, 1, 0, 0); /* the extra count taken above */
-	return true;
+	r->known = gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL;
+	prefix_of(g, r, prefix);
+	memcpy(user, r->user, r->user_len);
+	user[r->user_len] = '\0';
+	if (r->known)
+		parts[1] = user;
+	counter_key(g, "sluice login counters", parts, 3, key);
+	snprintf(shown, sizeof(shown), "pair %.16s", key);
+	chain_begin(r);
+	a = chain_ask(r, SL_CTR_LOGIN_FAILURES, key);
+	snprintf(a->shown, sizeof(a->shown), "%s", shown);
+	a->with_next = true;
+	a->refund = true;
+	a->then = GW_THEN_CLEAR;
+	a = chain_ask(r, SL_CTR_LOGIN_SUCCESSES, key);
+	snprintf(a->shown, sizeof(a->shown), "%s", shown);
+	a->cost = 0;
+	a->then = GW_THEN_SPEND;
+	a = chain_ask(r, SL_CTR_TENANT_LOGINS, "logins");
+	snprintf(a->shown, sizeof(a->shown), "tenant %.16s", r->tenant);
+	if (chain_run(r, login_checked))
+		admit(r, NULL, 0);
 }
 
 void gateway_set_store(struct gateway *g, struct sl_store *s)
@@ -1046,7 +1157,7 @@ static void shed(struct gw_req *r, int reason)
 	if (r->min_retry_s > ra)
 		ra = r->min_retry_s;
 	/* A login shed before its hash was no attempt at the password: give it back. */
-	refund_attempt(r);
+	chain_refund(r);
 	if (r->kind == K_LOGIN && g->cfg->gw.login_uniform &&
 	    (reason == GW_SHED_FAILURES || reason == GW_SHED_SUCCESSES ||
 	     reason == GW_SHED_ACCOUNT_BLOCKED)) {
@@ -1161,7 +1272,7 @@ static void finish_login(struct gw_req *r, uint64_t now)
 			return;
 		}
 		t->ok++;
-		count_outcome(r, true);
+		chain_settle(r, true);
 		emit(r, true);
 		evbuffer_add_printf(b, "{\"access_token\":\"%s\",\"token_type\":\"Bearer\","
 				    "\"expires_in\":%u}", tok, g->cfg->gw.token_ttl_s);
@@ -1169,7 +1280,7 @@ static void finish_login(struct gw_req *r, uint64_t now)
 		return;
 	}
 	t->unauthorized++;
-	count_outcome(r, false);
+	chain_settle(r, false);
 	emit(r, false);
 	respond(r, 401, "Unauthorized", g->cfg->gw.login_uniform ? BODY_SIGNIN : BODY_401, 0,
 		true, false);
@@ -1469,135 +1580,30 @@ static void run_inline(struct gw_req *r, const char *token, size_t tlen)
 /*
  * /token, /mfa/send and /mfa/verify, /password-reset, /register and /magic/{token} go
  * through the path /login does: route and cost class, then their counters in the store
- * (each a composite key, checked one after the other so a refusal by the first charges
+ * (each a composite key, asked one after the other so a refusal by the first charges
  * nothing further), then admission, then a handler on the loop. docs/endpoints.md says
  * which counters each charges and what each answers.
  */
 
-#define CHK_MAX 5
-
-struct chk_item {
-	int ctr;             /* enum sl_counter_id */
-	char key[33];
-	double rate, burst;  /* > 0: this principal's own limit */
-};
-
-typedef void (*chk_done_fn)(struct gw_req *r, int refused, uint32_t retry_ms);
-
-struct gw_chk {
-	struct gw_req *r;    /* NULL once the request is gone */
-	int n, i;
-	struct chk_item it[CHK_MAX];
-	chk_done_fn done;
-};
-
-static void detach_chk(struct gw_req *r)
+/* An endpoint's ask of @ctr, keyed by a hash of (@what, tenant, @a, @b). */
+static struct gw_ask *ep_ask(struct gw_req *r, int ctr, const char *what, const char *a,
+			     const char *b)
 {
-	r->chk->r = NULL;
-	r->chk = NULL;
-}
-
-/* The key of an endpoint counter: a keyed hash of (@what, tenant, @a, @b), never the
- * names themselves; every node derives the same hash key from the session key. */
-static void ep_key(const struct gateway *g, const struct gw_req *r, const char *what,
-		   const char *a, const char *b, char out[33])
-{
-	uint8_t ck[32];
 	const char *parts[4] = { what, r->tenant, a ? a : "", b ? b : "" };
+	char key[33];
 
-	crypto_generichash(ck, sizeof(ck), (const unsigned char *)"sluice endpoint counters", 24,
-			   g->key, sizeof(g->key));
-	sl_store_hash(ck, parts, 4, out);
-	sodium_memzero(ck, sizeof(ck));
+	counter_key(r->g, "sluice endpoint counters", parts, 4, key);
+	return chain_ask(r, ctr, key);
 }
 
-static void chk_add(struct gw_chk *k, int ctr, const char *key)
+static void ep_answer(struct gw_req *r, int code, const char *reason, const char *body,
+		      bool floor);
+
+/* Run the asks listed; 503 when they cannot be asked. */
+static void ep_run_chain(struct gw_req *r, gw_chain_done_fn done)
 {
-	struct chk_item *it = &k->it[k->n++];
-
-	it->ctr = ctr;
-	snprintf(it->key, sizeof(it->key), "%s", key);
-	it->rate = it->burst = 0;
-}
-
-static void chk_next(struct gw_chk *k);
-
-static void on_chk(void *arg, int allowed, uint32_t retry_ms, int answer)
-{
-	struct gw_chk *k = arg;
-	struct gw_req *r = k->r;
-	const struct chk_item *it;
-
-	(void)answer;
-	if (!r) {
-		free(k);
-		return;
-	}
-	it = &k->it[k->i];
-	if (!allowed) {
-		struct gateway *g = r->g;
-		const struct sl_counter_cfg *cc = &g->cfg->counters[it->ctr];
-		bool monitor = g->cfg->counter_mode[it->ctr] == SL_MODE_MONITOR;
-		char rule[48], key[40];
-
-		snprintf(rule, sizeof(rule), "counter:%s", sl_counter_name(it->ctr));
-		snprintf(key, sizeof(key), "%.16s", it->key);
-		stream_record(g->stream, rule, key, (uint16_t)r->tenant_idx, 255,
-			      monitor ? SL_MODE_MONITOR : SL_MODE_ENFORCE, 1,
-			      it->burst > 0 ? it->burst : cc->burst);
-		if (monitor) {
-			g->st.would_block++;
-		} else {
-			chk_done_fn done = k->done;
-			int ctr = it->ctr;
-
-			r->rl_ctr = ctr;
-			r->rl_rate = it->rate > 0 ? it->rate : cc->rate;
-			r->rl_burst = it->burst > 0 ? it->burst : cc->burst;
-			r->chk = NULL;
-			free(k);
-			done(r, ctr, retry_ms);
-			return;
-		}
-	}
-	k->i++;
-	chk_next(k);
-}
-
-static void chk_next(struct gw_chk *k)
-{
-	struct gw_req *r = k->r;
-	struct gateway *g = r->g;
-	struct sl_limit l;
-	const struct chk_item *it;
-
-	while (k->i < k->n && !counter_on(g, k->it[k->i].ctr))
-		k->i++;
-	if (k->i == k->n) {
-		chk_done_fn done = k->done;
-
-		r->chk = NULL;
-		free(k);
-		done(r, -1, 0);
-		return;
-	}
-	it = &k->it[k->i];
-	l = limit_of(g, it->ctr);
-	if (it->rate > 0) {
-		l.rate = it->rate;
-		l.burst = it->burst;
-	}
-	sl_store_charge(g->store, &l, r->tenant, it->key, 1, on_chk, k);
-}
-
-/* Run the checks in @k in order; @k->done gets the first refusal (or -1). */
-static void chk_run(struct gw_req *r, struct gw_chk *k, chk_done_fn done)
-{
-	k->r = r;
-	k->done = done;
-	k->i = 0;
-	r->chk = k;
-	chk_next(k);
+	if (chain_run(r, done))
+		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
 }
 
 static void ep_sched_done(struct gw_req *r)
@@ -1625,13 +1631,12 @@ static void ep_answer(struct gw_req *r, int code, const char *reason, const char
 
 /* A counter refused: machine-facing /token says so with 429, Retry-After and the RateLimit
  * fields; the interactive endpoints answer exactly what they answer a failure. */
-static void ep_refused(struct gw_req *r, int ctr, uint32_t retry_ms)
+static void ep_refused(struct gw_req *r, const struct gw_ask *a, uint32_t retry_ms)
 {
 	struct gateway *g = r->g;
 	struct gw_tstats *t = &g->ts[r->job.tenant];
 	uint32_t ra = (retry_ms + 999) / 1000;
 
-	(void)ctr;
 	g->ep[r->kind].throttled++;
 	t->shed++;
 	t->shed_by_reason[GW_SHED_COUNTER]++;
@@ -1641,12 +1646,18 @@ static void ep_refused(struct gw_req *r, int ctr, uint32_t retry_ms)
 		ra = 1;
 	ep_sched_done(r);
 	switch (r->kind) {
-	case K_TOKEN:
+	case K_TOKEN: {
+		struct sl_limit l = ask_limit(g, a);
+
+		/* The RateLimit fields name the counter that refused. */
+		r->rl_ctr = a->ctr;
+		r->rl_rate = l.rate;
+		r->rl_burst = l.burst;
 		respond(r, 429, "Too Many Requests", BODY_429, ra, true, false);
 		return;
+	}
 	case K_MFA_SEND:
 		/* The caller holds a first factor: it may know a send was refused, not why. */
-		r->rl_ctr = 0;
 		respond(r, 429, "Too Many Requests", BODY_429, ra, true, false);
 		return;
 	case K_MFA_VERIFY:
@@ -1664,9 +1675,9 @@ static void ep_refused(struct gw_req *r, int ctr, uint32_t retry_ms)
 	}
 }
 
-static void ep_pre_done(struct gw_req *r, int refused, uint32_t retry_ms)
+static void ep_pre_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
 {
-	if (refused >= 0)
+	if (refused)
 		ep_refused(r, refused, retry_ms);
 	else
 		admit(r, NULL, 0);
@@ -1676,60 +1687,49 @@ static void ep_pre_done(struct gw_req *r, int refused, uint32_t retry_ms)
  * counter is never keyed on a name alone that anybody may send. */
 static void ep_start(struct gw_req *r)
 {
-	struct gateway *g = r->g;
-	struct gw_chk *k = calloc(1, sizeof(*k));
-	char prefix[PREFIX_STR], key[33];
+	char prefix[PREFIX_STR];
 
-	if (!k) {
-		respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
-		return;
-	}
-	prefix_of(g, r, prefix);
+	prefix_of(r->g, r, prefix);
+	chain_begin(r);
 	switch (r->kind) {
 	case K_TOKEN:
 		/* (client_id, prefix): garbage for someone else's client from elsewhere
-		 * spends only the sender's own pair. */
-		ep_key(g, r, "token pair", r->client_id, prefix, r->ckey);
-		chk_add(k, SL_CTR_TOKEN_FAILURES, r->ckey);
+		 * spends only the sender's own pair; a correct secret clears it. */
+		ep_ask(r, SL_CTR_TOKEN_FAILURES, "token pair", r->client_id, prefix)->then =
+			GW_THEN_CLEAR;
 		break;
 	case K_MFA_SEND:
-		ep_key(g, r, "mfa sends", r->user, NULL, key);
-		chk_add(k, SL_CTR_MFA_SENDS, key);
-		ep_key(g, r, "outbound", NULL, NULL, key);
-		chk_add(k, SL_CTR_OUTBOUND, key);
+		ep_ask(r, SL_CTR_MFA_SENDS, "mfa sends", r->user, NULL);
+		ep_ask(r, SL_CTR_OUTBOUND, "outbound", NULL, NULL);
 		break;
 	case K_MFA_VERIFY:
 		/* Per account, whatever the code: a resend buys no fresh guesses. */
-		ep_key(g, r, "mfa attempts", r->user, NULL, key);
-		chk_add(k, SL_CTR_MFA_ATTEMPTS, key);
+		ep_ask(r, SL_CTR_MFA_ATTEMPTS, "mfa attempts", r->user, NULL);
 		break;
 	case K_RESET:
 	case K_REGISTER: {
 		bool reset = r->kind == K_RESET;
 
-		ep_key(g, r, reset ? "reset prefix" : "register prefix", prefix, NULL, key);
-		chk_add(k, reset ? SL_CTR_RESET_PREFIX : SL_CTR_REGISTER_PREFIX, key);
-		ep_key(g, r, reset ? "reset account" : "register account", r->user, NULL, key);
-		chk_add(k, reset ? SL_CTR_RESET_ACCOUNT : SL_CTR_REGISTER_ACCOUNT, key);
-		ep_key(g, r, reset ? "reset tenant" : "register tenant", NULL, NULL, key);
-		chk_add(k, reset ? SL_CTR_RESET_TENANT : SL_CTR_REGISTER_TENANT, key);
+		ep_ask(r, reset ? SL_CTR_RESET_PREFIX : SL_CTR_REGISTER_PREFIX,
+		       reset ? "reset prefix" : "register prefix", prefix, NULL);
+		ep_ask(r, reset ? SL_CTR_RESET_ACCOUNT : SL_CTR_REGISTER_ACCOUNT,
+		       reset ? "reset account" : "register account", r->user, NULL);
+		ep_ask(r, reset ? SL_CTR_RESET_TENANT : SL_CTR_REGISTER_TENANT,
+		       reset ? "reset tenant" : "register tenant", NULL, NULL);
 		/* Known or not, every request sends one message: the same counters either
 		 * way, so the budgets say nothing about who has an account. */
-		ep_key(g, r, "outbound", NULL, NULL, key);
-		chk_add(k, SL_CTR_OUTBOUND, key);
+		ep_ask(r, SL_CTR_OUTBOUND, "outbound", NULL, NULL);
 		break;
 	}
 	case K_MAGIC:
 		/* A GET is a mail scanner as often as a person: it spends nothing. */
-		if (r->method == SL_M_POST) {
-			ep_key(g, r, "magic prefix", prefix, NULL, key);
-			chk_add(k, SL_CTR_MAGIC_PREFIX, key);
-		}
+		if (r->method == SL_M_POST)
+			ep_ask(r, SL_CTR_MAGIC_PREFIX, "magic prefix", prefix, NULL);
 		break;
 	default:
 		break;
 	}
-	chk_run(r, k, ep_pre_done);
+	ep_run_chain(r, ep_pre_done);
 }
 
 static void ep_json_token(struct evbuffer *b, const char *tok, uint32_t ttl, const char *refresh)
@@ -1760,7 +1760,7 @@ static void ep_issue(struct gw_req *r, int kind, const char *name, const char *r
 }
 
 /* /token after the client's own and its tenant's counters. */
-static void token_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
+static void token_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
 {
 	struct gateway *g = r->g;
 	const struct sl_client_cfg *cl = &g->cfg->clients[r->client_idx];
@@ -1770,7 +1770,7 @@ static void token_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
 	struct gw_vault_entry *e;
 	uint32_t gen = 0;
 
-	if (refused >= 0) {
+	if (refused) {
 		ep_refused(r, refused, retry_ms);
 		return;
 	}
@@ -1866,8 +1866,7 @@ static void ep_token(struct gw_req *r)
 {
 	struct gateway *g = r->g;
 	const struct sl_client_cfg *cl;
-	struct gw_chk *k;
-	char key[33];
+	struct gw_ask *a;
 	int idx;
 	bool ok = gw_client_auth(g->cfg, r->tenant_idx, r->client_id, r->secret, r->secret_len,
 				 &idx);
@@ -1880,11 +1879,7 @@ static void ep_token(struct gw_req *r)
 		return;
 	}
 	/* Authenticated: its own pair is clear, nothing wider. */
-	if (counter_on(g, SL_CTR_TOKEN_FAILURES)) {
-		struct sl_limit l = limit_of(g, SL_CTR_TOKEN_FAILURES);
-
-		sl_store_clear(g->store, &l, r->tenant, r->ckey);
-	}
+	chain_settle(r, true);
 	cl = &g->cfg->clients[idx];
 	r->client_idx = idx;
 	client_meter(g, idx, gw_now_ns());
@@ -1932,20 +1927,14 @@ static void ep_token(struct gw_req *r)
 	ep_sched_done(r);
 	/* With valid credentials, a refresh loop is a bug: the client's own limit (from its
 	 * measured rate), then its tenant's share of issuance. */
-	k = calloc(1, sizeof(*k));
-	if (!k) {
-		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
-		return;
-	}
-	ep_key(g, r, "token client", cl->id, NULL, key);
-	chk_add(k, SL_CTR_TOKEN_CLIENT, key);
+	chain_begin(r);
+	a = ep_ask(r, SL_CTR_TOKEN_CLIENT, "token client", cl->id, NULL);
 	if (cl->rate > 0) {
-		k->it[0].rate = cl->rate;
-		k->it[0].burst = cl->burst > 0 ? cl->burst : g->cfg->counters[SL_CTR_TOKEN_CLIENT].burst;
+		a->rate = cl->rate;
+		a->burst = cl->burst > 0 ? cl->burst : g->cfg->counters[SL_CTR_TOKEN_CLIENT].burst;
 	}
-	ep_key(g, r, "tenant tokens", NULL, NULL, key);
-	chk_add(k, SL_CTR_TENANT_TOKENS, key);
-	chk_run(r, k, token_post_done);
+	ep_ask(r, SL_CTR_TENANT_TOKENS, "tenant tokens", NULL, NULL);
+	ep_run_chain(r, token_post_done);
 }
 
 static void ep_deliver(struct gw_req *r, const char *kind, const char *text)
@@ -1986,23 +1975,15 @@ static void ep_mfa_send(struct gw_req *r)
 
 /* A verified person (a right code, a confirmed link): the account's own budget, the per-user
  * dial, is asked before anything is spent; @done hears the answer. */
-static void ask_user_budget(struct gw_req *r, chk_done_fn done)
+static void ask_user_budget(struct gw_req *r, gw_chain_done_fn done)
 {
-	struct gw_chk *k;
-	char key[33];
-
 	ep_sched_done(r);
-	k = calloc(1, sizeof(*k));
-	if (!k) {
-		ep_answer(r, 503, "Service Unavailable", BODY_503, false);
-		return;
-	}
-	ep_key(r->g, r, "user", r->user, NULL, key);
-	chk_add(k, SL_CTR_USER, key);
-	chk_run(r, k, done);
+	chain_begin(r);
+	ep_ask(r, SL_CTR_USER, "user", r->user, NULL);
+	ep_run_chain(r, done);
 }
 
-static void mfa_post_done(struct gw_req *r, int refused, uint32_t retry_ms);
+static void mfa_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms);
 
 static void ep_mfa_verify(struct gw_req *r)
 {
@@ -2022,13 +2003,13 @@ static void ep_mfa_verify(struct gw_req *r)
 	ask_user_budget(r, mfa_post_done);
 }
 
-static void mfa_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
+static void mfa_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
 {
 	struct gateway *g = r->g;
 	struct gw_vault_entry *e;
 	uint8_t id[16];
 
-	if (refused >= 0) {
+	if (refused) {
 		ep_refused(r, refused, retry_ms);
 		return;
 	}
@@ -2122,7 +2103,7 @@ static void ep_magic_page(struct gw_req *r, const struct gw_vault_entry *e)
 	ep_answer(r, 200, "OK", NULL, false);
 }
 
-static void magic_post_done(struct gw_req *r, int refused, uint32_t retry_ms);
+static void magic_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms);
 
 static void ep_magic(struct gw_req *r)
 {
@@ -2149,13 +2130,13 @@ static void ep_magic(struct gw_req *r)
 	ask_user_budget(r, magic_post_done);
 }
 
-static void magic_post_done(struct gw_req *r, int refused, uint32_t retry_ms)
+static void magic_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
 {
 	struct gateway *g = r->g;
 	struct gw_vault_entry *e;
 	uint8_t id[16];
 
-	if (refused >= 0) {
+	if (refused) {
 		ep_refused(r, refused, retry_ms);
 		return;
 	}
@@ -2616,8 +2597,10 @@ static void on_request(struct evhttp_request *req, void *arg)
 		if (escalated(r))
 			return;
 	}
-	if (kind == K_LOGIN && start_checks(r))
+	if (kind == K_LOGIN) {
+		login_start(r);
 		return;
+	}
 	if (kind == K_MFA_SEND || kind == K_MFA_VERIFY) {
 		/* The second factor follows a first: a password token names the account. */
 		struct gw_token_claims cl;
