@@ -990,8 +990,9 @@ static void hexdump(const char *what, const uint8_t *p, size_t n)
 	"            { port = 8081; front = \"stateless\"; cost = 5; },\n"                      \
 	"            { port = 443; front = \"stateless\"; protocol = \"tls\"; cost = 3; } );\n"
 
+/* Every burst covers the largest charge (the login route): a config check asks for it. */
 #define ROUTES                                                                               \
-	"routes = ( { name = \"login\"; method = \"POST\"; path = \"/login\"; cpu = 950.0; },\n" \
+	"routes = ( { name = \"login\"; method = \"POST\"; path = \"/login\"; cpu = 50.0; },\n" \
 	"           { name = \"token\"; method = \"GET\"; path = \"/token\"; cpu = 1.0; },\n"    \
 	"           { name = \"health\"; method = \"*\"; path = \"/health\"; cpu = 2.0; } );\n"
 
@@ -1002,21 +1003,23 @@ static const char *conf_roomy =
 	"  malformed = \"pass\"; fragments = \"pass\"; };\n"
 	"classes = (\n"
 	"  { name = \"hosting\"; v4_prefix = 24; v6_prefix = 48; v4_parent = 16; v6_parent = 32;\n"
-	"    rate = 20.0; burst = 60.0; parent_rate = 100.0; parent_burst = 600.0; },\n"
-	"  { name = \"residential\"; rate = 10.0; burst = 20.0; parent_rate = 50.0;\n"
-	"    parent_burst = 200.0; },\n"
-	"  { name = \"watch\"; rate = 0.001; burst = 5.0; mode = \"monitor\"; },\n"
-	"  { name = \"unknown\"; rate = 10.0; burst = 30.0; parent_rate = 50.0;\n"
-	"    parent_burst = 300.0; } );\n" ROUTES
+	"    rate = 200.0; burst = 600.0; parent_rate = 1000.0; parent_burst = 6000.0; },\n"
+	"  { name = \"residential\"; rate = 50.0; burst = 200.0; parent_rate = 500.0;\n"
+	"    parent_burst = 2000.0; },\n"
+	"  { name = \"watch\"; rate = 0.001; burst = 50.0; parent_burst = 500.0;\n"
+	"    mode = \"monitor\"; },\n"
+	"  { name = \"unknown\"; rate = 100.0; burst = 300.0; parent_rate = 500.0;\n"
+	"    parent_burst = 3000.0; } );\n" ROUTES
 	"tenants = (\n"
 	"  { name = \"acme\"; hosts = [\"acme.example\"];\n"
 	"    listen = [\"10.0.0.2:80\", \"[2001:db8:ffff::2]:80\"]; rate = 1000.0; burst = 5000.0;\n"
 	"    lease_ttl = 3600; },\n"
 	"  { name = \"beta\"; hosts = [\"beta.example\"]; listen = [\"10.0.0.3:8080\"];\n"
-	"    rate = 0.001; burst = 20.0; static_rate = 0.001; static_burst = 20.0;\n"
+	"    rate = 0.001; burst = 100.0; static_rate = 0.001; static_burst = 100.0;\n"
 	"    lease_ttl = 3600; } );\n";
 
-/* Buckets that hold nothing: a new key starts spent, nearly everything is shed. */
+/* Buckets that hold next to nothing: a new key starts with 0.1 % of a burst that barely
+ * covers one login, nearly everything is shed. */
 static const char *conf_tiny =
 	"edge: { interfaces = [\"lo\"];\n" PORTS
 	"  state_entries = 4096; new_key_credit = 0.001; event_sample = 1;\n"
@@ -1024,16 +1027,17 @@ static const char *conf_tiny =
 	"  streak_decay = 5; };\n"
 	"classes = (\n"
 	"  { name = \"hosting\"; v4_prefix = 24; v6_prefix = 48; v4_parent = 16; v6_parent = 32;\n"
-	"    rate = 0.001; burst = 5.0; parent_rate = 0.001; parent_burst = 5.0; },\n"
-	"  { name = \"residential\"; rate = 0.001; burst = 5.0; parent_rate = 0.001;\n"
-	"    parent_burst = 5.0; },\n"
-	"  { name = \"watch\"; rate = 0.001; burst = 5.0; mode = \"monitor\"; },\n"
-	"  { name = \"unknown\"; rate = 0.001; burst = 5.0; parent_rate = 0.001;\n"
-	"    parent_burst = 5.0; } );\n" ROUTES
+	"    rate = 0.001; burst = 50.0; parent_rate = 0.001; parent_burst = 50.0; },\n"
+	"  { name = \"residential\"; rate = 0.001; burst = 50.0; parent_rate = 0.001;\n"
+	"    parent_burst = 50.0; },\n"
+	"  { name = \"watch\"; rate = 0.001; burst = 50.0; parent_burst = 50.0;\n"
+	"    mode = \"monitor\"; },\n"
+	"  { name = \"unknown\"; rate = 0.001; burst = 50.0; parent_rate = 0.001;\n"
+	"    parent_burst = 50.0; } );\n" ROUTES
 	"tenants = (\n"
 	"  { name = \"acme\"; hosts = [\"acme.example\"];\n"
-	"    listen = [\"10.0.0.2:80\", \"[2001:db8:ffff::2]:80\"]; rate = 0.001; burst = 5.0;\n"
-	"    static_rate = 0.001; static_burst = 5.0; lease_ttl = 3600; } );\n";
+	"    listen = [\"10.0.0.2:80\", \"[2001:db8:ffff::2]:80\"]; rate = 0.001; burst = 50.0;\n"
+	"    static_rate = 0.001; static_burst = 50.0; lease_ttl = 3600; } );\n";
 
 static const char *asn_csv =
 	"198.51.100.0/24,64500,hosting\n"
