@@ -34,12 +34,14 @@
 #include <sys/random.h>
 #include <time.h>
 
+#include <bpf/btf.h>
+
 #include "sluice/cookie.h"
 
 #define FZ_MAX_IN 1600
 #define FZ_BUF (FZ_MAX_IN + 64)
 #define FZ_OUT 8192
-#define FZ_429_LEN 92                    /* SL_429_LEN in bpf/reply.h */
+#define FZ_429_DEFAULT 92                /* SL_429_LEN in bpf/reply.h, if the object says not */
 #define FZ_MIN_REPLY (14 + 20 + 20)      /* Ethernet + IPv4 + TCP */
 #define FZ_SHOW 3                        /* failing frames printed per invariant */
 #define FZ_ONCE_NS (5ull * 1000000000ull) /* the datapath absorbs a shed connection 10 s */
@@ -102,6 +104,12 @@ static void rbytes(uint8_t *p, size_t n)
 	for (i = 0; i < n; i++)
 		p[i] = (uint8_t)rnd();
 }
+
+/* The 429 the object sends, read from its own .rodata (sl_429_text), so that a change of the
+ * text or its length is no false alarm here. */
+static char t429[512] = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1    \r\n"
+			"Content-Length: 0\r\nConnection: close\r\n\r\n";
+static size_t t429_len = FZ_429_DEFAULT;
 
 /* ---- byte helpers --------------------------------------------------------------------- */
 
@@ -1061,17 +1069,18 @@ static const char *const inv_text[I__MAX] = {
 		  "returns XDP_PASS, XDP_DROP or XDP_TX",
 	[I_PASS] = "a frame passed (XDP_PASS) leaves byte-identical and at its length",
 	[I_SIZE] = "one reply per input, of a bounded size: at least Ethernet + IP + TCP, at most "
-		   "the input + the 92-byte 429",
+		   "the input + the 429's text",
 	[I_FORM] = "a reply is well-formed: <= 2 VLAN tags; IPv4 (version 4, IHL 5, valid header "
 		   "checksum, no fragment, TCP) or IPv6 (next header TCP); the IP length fills the "
-		   "frame; a valid TCP checksum over the pseudo-header; SYN|ACK, ACK or FIN|ACK "
-		   "without data, or FIN|PSH|ACK with exactly the 429",
+		   "frame; a valid TCP checksum over the pseudo-header; SYN|ACK, ACK, FIN|ACK, RST "
+		   "or RST|ACK without data, or FIN|PSH|ACK with exactly the object's 429",
 	[I_ADDR] = "a reply goes back where its input came from: MACs swapped, VLAN tags kept, IP "
 		   "version kept, addresses and ports swapped",
 	[I_ANSWER] = "a reply answers a TCP segment (whole, or a first fragment) to a protected "
 		     "port that may answer: SYN-ACK only to a SYN (ack = ISN + 1), the 429 only to "
-		     "data on a reply port (seq = its ack), ACK and FIN-ACK only to a FIN; nothing "
-		     "to a RST or a later fragment, nothing on a drop port of the syn front",
+		     "data on a reply port (seq = its ack), ACK and FIN-ACK only to a FIN, a RST "
+		     "as RFC 793 makes one (seq = its ack); nothing to a RST or a later fragment, "
+		     "nothing on a drop port of the syn front",
 	[I_SANE] = "a reply only to a datagram the kernel would take: IP version right, IP "
 		   "length covering the headers and inside the frame",
 	[I_MARTIAN] = "never a reply to a martian: source in 0/8, 127/8, 224/4, 240/4, ::, ::1, "
@@ -1089,10 +1098,11 @@ static const char *const martian_names[M__MAX] = {
 	"source address", "destination address", "source MAC multicast/broadcast",
 	"destination MAC multicast/broadcast", "SYN|FIN", "SYN|RST" };
 
-enum rkind { R_SYNACK, R_429, R_ACK, R_FINACK, R_OTHER, R__MAX };
-static const char *const rkind_names[R__MAX] = { "SYN-ACK", "429", "ACK", "FIN-ACK", "other" };
+enum rkind { R_SYNACK, R_429, R_ACK, R_FINACK, R_RST, R_OTHER, R__MAX };
+static const char *const rkind_names[R__MAX] = { "SYN-ACK", "429", "ACK", "FIN-ACK", "RST",
+						 "other" };
 static const char *const rkind_a[R__MAX] = { "a SYN-ACK", "a 429", "an ACK", "a FIN-ACK",
-					     "a reply" };
+					     "a RST", "a reply" };
 
 struct once_ent {
 	uint64_t h;     /* 0: empty */
@@ -1163,6 +1173,40 @@ static int set_keys(struct fz *z)
 	z->keys.prev_marker = z->keys.cur_marker;
 	z->keys.rotated_unix = (uint64_t)time(NULL);
 	return bpf_map_update_elem(z->e.maps.cookie_keys, &zero, &z->keys, BPF_ANY);
+}
+
+static void load_429(struct bpf_object *obj)
+{
+	struct btf *btf = bpf_object__btf(obj);
+	const struct bpf_map *m = bpf_object__find_map_by_name(obj, ".rodata");
+	const struct btf_var_secinfo *vi;
+	const struct btf_type *t;
+	const char *data;
+	size_t size = 0;
+	int id, i;
+
+	if (!btf || !m || !(data = bpf_map__initial_value((struct bpf_map *)m, &size)))
+		goto fallback;
+	id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC);
+	t = id > 0 ? btf__type_by_id(btf, (__u32)id) : NULL;
+	if (!t)
+		goto fallback;
+	vi = btf_var_secinfos(t);
+	for (i = 0; i < btf_vlen(t); i++, vi++) {
+		const struct btf_type *var = btf__type_by_id(btf, vi->type);
+
+		if (var && !strcmp(btf__name_by_offset(btf, var->name_off), "sl_429_text") &&
+		    vi->offset + vi->size <= size && vi->size > 1 && vi->size < sizeof(t429)) {
+			memcpy(t429, data + vi->offset, vi->size);
+			t429[vi->size - 1] = '\0';
+			t429_len = strlen(t429);
+			diag("the object's 429 is %zu bytes", t429_len);
+			return;
+		}
+	}
+fallback:
+	diag("no sl_429_text in the object's .rodata: the checks assume the %zu-byte 429 of "
+	     "bpf/reply.h at this commit", t429_len);
 }
 
 /*
@@ -1287,6 +1331,8 @@ static int fz_open(struct fz *z, const char *name, int idx, const char *conf)
 			return -EIO;
 	}
 	find_local_map(z);
+	if (!idx)
+		load_429(z->e.skel->obj);
 	z->once = calloc(ONCE_SLOTS, sizeof(*z->once));
 	if (!z->once)
 		return -ENOMEM;
@@ -1394,12 +1440,12 @@ static void gen_cookie(struct fz *z, struct input *in)
 	case 4:
 		s->flags = T_ACK;
 		s->seq = after;
-		s->ack = cookie + FZ_429_LEN + 2;
+		s->ack = cookie + t429_len + 2;
 		break;
 	case 5:
 		s->flags = T_ACK | T_FIN;
 		s->seq = after;
-		s->ack = cookie + FZ_429_LEN + 2;
+		s->ack = cookie + t429_len + 2;
 		break;
 	case 6:
 		s->flags = T_RST | T_ACK;
@@ -1671,20 +1717,32 @@ static const char *reply_parse(const uint8_t *f, size_t len, struct rview *v)
 	case T_FIN | T_PSH | T_ACK: v->rkind = R_429; break;
 	case T_ACK: v->rkind = R_ACK; break;
 	case T_FIN | T_ACK: v->rkind = R_FINACK; break;
+	case T_RST:
+	case T_RST | T_ACK: v->rkind = R_RST; break;
 	default:
 		snprintf(why, sizeof(why), "TCP flags %#x are none of a reply's", v->flags);
 		return why;
 	}
 	if (v->rkind == R_429) {
-		static const char head[] = "HTTP/1.1 429 Too Many Requests\r\nRetry-After: ";
-		size_t i = sizeof(head) - 1;
+		/* The object's text, but for the Retry-After value: digits, then spaces. */
+		const char *ra = strstr(t429, "\r\nRetry-After: ");
+		size_t i, from = ra ? (size_t)(ra - t429) + 15 : t429_len, to = from;
 
-		if (v->paylen != FZ_429_LEN || memcmp(v->payload, head, sizeof(head) - 1))
-			return "FIN|PSH|ACK without exactly the 92-byte 429";
-		if (v->payload[i] < '1' || v->payload[i] > '9')
+		while (to < t429_len && t429[to] != '\r')
+			to++;
+		if (v->paylen != t429_len || memcmp(v->payload, t429, from) ||
+		    memcmp(v->payload + to, t429 + to, t429_len - to)) {
+			snprintf(why, sizeof(why), "FIN|PSH|ACK with %zu bytes of data, not the "
+				 "object's %zu-byte 429", v->paylen, t429_len);
+			return why;
+		}
+		if (from < to && (v->payload[from] < '1' || v->payload[from] > '9'))
 			return "429 Retry-After does not start with a digit 1-9";
-		if (memcmp(v->payload + FZ_429_LEN - 4, "\r\n\r\n", 4))
-			return "429 does not end its header";
+		for (i = from; i < to && v->payload[i] >= '0' && v->payload[i] <= '9'; i++)
+			;
+		for (; i < to; i++)
+			if (v->payload[i] != ' ')
+				return "429 Retry-After is not digits then spaces";
 	} else if (v->paylen) {
 		snprintf(why, sizeof(why), "%s carries %zu bytes of data", rkind_names[v->rkind],
 			 v->paylen);
@@ -1830,7 +1888,7 @@ static void check_reply(struct run_ctx *c)
 
 	/* size */
 	z->inv_checked[I_SIZE]++;
-	if (c->olen < FZ_MIN_REPLY || c->olen > in->len + FZ_429_LEN)
+	if (c->olen < FZ_MIN_REPLY || c->olen > in->len + t429_len)
 		fail(c, I_SIZE, show_next(I_SIZE), "a %zu-byte reply to a %zu-byte input", c->olen,
 		     in->len);
 
@@ -1905,6 +1963,20 @@ static void check_reply(struct run_ctx *c)
 			else if (v.ack != r->seq + r->payload + 1)
 				snprintf(what, sizeof(what), "ACK ack %u; the FIN ends at %u", v.ack,
 					 r->seq + r->payload + 1);
+			break;
+		case R_RST:
+			/* RFC 793: from the segment's ack when it has one, else seq 0 with an
+			 * ACK of everything it occupies. */
+			if (r->flags & T_ACK) {
+				if (v.seq != r->ack)
+					snprintf(what, sizeof(what), "RST seq %u; the segment's ack is "
+						 "%u", v.seq, r->ack);
+			} else if (!(v.flags & T_ACK) ||
+				   v.ack != r->seq + r->payload + !!(r->flags & T_SYN) + fin) {
+				snprintf(what, sizeof(what), "RST without the ACK of the segment "
+					 "(ack %u, want %u)", v.ack,
+					 r->seq + r->payload + !!(r->flags & T_SYN) + fin);
+			}
 			break;
 		case R_FINACK:
 			if ((r->flags & (T_SYN | T_ACK | T_FIN)) != (T_ACK | T_FIN) || r->payload)
@@ -2091,8 +2163,9 @@ static void print_stats(struct fz *z)
 	for (k = 0; k < K__MAX; k++)
 		diag("  %-10s %8ld %8ld %8ld %8ld %8ld", kind_names[k], z->by_kind[k][0],
 		     z->by_kind[k][1], z->by_kind[k][2], z->by_kind[k][3], z->by_kind[k][4]);
-	diag("  replies: SYN-ACK %ld, 429 %ld, ACK %ld, FIN-ACK %ld, other %ld", z->replies[R_SYNACK],
-	     z->replies[R_429], z->replies[R_ACK], z->replies[R_FINACK], z->replies[R_OTHER]);
+	diag("  replies: SYN-ACK %ld, 429 %ld, ACK %ld, FIN-ACK %ld, RST %ld, malformed %ld",
+	     z->replies[R_SYNACK], z->replies[R_429], z->replies[R_ACK], z->replies[R_FINACK],
+	     z->replies[R_RST], z->replies[R_OTHER]);
 	o = 0;
 	for (k = 0; k < I__MAX; k++)
 		o += (size_t)snprintf(line + o, sizeof(line) - o, "%s%d %ld/%ld", k ? ", " : "",
@@ -2153,15 +2226,18 @@ static void coverage(struct fz *zs, int n)
 		tap(true, "coverage # SKIP %ld iterations are too few to ask for it", done);
 		return;
 	}
-	for (k = 0; k < R_OTHER; k++)
+	for (k = R_SYNACK; k <= R_429; k++)
 		if (!replies[k])
 			o += (size_t)snprintf(missing + o, sizeof(missing) - o, " %s reply,",
 					      rkind_names[k]);
+	if (!replies[R_ACK] && !replies[R_FINACK] && !replies[R_RST])
+		o += (size_t)snprintf(missing + o, sizeof(missing) - o, " any reply to a FIN,");
 	for (i = 0; i < sizeof(want) / sizeof(want[0]); i++)
 		if (!hit[want[i]])
 			o += (size_t)snprintf(missing + o, sizeof(missing) - o, " %s,",
 					      sl_reason_name(want[i]));
-	tap(!o, "coverage: the fuzz reached every kind of reply and %zu datapath reasons%s%s",
+	tap(!o, "coverage: the fuzz reached the SYN-ACK, the 429, a reply to a FIN and %zu datapath "
+	    "reasons%s%s",
 	    sizeof(want) / sizeof(want[0]), o ? "; missing:" : "", missing);
 }
 
