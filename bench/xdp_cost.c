@@ -129,6 +129,20 @@ static int synth_asn(struct sl_asn_table *t, size_t n, const struct sl_config *c
 	return 0;
 }
 
+/* The bench's frames go to 10.0.0.2 and 2001:db8:ffff::2: the "node" serves those. */
+static int bench_local(struct sl_maps *m)
+{
+	static const char *const pfx[] = { "10.0.0.2/32", "2001:db8:ffff::2/128" };
+	struct sl_local_prefix v[2];
+	int i;
+
+	memset(v, 0, sizeof(v));
+	for (i = 0; i < 2; i++)
+		if (sl_prefix_parse(pfx[i], &v[i].p, 1, NULL, 0))
+			return -EINVAL;
+	return sl_maps_write_local(m, v, 2);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -202,35 +216,18 @@ int main(int argc, char **argv)
 	bpf_object__for_each_map(map, skel->obj)
 		bpf_map__set_pin_path(map, NULL);
 	bpf_map__set_max_entries(skel->maps.sl_buckets, cfg.state_entries);
-	bpf_map__set_max_entries(skel->maps.sl_ghosts, sl_ghost_entries(cfg.state_entries));
-	skel->rodata->ghost_mask = sl_ghost_entries(cfg.state_entries) - 1;
+	bpf_map__set_max_entries(skel->maps.sl_ghosts, sl_ghost_sets(cfg.state_entries));
+	bpf_map__set_max_entries(skel->maps.sl_pending, sl_ghost_entries(cfg.state_entries));
+	skel->rodata->ghost_mask = sl_ghost_sets(cfg.state_entries) - 1;
+	skel->rodata->pend_mask = sl_ghost_entries(cfg.state_entries) - 1;
 	if (sluice_bpf__load(skel)) {
 		fprintf(stderr, "xdp_cost: cannot load the XDP object\n");
 		return 1;
 	}
-	sl_maps_init(&m);
-	m.buckets = bpf_map__fd(skel->maps.sl_buckets);
-	m.ghosts = bpf_map__fd(skel->maps.sl_ghosts);
-	m.asn = bpf_map__fd(skel->maps.sl_asn);
-	m.asn_dir = bpf_map__fd(skel->maps.sl_asn_dir);
-	m.classes = bpf_map__fd(skel->maps.sl_classes);
-	m.ports = bpf_map__fd(skel->maps.sl_ports);
-	m.settings = bpf_map__fd(skel->maps.sl_settings);
-	m.stats = bpf_map__fd(skel->maps.sl_stats);
-	m.meta = bpf_map__fd(skel->maps.sl_meta);
-	m.cookie_keys = bpf_map__fd(skel->maps.sl_cookie_keys);
-	m.conns = bpf_map__fd(skel->maps.sl_conns);
-	m.tenant_keys = bpf_map__fd(skel->maps.sl_tenant_keys);
-	m.tenants = bpf_map__fd(skel->maps.sl_tenants);
-	m.tenant_state = bpf_map__fd(skel->maps.sl_tenant_state);
-	m.verdicts = bpf_map__fd(skel->maps.sl_verdicts);
-	m.vcount = bpf_map__fd(skel->maps.sl_vcount);
-	m.events = bpf_map__fd(skel->maps.sl_events);
-	m.routes = bpf_map__fd(skel->maps.sl_routes);
-	m.hosts = bpf_map__fd(skel->maps.sl_hosts);
-	m.route_stats = bpf_map__fd(skel->maps.sl_route_stats);
-	m.tenant_stats = bpf_map__fd(skel->maps.sl_tenant_stats);
-	m.tenant_demand = bpf_map__fd(skel->maps.sl_tenant_demand);
+	if (sl_maps_from_object(&m, skel->obj) || bench_local(&m)) {
+		fprintf(stderr, "xdp_cost: the object's maps\n");
+		return 1;
+	}
 	if (sl_maps_cookie_keys(&m, 0, 3600) < 0 || sl_maps_write_config(&m, &cfg, 1) || synth_asn(&asn, (size_t)asn_rows, &cfg) ||
 	    sl_maps_swap_asn(&m, &asn, (uint32_t)cfg.unknown_class)) {
 		fprintf(stderr, "xdp_cost: cannot program the maps\n");

@@ -10,6 +10,11 @@
  * intact. Everything else passes untouched: established segments, racing segments of the
  * first burst (the kernel finds the socket the first one made), and all other traffic.
  *
+ * A tuple reused while the server still holds its previous connection in TIME_WAIT: the
+ * kernel would accept the new SYN and open a new connection (RFC 6191 and its own rules), so
+ * the new connection is handed to the listener, not to the TIME_WAIT socket that a lookup of
+ * the tuple finds first.
+ *
  * Loaded only where the kernel offers the kfunc: sluiced loads this object as its probe, and
  * falls back to the SYN front when it does not load.
  */
@@ -24,9 +29,10 @@
 #include <bpf/bpf_endian.h>
 
 #include "sluice/abi.h"
-#include "sluice/cookie.h"
+#include "cookie_mac.h"
 #include "parse.h"
 #include "maps.h"
+#include "reply.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -54,9 +60,6 @@ struct sock {
 extern int bpf_sk_assign_tcp_reqsk(struct __sk_buff *skb, struct sock *sk,
 				   struct bpf_tcp_req_attrs *attrs, int attrs__sz) __ksym;
 
-/* Our window scale in cookie SYN-ACKs (reply.h): the request socket must say the same. */
-#define SL_SYNACK_WS 7
-
 /* volatile keeps it in .rodata proper: a plain static const array lands in a mergeable
  * section libbpf cannot place (and the whole object fails to open). */
 const volatile __u16 mss_tab[8] = SL_COOKIE_MSS;
@@ -71,6 +74,45 @@ static __always_inline int count(__u32 reason)
 	return TC_ACT_OK;
 }
 
+/* The TCP timestamps of the first request, which the kfunc needs to carry on the peer's. */
+struct ts_opts {
+	__u8 buf[40];
+	__u32 i, len;
+	__u32 tsval, tsecr;
+	__u8 ts;
+};
+
+static long ts_step(__u32 idx, struct ts_opts *o)
+{
+	__u32 i = o->i;
+	__u8 kind, len;
+
+	if (i >= o->len || i > 39)
+		return 1;
+	kind = o->buf[i];
+	if (kind == 0)
+		return 1;
+	if (kind == 1) {
+		o->i = i + 1;
+		return 0;
+	}
+	if (i + 1 >= o->len || i > 38)
+		return 1;
+	len = o->buf[i + 1];
+	if (len < 2 || i + len > o->len)
+		return 1;
+	if (kind == 8 && len == 10 && i <= 30) {
+		o->ts = 1;
+		o->tsval = ((__u32)o->buf[i + 2] << 24) | ((__u32)o->buf[i + 3] << 16) |
+			   ((__u32)o->buf[i + 4] << 8) | o->buf[i + 5];
+		o->tsecr = ((__u32)o->buf[i + 6] << 24) | ((__u32)o->buf[i + 7] << 16) |
+			   ((__u32)o->buf[i + 8] << 8) | o->buf[i + 9];
+		return 1;
+	}
+	o->i = i + len;
+	return 0;
+}
+
 SEC("tc")
 int sluice_handoff(struct __sk_buff *skb)
 {
@@ -80,23 +122,25 @@ int sluice_handoff(struct __sk_buff *skb)
 	struct sl_cookie_keys *keys;
 	struct sl_cookie_opts o;
 	struct sl_conn_id id = {};
+	struct ts_opts to = {};
 	struct bpf_sock *sk;
 	struct tcp_sock *tsk;
 	struct sl_port *port;
 	struct iphdr *iph = NULL;
 	struct ipv6hdr *ip6 = NULL;
 	struct tcphdr *th;
-	__u32 zero = 0, dport, plen, tlen;
-	int proto, ret;
+	__u32 zero = 0, dport, plen, tlen, tsz;
+	__u8 frag = FRAG_NONE;
+	int proto, ret, reused = 0;
 
 	proto = parse_eth(&c);
 	if (proto == bpf_htons(ETH_P_IP))
-		proto = parse_ip4(&c, &iph);
+		proto = parse_ip4(&c, &iph, &frag);
 	else if (proto == bpf_htons(ETH_P_IPV6))
-		proto = parse_ip6(&c, &ip6);
+		proto = parse_ip6(&c, &ip6, skb, (void *)(long)skb->data, 1, &frag);
 	else
 		return TC_ACT_OK;
-	if (proto != IPPROTO_TCP || parse_tcp(&c, &th) < 0)
+	if (proto != IPPROTO_TCP || frag != FRAG_NONE || parse_tcp(&c, &th) < 0)
 		return TC_ACT_OK;
 	dport = bpf_ntohs(th->dest);
 	port = bpf_map_lookup_elem(&sl_ports, &dport);
@@ -118,8 +162,19 @@ int sluice_handoff(struct __sk_buff *skb)
 		return TC_ACT_OK;
 
 	keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
-	if (!keys)
+	if (!keys || !sl_cookie_marked(bpf_ntohl(th->ack_seq) - 1, keys))
 		return TC_ACT_OK;
+	if (tlen > 20) {
+		__u32 off = (__u32)((void *)th - (void *)(long)skb->data) + 20;
+
+		tsz = tlen - 20;
+		if (tsz > 40)
+			tsz = 40;
+		if (off < 0xffff && !bpf_skb_load_bytes(skb, off, to.buf, tsz)) {
+			to.len = tsz;
+			bpf_loop(40, ts_step, &to, 0);
+		}
+	}
 	id.family = iph ? SL_FAM_V4 : SL_FAM_V6;
 	id.sport = bpf_ntohs(th->source);
 	id.dport = dport;
@@ -142,11 +197,25 @@ int sluice_handoff(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	}
 	/* Not this connection's first segment (racing, or established): the kernel's. */
-	if (!sl_cookie_check(&id, bpf_ntohl(th->ack_seq) - 1, bpf_ktime_get_coarse_ns(), keys, &o))
+	if (!sl_cookie_check(&id, bpf_ntohl(th->ack_seq) - 1, to.ts, to.tsecr,
+			     bpf_ktime_get_coarse_ns(), keys, &o))
 		return TC_ACT_OK;
 
 	sk = bpf_skc_lookup_tcp(skb, &t, iph ? sizeof(t.ipv4) : sizeof(t.ipv6),
 				BPF_F_CURRENT_NETNS, 0);
+	if (sk && sk->state == BPF_TCP_TIME_WAIT) {
+		/* The old connection's TIME_WAIT: find the listener behind it. No connection
+		 * has remote port 0, so this lookup can only end at a listener. */
+		bpf_sk_release(sk);
+		if (iph) {
+			t.ipv4.sport = 0;
+			sk = bpf_skc_lookup_tcp(skb, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+		} else {
+			t.ipv6.sport = 0;
+			sk = bpf_skc_lookup_tcp(skb, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+		}
+		reused = 1;
+	}
 	if (!sk)
 		return count(SL_R_HANDOFF_FAIL); /* no listener: the kernel will reset */
 	if (sk->state != BPF_TCP_LISTEN) {
@@ -169,7 +238,17 @@ int sluice_handoff(struct __sk_buff *skb)
 		attrs.rcv_wscale = SL_SYNACK_WS;
 	}
 	attrs.sack_ok = o.sack;
+	if (o.ts) {
+		/* The kernel's clock for this connection continues from the TSval we sent. */
+		attrs.tstamp_ok = 1;
+		attrs.rcv_tsval = to.tsval;
+		attrs.rcv_tsecr = to.tsecr;
+	}
 	ret = bpf_sk_assign_tcp_reqsk(skb, (struct sock *)tsk, &attrs, sizeof(attrs));
 	bpf_sk_release(sk);
-	return count(ret ? SL_R_HANDOFF_FAIL : SL_R_HANDOFF);
+	if (ret)
+		return count(SL_R_HANDOFF_FAIL);
+	if (reused)
+		count(SL_R_TW_REUSE);
+	return count(SL_R_HANDOFF);
 }

@@ -23,16 +23,18 @@ struct {
 } sl_buckets SEC(".maps");
 
 /*
- * Ghosts of evicted buckets: a fixed array of (TAT, tag) indexed by a hash of the key. A key
- * that was more than half spent when the LRU forgot it finds its old TAT here when it comes
- * back, so eviction never hands out a fresh burst. The tag makes a slot speak only for its
- * own key: a collision overwrites (that key is forgotten), it never charges a stranger.
+ * Ghosts of evicted buckets: a fixed array of four-way sets of (TAT, tag), indexed by a keyed
+ * hash of the key. A key that was more than half spent when the LRU forgot it finds its old
+ * TAT here when it comes back, so eviction never hands out a fresh burst. The tag makes a way
+ * speak only for its own key, and a newcomer takes only a way that is less spent than itself
+ * (an expired one first): a flood of fresh keys, each charged once, cannot push out a key
+ * that owes more than they do.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 65536); /* set by sluiced: power of two >= state_entries */
+	__uint(max_entries, 16384); /* set by sluiced: power of two >= state_entries / 4 */
 	__type(key, __u32);
-	__type(value, struct sl_ghost);
+	__type(value, struct sl_ghost_set);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_ghosts SEC(".maps");
 
@@ -104,8 +106,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_cookie_keys SEC(".maps");
 
-/* Cookie connections that got their 429: 4-tuple -> sequence numbers, for a few seconds.
- * Only a client that answered a valid SYN-ACK can create one. */
+/*
+ * Decided connections, keyed by the connection (tuple + ISS), for a few seconds. Two maps, so
+ * that the entries that matter cannot be pushed out by the ones that do not:
+ *  - sl_conns: admitted first requests, so the racing segments of their first burst pass
+ *    before the kernel has made the socket. Only admitted connections create one, so a
+ *    source creates them no faster than its budget lets it in.
+ *  - sl_shed: connections answered with a 429 (or dropped), so their leftovers are absorbed
+ *    and their FIN acknowledged. A shed source can churn this map, and losing an entry
+ *    costs nothing: the leftover is dropped or reset, as the kernel would with no socket.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
@@ -113,6 +123,38 @@ struct {
 	__type(value, struct sl_conn);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sl_conn_key);
+	__type(value, struct sl_conn);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_shed SEC(".maps");
+
+/*
+ * SYN front: when a SYN was last passed to the kernel, per slot of a keyed hash of its
+ * 4-tuple (seconds). Only segments whose slot is warm pay for the socket lookup that finds
+ * the handshake-completing ACK; the rest of established traffic passes on one array load.
+ * A collision only costs a lookup, never a decision.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536); /* set by sluiced: power of two >= state_entries */
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_pending SEC(".maps");
+
+/* The addresses this node serves (sluiced mirrors the kernel's local routing table). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 4096);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sl_lpm_key);
+	__type(value, struct sl_local_val);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_local SEC(".maps");
 
 /* Tenants: (destination address, port) -> tenant id -> budget and its state. */
 struct {

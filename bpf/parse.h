@@ -96,8 +96,19 @@ static __always_inline int parse_eth(struct cursor *c)
 	return proto;
 }
 
-/* IPv4 with options. Returns the L4 protocol, or -SL_R_FRAGMENT for any TCP fragment. */
-static __always_inline int parse_ip4(struct cursor *c, struct iphdr **out)
+/* Where a datagram sits in its fragment train. */
+enum frag_kind {
+	FRAG_NONE = 0,   /* a whole datagram (an IPv6 atomic fragment counts as one: RFC 6946) */
+	FRAG_FIRST = 1,  /* offset 0, more to come: the upper-layer header is here */
+	FRAG_LATER = 2,  /* offset > 0: no upper-layer header; useless without its first */
+};
+
+/*
+ * IPv4 with options. Returns the L4 protocol and says in *@frag where the datagram sits in
+ * its fragment train: a first fragment holds the TCP header (RFC 791 fragments carry
+ * multiples of 8 bytes), so it is judged like a whole segment.
+ */
+static __always_inline int parse_ip4(struct cursor *c, struct iphdr **out, __u8 *frag)
 {
 	struct iphdr *iph = c->pos;
 	__u32 hlen;
@@ -109,68 +120,139 @@ static __always_inline int parse_ip4(struct cursor *c, struct iphdr **out)
 		return -SL_R_MAL_IP4_IHL;
 	if (c->pos + hlen > c->end)
 		return -SL_R_MAL_IP4_IHL;
+	/* What the kernel drops as not a datagram (ip_rcv_core) is never ours to answer: a
+	 * wrong version, or a total length short of the header or past the frame. */
+	if (iph->version != 4 || bpf_ntohs(iph->tot_len) < hlen ||
+	    c->pos + bpf_ntohs(iph->tot_len) > c->end)
+		return -SL_R_MAL_IP4;
 	c->pos += hlen;
 	*out = iph;
-	/* MF set or a non-zero offset: either way this frame is not a whole TCP segment. */
-	if (iph->protocol == IPPROTO_TCP && (iph->frag_off & bpf_htons(0x3fff)))
-		return -SL_R_FRAGMENT;
+	if (iph->frag_off & bpf_htons(0x1fff))
+		*frag = FRAG_LATER;
+	else if (iph->frag_off & bpf_htons(0x2000))
+		*frag = FRAG_FIRST;
+	else
+		*frag = FRAG_NONE;
 	return iph->protocol;
 }
 
 /*
- * IPv6 with a bounded walk over extension headers. Returns the upper-layer protocol (TCP,
- * UDP, ...), or -SL_R_FRAGMENT when a fragment header is present: its upper layer is either
- * split or absent, and a legitimate SYN is never fragmented.
+ * IPv6 extension headers are walked under bpf_loop, one header per step, reading each
+ * through the program type's load helper: an unrolled walk bounded the chain at a few
+ * headers, and a SYN behind one more header than the bound went unjudged. The walk ends at
+ * the upper layer, at the end of the frame (the kernel drops a truncated chain, and drops a
+ * first fragment whose chain does not reach the upper layer: RFC 8200 section 4.5) or after
+ * SL_MAX_IP6_EXT headers, more than fit in any frame.
  */
-static __always_inline int parse_ip6(struct cursor *c, struct ipv6hdr **out)
+struct ip6_walk {
+	void *ctx;       /* struct xdp_md or struct __sk_buff */
+	__u32 off;       /* offset of the next header in the frame */
+	__u32 len;       /* frame length */
+	__u8 next;       /* the next header's type */
+	__u8 frag;       /* enum frag_kind */
+	__u8 done;       /* 1: at the upper layer; 2: truncated */
+};
+
+/* One header of the walk; @load reads 8 bytes at w->off with the program type's helper (a
+ * helper the program type lacks must not even appear in its code, hence two callbacks). */
+#define IP6_WALK_STEP(name, load)                                                      \
+	static long name(__u32 idx, struct ip6_walk *w)                                \
+	{                                                                              \
+		__u8 h[8];                                                             \
+                                                                                       \
+		switch (w->next) {                                                     \
+		case IPPROTO_HOPOPTS:                                                  \
+		case IPPROTO_ROUTING:                                                  \
+		case IPPROTO_DSTOPTS:                                                  \
+		case IPPROTO_AH:                                                       \
+		case IPPROTO_FRAGMENT:                                                 \
+			break;                                                         \
+		default:                                                               \
+			w->done = 1;                                                   \
+			return 1;                                                      \
+		}                                                                      \
+		if (w->off + 8 > w->len || w->off > 0x3fff || load(w->ctx, w->off, h, 8)) { \
+			w->done = 2;                                                   \
+			return 1;                                                      \
+		}                                                                      \
+		if (w->next == IPPROTO_FRAGMENT) {                                     \
+			__u16 fo = ((__u16)h[2] << 8) | h[3];                          \
+                                                                                       \
+			if (fo & 0xfff8)                                               \
+				w->frag = FRAG_LATER;                                  \
+			else if (fo & 1)                                               \
+				w->frag = FRAG_FIRST;                                  \
+			w->off += 8;                                                   \
+		} else if (w->next == IPPROTO_AH) {                                    \
+			w->off += ((__u32)h[1] + 2) * 4;                               \
+		} else {                                                               \
+			w->off += ((__u32)h[1] + 1) * 8;                               \
+		}                                                                      \
+		w->next = h[0];                                                        \
+		if (w->frag == FRAG_LATER) {                                           \
+			/* what follows is the middle of someone's datagram */         \
+			w->done = 1;                                                   \
+			return 1;                                                      \
+		}                                                                      \
+		return 0;                                                              \
+	}
+
+IP6_WALK_STEP(ip6_walk_step_xdp, bpf_xdp_load_bytes)
+IP6_WALK_STEP(ip6_walk_step_skb, bpf_skb_load_bytes)
+
+/*
+ * IPv6 and its extension headers. Returns the upper-layer protocol with the cursor on it and
+ * *@frag set, or a negative enum sl_reason. @ctx is the program's context, @skb says which
+ * kind it is. An atomic fragment (offset 0, M clear) is a whole datagram.
+ */
+static __always_inline int parse_ip6(struct cursor *c, struct ipv6hdr **out, void *ctx,
+				     void *data, int skb, __u8 *frag)
 {
 	struct ipv6hdr *ip6 = c->pos;
-	struct ip6_ext *eh;
-	__u8 next;
-	int i;
+	struct ip6_walk w = {};
+	__u32 off;
 
 	if ((void *)(ip6 + 1) > c->end)
 		return -SL_R_MAL_IP6;
+	/* The kernel drops a wrong version and a payload past the frame (ipv6_rcv_core). */
+	if ((*(__u8 *)ip6 >> 4) != 6 || (void *)(ip6 + 1) + bpf_ntohs(ip6->payload_len) > c->end)
+		return -SL_R_MAL_IP6;
 	*out = ip6;
-	next = ip6->nexthdr;
 	c->pos = ip6 + 1;
-
-#pragma unroll
-	for (i = 0; i < SL_MAX_IP6_EXT; i++) {
-		switch (next) {
-		case IPPROTO_HOPOPTS:
-		case IPPROTO_ROUTING:
-		case IPPROTO_DSTOPTS:
-			eh = c->pos;
-			if ((void *)(eh + 1) > c->end)
-				return -SL_R_MAL_IP6_EXT;
-			next = eh->nexthdr;
-			c->pos += ((__u32)eh->hdrlen + 1) * 8;
-			break;
-		case IPPROTO_AH:
-			eh = c->pos;
-			if ((void *)(eh + 1) > c->end)
-				return -SL_R_MAL_IP6_EXT;
-			next = eh->nexthdr;
-			c->pos += ((__u32)eh->hdrlen + 2) * 4;
-			break;
-		case IPPROTO_FRAGMENT:
-			if (c->pos + sizeof(struct ip6_frag) > c->end)
-				return -SL_R_MAL_IP6_EXT;
-			return -SL_R_FRAGMENT;
-		default:
-			return next;
-		}
-	}
-	switch (next) {
+	*frag = FRAG_NONE;
+	switch (ip6->nexthdr) {
 	case IPPROTO_HOPOPTS:
 	case IPPROTO_ROUTING:
 	case IPPROTO_DSTOPTS:
 	case IPPROTO_AH:
 	case IPPROTO_FRAGMENT:
-		return -SL_R_MAL_IP6_EXT_DEPTH;
+		break;
+	default:
+		return ip6->nexthdr; /* no extension headers: the common case, no loop */
 	}
-	return next;
+	w.ctx = ctx;
+	w.off = (__u32)((void *)(ip6 + 1) - data);
+	w.len = (__u32)(c->end - data);
+	w.next = ip6->nexthdr;
+	if (skb)
+		bpf_loop(SL_MAX_IP6_EXT, ip6_walk_step_skb, &w, 0);
+	else
+		bpf_loop(SL_MAX_IP6_EXT, ip6_walk_step_xdp, &w, 0);
+	*frag = w.frag;
+	if (w.frag == FRAG_LATER)
+		return w.next;
+	if (w.done == 2)
+		return -SL_R_MAL_IP6_EXT;
+	if (w.done != 1)
+		return -SL_R_MAL_IP6_EXT_DEPTH;
+	off = w.off;
+	/* A variable offset the verifier can bound, then the usual range check. The bound is
+	 * well below 0xffff: the verifier gives a range only to a packet pointer whose offset
+	 * plus the header read after it stays under MAX_PACKET_OFF (0xffff). */
+	if (off > 0x3fff || data + off > c->end)
+		return -SL_R_MAL_IP6_EXT;
+	c->pos = data + off;
+	return w.next;
 }
 
 static __always_inline int parse_tcp(struct cursor *c, struct tcphdr **out)

@@ -25,20 +25,24 @@
 #include "parse.h"
 
 /*
- * The 429. Fixed length, a multiple of 4 so one bpf_csum_diff covers it: the Retry-After value
- * sits in a 5-character field, digits then spaces (trailing whitespace in a field value is
- * optional whitespace in HTTP, which every parser strips).
+ * The 429. Fixed length: the Retry-After value sits in an 8-character field, digits then
+ * spaces (trailing whitespace in a field value is optional whitespace in HTTP, which every
+ * parser strips). The length is 15 mod 16 on purpose: with its FIN the reply takes 96
+ * sequence numbers, so the client's later ACKs end in the same cookie marker as its first
+ * request (ack - 1 = ISS + 96), and one marker compare still sends 15 of 16 established
+ * segments on their way.
  */
 #define SL_429_TEXT                                                                    \
 	"HTTP/1.1 429 Too Many Requests\r\n"                                           \
-	"Retry-After: 1    \r\n"                                                       \
+	"Retry-After: 1       \r\n"                                                    \
 	"Content-Length: 0\r\n"                                                        \
 	"Connection: close\r\n"                                                        \
 	"\r\n"
-#define SL_429_LEN 92
+#define SL_429_LEN 95
 #define SL_429_RA_OFF 45 /* offset of the Retry-After value */
+#define SL_429_RA_WIDTH 8
 _Static_assert(sizeof(SL_429_TEXT) - 1 == SL_429_LEN, "the 429 text changed length");
-_Static_assert(SL_429_LEN % 4 == 0, "the checksum walks the payload in 4-byte words");
+_Static_assert(((SL_429_LEN + 1) & 15) == 0, "429 + FIN must keep the cookie marker");
 
 /*
  * A global, not a static: clang puts a static string array in .rodata.str1.1, where libbpf
@@ -52,6 +56,7 @@ enum reply_kind {
 	REPLY_429,
 	REPLY_ACK,
 	REPLY_FINACK,
+	REPLY_RST,
 };
 
 /* Everything a reply needs, saved before the frame is rewritten (which invalidates every
@@ -69,24 +74,30 @@ struct reply {
 	__u32 seq, ack;      /* host order */
 	__u16 mss;           /* SYN-ACK: announced MSS */
 	__u16 retry_after;   /* 429: seconds */
+	__u8 ts;             /* carry a timestamp option: tsval, tsecr */
+	__u8 pad[3];
+	__u32 tsval, tsecr;
+	__u8 body[SL_429_LEN + 1]; /* the 429 as sent, plus the zero the checksum pads with */
 };
 
 #define SL_SYNACK_WS 7 /* our window scale in SYN-ACKs: 64 KB << 7 */
 
 /*
- * The client's SYN options: MSS, window scale, SACK-permitted. The options (at most 40
- * bytes) are copied to the stack and walked by bpf_loop, one option per step: an open-coded
+ * A segment's TCP options: MSS, window scale, SACK-permitted, timestamps. The options (at most
+ * 40 bytes) are copied to the stack and walked by bpf_loop, one option per step: an open-coded
  * walk over packet pointers, branching on every kind, took the verifier past its 1M
  * instruction budget. Anything malformed ends the walk and keeps what was read.
  */
-struct syn_opts {
+struct tcp_opts {
 	__u8 buf[40];
 	__u32 i, len;
+	__u32 tsval, tsecr;
 	__u16 mss;
-	__u8 ws, sack;
+	__u8 ws, sack, ts;
+	__u8 pad[3];
 };
 
-static long syn_opt_step(__u32 idx, struct syn_opts *o)
+static long tcp_opt_step(__u32 idx, struct tcp_opts *o)
 {
 	__u32 i = o->i;
 	__u8 kind, len;
@@ -112,27 +123,44 @@ static long syn_opt_step(__u32 idx, struct syn_opts *o)
 		o->ws = (o->buf[i + 2] > 14 ? 14 : o->buf[i + 2]) + 1;
 	else if (kind == 4 && len == 2)
 		o->sack = 1;
+	else if (kind == 8 && len == 10 && i <= 30) {
+		o->ts = 1;
+		o->tsval = ((__u32)o->buf[i + 2] << 24) | ((__u32)o->buf[i + 3] << 16) |
+			   ((__u32)o->buf[i + 4] << 8) | o->buf[i + 5];
+		o->tsecr = ((__u32)o->buf[i + 6] << 24) | ((__u32)o->buf[i + 7] << 16) |
+			   ((__u32)o->buf[i + 8] << 8) | o->buf[i + 9];
+	}
 	o->i = i + len;
 	return 0;
 }
 
-static __always_inline void parse_syn_opts(struct xdp_md *ctx, __u32 th_off, __u8 doff,
-					   __u16 *mss, __u8 *ws, __u8 *sack)
+struct seg_opts {
+	__u32 tsval, tsecr;
+	__u16 mss;
+	__u8 ws, sack, ts;
+};
+
+/* The options of the TCP header at @th_off (data offset @doff). */
+static __always_inline void parse_tcp_opts(struct xdp_md *ctx, __u32 th_off, __u8 doff,
+					   struct seg_opts *out)
 {
-	struct syn_opts o = { .mss = 536 };
+	struct tcp_opts o = { .mss = 536 };
 	__u32 off = th_off + 20;
 	__u32 len = doff * 4;
 
 	len = len > 20 ? len - 20 : 0;
 	if (len > 40)
 		len = 40;
-	if (len && !bpf_xdp_load_bytes(ctx, off, o.buf, len)) {
+	if (len && off < 0xffff && !bpf_xdp_load_bytes(ctx, off, o.buf, len)) {
 		o.len = len;
-		bpf_loop(40, syn_opt_step, &o, 0);
+		bpf_loop(40, tcp_opt_step, &o, 0);
 	}
-	*mss = o.mss;
-	*ws = o.ws;
-	*sack = o.sack;
+	out->mss = o.mss;
+	out->ws = o.ws;
+	out->sack = o.sack;
+	out->ts = o.ts;
+	out->tsval = o.tsval;
+	out->tsecr = o.tsecr;
 }
 
 static __always_inline __u16 csum_fold(__u64 csum)
@@ -172,17 +200,38 @@ static __always_inline void write_tcp(struct tcphdr *th, const struct reply *r, 
 /* TCP flags byte */
 #define TF_FIN 0x01
 #define TF_SYN 0x02
+#define TF_RST 0x04
 #define TF_PSH 0x08
 #define TF_ACK 0x10
+
+/* Options of a reply, written as 32-bit words so one csum_diff covers the header. */
+static __always_inline void put_ts(__u8 *o, const struct reply *r)
+{
+	o[0] = 8;
+	o[1] = 10;
+	o[2] = r->tsval >> 24;
+	o[3] = r->tsval >> 16;
+	o[4] = r->tsval >> 8;
+	o[5] = r->tsval;
+	o[6] = r->tsecr >> 24;
+	o[7] = r->tsecr >> 16;
+	o[8] = r->tsecr >> 8;
+	o[9] = r->tsecr;
+}
 
 /*
  * Rewrite the frame in @ctx into the reply @r and return XDP_TX, or XDP_DROP if the frame
  * cannot be resized (the connection then simply times out on the client's side).
  * Grows at the head, where drivers (veth among them) keep room; shrinks at the tail.
- * A global function, checked once: inlined at its five call sites it cost the verifier
- * most of its budget.
+ * A global function, checked once: inlined at its call sites it cost the verifier most of
+ * its budget.
+ *
+ * TCP options: a SYN-ACK offers MSS, and with timestamps SACK-permitted, TSopt and window
+ * scale, exactly what the cookie can carry (include/sluice/cookie.h); every other reply
+ * carries TSopt when the connection uses timestamps (RFC 7323: a receiver may drop a segment
+ * without one) and nothing else.
  */
-__noinline int sl_emit_reply(struct xdp_md *ctx, const struct reply *r)
+__noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 {
 	__u32 l2, l3, l4, pl, want;
 	void *data, *end;
@@ -195,7 +244,10 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, const struct reply *r)
 		return XDP_DROP;
 	l2 = 14 + 4 * (r->n_vlan & 3);
 	l3 = r->family == SL_FAM_V4 ? 20 : 40;
-	l4 = r->kind == REPLY_SYNACK ? 32 : 20;
+	if (r->kind == REPLY_SYNACK)
+		l4 = r->ts ? 40 : 24;
+	else
+		l4 = r->ts ? 32 : 20;
 	pl = r->kind == REPLY_429 ? SL_429_LEN : 0;
 	want = l2 + l3 + l4 + pl;
 	data = xdp_data(ctx);
@@ -245,6 +297,9 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, const struct reply *r)
 		break;
 	case REPLY_FINACK:
 		flags = TF_FIN | TF_ACK;
+		break;
+	case REPLY_RST:
+		flags = TF_RST | TF_ACK;
 		break;
 	default:
 		flags = TF_ACK;
@@ -301,63 +356,86 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, const struct reply *r)
 	if (r->kind == REPLY_SYNACK) {
 		__u8 *o = (__u8 *)(th + 1);
 
-		if ((void *)(o + 12) > end)
+		if ((void *)(o + 4) > end)
 			return XDP_DROP;
-		write_tcp(th, r, 8, flags);
-		/* MSS, NOP NOP SACK-permitted (or four NOPs), NOP window-scale (or four NOPs). */
 		o[0] = 2;
 		o[1] = 4;
 		o[2] = r->mss >> 8;
 		o[3] = r->mss & 0xff;
-		o[4] = 1;
-		o[5] = 1;
-		o[6] = r->sack ? 4 : 1;
-		o[7] = r->sack ? 2 : 1;
-		o[8] = 1;
-		o[9] = r->ws ? 3 : 1;
-		o[10] = r->ws ? 3 : 1;
-		o[11] = r->ws ? SL_SYNACK_WS : 1;
-		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 32, (__u32)sum);
-	} else if (r->kind == REPLY_429) {
-		__u8 *body = (__u8 *)(th + 1);
-		__u32 ra = r->retry_after, pow, i;
-		__u64 field = 0;
-		int n;
-
-		if ((void *)(body + SL_429_LEN) > end)
-			return XDP_DROP;
-		write_tcp(th, r, 5, flags);
-		__builtin_memcpy(body, sl_429_text, SL_429_LEN);
-		if (ra == 0)
-			ra = 1;
-		if (ra > 99999)
-			ra = 99999;
-		/*
-		 * Up to five digits, left-aligned, spaces after: built in a register byte by
-		 * byte (a variable index into a stack buffer makes clang emit pointer
-		 * arithmetic the verifier refuses).
-		 */
-		n = ra >= 10000 ? 5 : ra >= 1000 ? 4 : ra >= 100 ? 3 : ra >= 10 ? 2 : 1;
-		pow = n == 5 ? 10000 : n == 4 ? 1000 : n == 3 ? 100 : n == 2 ? 10 : 1;
-#pragma unroll
-		for (i = 0; i < 5; i++) {
-			__u64 c = ' ';
-
-			if ((int)i < n) {
-				c = '0' + (ra / pow) % 10;
-				pow /= 10;
-			}
-			field |= c << (8 * i);
+		if (r->ts) {
+			if ((void *)(o + 20) > end)
+				return XDP_DROP;
+			/* MSS, SACK-permitted (or NOP NOP), TS, NOP window-scale (or 4 NOPs) */
+			write_tcp(th, r, 10, flags);
+			o[4] = r->sack ? 4 : 1;
+			o[5] = r->sack ? 2 : 1;
+			put_ts(o + 6, r);
+			o[16] = 1;
+			o[17] = r->ws ? 3 : 1;
+			o[18] = r->ws ? 3 : 1;
+			o[19] = r->ws ? SL_SYNACK_WS : 1;
+			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 40, (__u32)sum);
+		} else {
+			write_tcp(th, r, 6, flags);
+			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 24, (__u32)sum);
 		}
-#pragma unroll
-		for (i = 0; i < 5; i++)
-			body[SL_429_RA_OFF + i] = (field >> (8 * i)) & 0xff;
-		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 20 + SL_429_LEN, (__u32)sum);
 	} else {
-		if ((void *)(th + 1) > end)
-			return XDP_DROP;
-		write_tcp(th, r, 5, flags);
-		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 20, (__u32)sum);
+		__u8 *o = (__u8 *)(th + 1);
+
+		if (r->ts) {
+			if ((void *)(o + 12) > end)
+				return XDP_DROP;
+			write_tcp(th, r, 8, flags);
+			o[0] = 1;
+			o[1] = 1;
+			put_ts(o + 2, r);
+			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 32, (__u32)sum);
+		} else {
+			if ((void *)(th + 1) > end)
+				return XDP_DROP;
+			write_tcp(th, r, 5, flags);
+			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 20, (__u32)sum);
+		}
+		if (r->kind == REPLY_429) {
+			__u8 *body = (__u8 *)th + (r->ts ? 32 : 20);
+			__u32 ra = r->retry_after, pow, i;
+			__u64 field = 0;
+			int n;
+
+			if ((void *)(body + SL_429_LEN) > end)
+				return XDP_DROP;
+			__builtin_memcpy(r->body, sl_429_text, SL_429_LEN);
+			r->body[SL_429_LEN] = 0;
+			if (ra == 0)
+				ra = 1;
+			if (ra > 99999)
+				ra = 99999;
+			/*
+			 * Up to five digits, left-aligned, spaces after: built in a register byte
+			 * by byte (a variable index into a stack buffer makes clang emit pointer
+			 * arithmetic the verifier refuses).
+			 */
+			n = ra >= 10000 ? 5 : ra >= 1000 ? 4 : ra >= 100 ? 3 : ra >= 10 ? 2 : 1;
+			pow = n == 5 ? 10000 : n == 4 ? 1000 : n == 3 ? 100 : n == 2 ? 10 : 1;
+#pragma unroll
+			for (i = 0; i < 5; i++) {
+				__u64 c = ' ';
+
+				if ((int)i < n) {
+					c = '0' + (ra / pow) % 10;
+					pow /= 10;
+				}
+				field |= c << (8 * i);
+			}
+#pragma unroll
+			for (i = 0; i < 5; i++)
+				r->body[SL_429_RA_OFF + i] = (field >> (8 * i)) & 0xff;
+			/* The body's length is odd: summed from the copy with its zero pad byte,
+			 * which is what the TCP checksum pads an odd segment with. */
+			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)r->body, SL_429_LEN + 1,
+						   (__u32)sum);
+			__builtin_memcpy(body, r->body, SL_429_LEN);
+		}
 	}
 	th->check = csum_fold(sum);
 	return XDP_TX;

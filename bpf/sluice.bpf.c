@@ -1,14 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * sluice edge datapath: admission at the SYN, and the answer to what it sheds.
+ * sluice edge datapath: verify, then charge, then shed.
  *
- * For every frame: parse Ethernet/VLAN/IPv4/IPv6/TCP; anything that is not TCP to a
- * protected port passes untouched. A SYN is typed by its source's ASN class and judged:
- * verdicts first (block, reply, or a tighter rate), then the port's cost is charged against
- * the source prefix's GCRA bucket, its parent prefix's and the destination tenant's. A shed
- * SYN is dropped, or on a `reply` port answered with a cookie SYN-ACK; the connection's first
- * request then gets one `HTTP/1.1 429` segment with an escalating, jittered Retry-After and
- * FIN, and its leftovers are absorbed, all without the kernel ever seeing the connection.
+ * A source address is an assertion until the source has answered us: a bare SYN can carry
+ * anyone's address, so no SYN charges a bucket here. Every charge (the source prefix, its
+ * parent, the tenant, and the demand the tenant's lease follows) waits for a segment that
+ * proves the source receives what we send:
+ *  - stateless front (the default): every SYN gets a SYN-ACK whose sequence number is our own
+ *    keyed cookie; the first request, which must carry ack = cookie + 1, is read (route,
+ *    Host or SNI), charged and either handed to the listener (by the TC program in
+ *    handoff.bpf.c) or answered with one `HTTP/1.1 429` segment and FIN, or dropped.
+ *  - SYN front (kernels without the hand-off kfunc, or by choice): a SYN whose buckets have
+ *    room is passed to the kernel, which answers it; the charge lands on the segment that
+ *    completes the handshake, checked against the kernel's own request socket (its ISN) or
+ *    SYN cookie. A SYN whose buckets are already empty is shed at once (dropped, or on a
+ *    `reply` port answered with our cookie and then the 429): looking costs nothing, and
+ *    only proven sources empty a bucket.
+ * Replies go only where the kernel would answer: to unicast sources that are neither martian
+ * nor our own, from an address this node serves (sl_local), never to SYN|FIN or SYN|RST.
  * Every packet leaves through record(), which counts its reason and class.
  */
 #include <linux/bpf.h>
@@ -21,7 +30,8 @@
 #include <bpf/bpf_endian.h>
 
 #include "sluice/abi.h"
-#include "sluice/cookie.h"
+
+#include "cookie_mac.h"
 #include "sluice/gcra.h"
 #include "sluice/hash.h"
 #include "parse.h"
@@ -31,8 +41,17 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Load-time constant: ghost table size - 1 (a power of two). Set by sluiced before load. */
-const volatile __u32 ghost_mask = 65535;
+/* Load-time constants: ghost sets - 1 and SYN-front pending slots - 1 (powers of two). Set by
+ * sluiced before load. */
+const volatile __u32 ghost_mask = 16383;
+const volatile __u32 pend_mask = 65535;
+
+/* The kernel's request socket, for the two numbers the SYN front checks a handshake against
+ * (CO-RE: the offsets come from the running kernel's BTF). */
+struct tcp_request_sock___sl {
+	__u32 rcv_isn;
+	__u32 snt_isn;
+} __attribute__((preserve_access_index));
 
 /* Replies are built in a per-CPU scratch slot: on the stack they would take the frame of
  * the reply paths past the verifier's 512-byte limit for a call chain. */
@@ -45,31 +64,39 @@ struct {
 
 static const __u16 sl_mss_tab[8] = SL_COOKIE_MSS;
 
-/*
- * The cookie, made and checked in functions of their own: SipHash over six words kept in
- * registers and spills took each caller's frame past what the verifier allows a call chain,
- * and inlined at three sites it cost most of the verification budget.
- */
 __noinline int sl_cookie_new(const struct sl_conn_id *id, __u64 now,
-			     const struct sl_cookie_opts *o, const struct sl_cookie_keys *k)
+			     const struct sl_cookie_opts *o, const struct sl_cookie_keys *k,
+			     struct reply *rp)
 {
-	if (!id || !o || !k)
+	__u32 tsval = 0;
+
+	if (!id || !o || !k || !rp)
 		return 0;
-	return (int)sl_cookie_make(id, now, o, k);
+	rp->seq = sl_cookie_make(id, now, o, k, &tsval);
+	rp->tsval = tsval;
+	return 1;
 }
 
-__noinline int sl_cookie_ok(const struct sl_conn_id *id, __u32 cookie, __u64 now,
+/* What a cookie check is asked: the ack - 1, and the timestamp echo if there is one. */
+struct cookie_q {
+	__u32 iss;
+	__u32 ts;
+	__u32 tsecr;
+};
+
+__noinline int sl_cookie_ok(const struct sl_conn_id *id, const struct cookie_q *q, __u64 now,
 			    const struct sl_cookie_keys *k, struct sl_cookie_opts *o)
 {
-	if (!id || !o || !k)
+	if (!id || !q || !o || !k)
 		return 0;
-	return sl_cookie_check(id, cookie, now, k, o);
+	return sl_cookie_check(id, q->iss, q->ts, q->tsecr, now, k, o);
 }
 
-
-
-/* How long a cookie connection that got its 429 keeps absorbing its own segments. */
-#define SL_CONN_TTL_NS (10ull * 1000000000ull)
+/* How long a shed connection keeps absorbing its own segments, and how long the racing
+ * segments of an admitted first burst are let through before the kernel's socket takes over. */
+#define SL_SHED_TTL_NS (10ull * 1000000000ull)
+#define SL_RACE_TTL_NS (3ull * 1000000000ull)
+#define NS_PER_S 1000000000ull
 
 struct src {
 	__u8 family;
@@ -87,6 +114,7 @@ struct src {
 struct pkt {
 	struct src s;
 	__u32 th_off;   /* offset of the TCP header in the frame */
+	__u32 ip_off;   /* offset of the IP header */
 	__u32 payload;  /* TCP payload bytes, from the IP length */
 	__u32 seq, ack; /* host order */
 	__u32 n_vlan;
@@ -96,9 +124,17 @@ struct pkt {
 	__u8 front;     /* the port's: enum sl_front */
 	__u8 proto;     /* enum sl_proto */
 	__u8 action;    /* enum sl_action */
-	__u8 pad[3];
+	__u8 frag;      /* enum frag_kind */
+	__u8 ts;        /* the segment carries TSopt (parsed on the paths that need it) */
+	__u8 pad;
+	__u32 tsval, tsecr;
 	__u32 cost;     /* what this segment's decision charges (port default, or its route) */
+	__u32 unreadable_cost;
 	__u32 tenant;   /* tenant id from Host/SNI; SL_TENANT_BY_DEST: by destination */
+	__u32 ifindex;
+	__u32 iss;      /* our initial sequence number on this connection, once proven */
+	__u32 our_tsval;/* our timestamp on it (what the client echoes) */
+	__u32 stage;    /* enum stage: what sl_decide() is to decide */
 };
 
 #define SL_TENANT_BY_DEST (SL_MAX_TENANTS + 1)
@@ -131,16 +167,16 @@ static __always_inline void make_key(struct sl_bkey *k, const struct src *s, __u
 	__builtin_memcpy(k->addr, w, sizeof(w));
 }
 
-static __always_inline void lpm_key_of(struct sl_lpm_key *lk, const struct src *s)
+static __always_inline void lpm_key_of(struct sl_lpm_key *lk, const __u8 *addr, __u8 family)
 {
 	lk->prefixlen = 128;
-	if (s->family == SL_FAM_V4) {
+	if (family == SL_FAM_V4) {
 		__builtin_memset(lk->addr, 0, 10);
 		lk->addr[10] = 0xff;
 		lk->addr[11] = 0xff;
-		__builtin_memcpy(&lk->addr[12], s->saddr, 4);
+		__builtin_memcpy(&lk->addr[12], addr, 4);
 	} else {
-		__builtin_memcpy(lk->addr, s->saddr, 16);
+		__builtin_memcpy(lk->addr, addr, 16);
 	}
 }
 
@@ -148,9 +184,9 @@ static __always_inline void lpm_key_of(struct sl_lpm_key *lk, const struct src *
  * The source's class: one load from the /24 table for IPv4; the LPM trie for IPv6 and for
  * the IPv4 /24s that hold a longer row. Sources in no row get the unknown class.
  */
-static __always_inline __u32 classify(const struct src *s, const struct sl_settings *set)
+static __always_inline __u32 classify(const struct src *s, const struct sl_settings *set,
+				      struct sl_lpm_key *lk)
 {
-	struct sl_lpm_key lk;
 	__u32 slot = set->asn_slot & 1;
 	struct sl_asn_val *av;
 	void *trie;
@@ -169,11 +205,11 @@ static __always_inline __u32 classify(const struct src *s, const struct sl_setti
 		if (cls != SL_DIR_USE_TRIE)
 			return cls;
 	}
-	lpm_key_of(&lk, s);
+	lpm_key_of(lk, s->saddr, s->family);
 	trie = bpf_map_lookup_elem(&sl_asn, &slot);
 	if (!trie)
 		return set->unknown_class;
-	av = bpf_map_lookup_elem(trie, &lk);
+	av = bpf_map_lookup_elem(trie, lk);
 	return av ? av->class_id : set->unknown_class;
 }
 
@@ -202,29 +238,35 @@ enum charge_result {
 struct charge_out {
 	__u64 inc;  /* what was charged, for a refund */
 	__u64 next; /* the new TAT */
+	__u32 peek; /* in: only say whether it would fit */
+	__u32 pad;
 };
 
 /*
- * Charge @cost against @b with compare-and-swap. A global function: inlined three times
- * into the judgement, its retry loop multiplied the verifier's paths past its budget.
+ * Charge @cost against @b with compare-and-swap, or with @peek only say whether it would fit.
+ * A global function: inlined three times into the judgement, its retry loop multiplied the
+ * verifier's paths past its budget.
  */
 __noinline int sl_charge_tat(struct sl_bucket *b, const struct sl_rate *r, __u64 cost,
 			     __u64 now, struct charge_out *out)
 {
-	int i;
+	int i, peek;
 
 	if (!b || !r || !out)
 		return CHARGE_NOSTATE;
+	peek = out->peek;
 	for (i = 0; i < SL_CAS_TRIES; i++) {
 		__u64 old = *(volatile __u64 *)&b->tat;
 		__u64 next;
 
 		if (!sl_gcra_charge(old, now, cost, r->emission_ns, r->tolerance_ns, &next)) {
 			/* Persist a clamp after a clock step; one try, it is only a correction. */
-			if (next != old)
+			if (next != old && !peek)
 				__sync_val_compare_and_swap(&b->tat, old, next);
 			return CHARGE_DENIED;
 		}
+		if (peek)
+			return CHARGE_OK;
 		if (__sync_val_compare_and_swap(&b->tat, old, next) != old)
 			continue;
 		out->inc = next - (old > now ? old : now);
@@ -234,33 +276,123 @@ __noinline int sl_charge_tat(struct sl_bucket *b, const struct sl_rate *r, __u64
 	return CHARGE_BUSY;
 }
 
-/* Charge @cost against the bucket of @k, creating it (partly spent, or from its ghost). */
-static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate *r,
-				  __u64 cost, __u64 now, const struct sl_settings *set,
-				  struct sl_counters *cnt, struct sl_bucket **bucket, __u64 *inc)
+/*
+ * The ghost of @k: the TAT it had when it was last worth remembering (0 if none). Four ways
+ * per set, one cache line; the tag is never 0, which marks an empty way.
+ */
+static __always_inline __u64 ghost_get(const struct sl_bkey *k, const struct sl_settings *set)
 {
+	__u64 h = sl_ghost_hash(k, set->hash_seed);
+	__u32 idx = (__u32)h & ghost_mask, tag = h >> 32;
+	struct sl_ghost_set *gs = bpf_map_lookup_elem(&sl_ghosts, &idx);
+	int i;
+
+	if (!gs)
+		return 0;
+#pragma unroll
+	for (i = 0; i < SL_GHOST_WAYS; i++)
+		if (gs->way[i].tag == tag)
+			return gs->way[i].tat;
+	return 0;
+}
+
+/*
+ * Remember that @k's TAT is @tat. Its own way is updated; otherwise it takes the way that
+ * holds the least information (empty, then fully refilled, then the smallest TAT), and only
+ * if that way is less spent than @k: a newcomer never pushes out a key that owes more than it
+ * does, so a flood of fresh keys cannot wash a spent one out. Plain stores: a torn pair from a
+ * racing CPU mismatches its tag at worst, and a mismatch only forgets.
+ */
+static __always_inline void ghost_put(const struct sl_bkey *k, __u64 tat, __u64 now,
+				      const struct sl_settings *set)
+{
+	__u64 h = sl_ghost_hash(k, set->hash_seed), low = ~0ull;
+	__u32 idx = (__u32)h & ghost_mask, tag = h >> 32;
+	struct sl_ghost_set *gs = bpf_map_lookup_elem(&sl_ghosts, &idx);
+	int i, victim = -1;
+
+	if (!gs)
+		return;
+#pragma unroll
+	for (i = 0; i < SL_GHOST_WAYS; i++) {
+		__u64 t = gs->way[i].tat;
+
+		if (gs->way[i].tag == tag) {
+			gs->way[i].tat = tat;
+			return;
+		}
+		if (gs->way[i].tag == 0 || t <= now)
+			t = 0; /* holds nothing worth keeping */
+		if (t < low) {
+			low = t;
+			victim = i;
+		}
+	}
+	if (victim < 0 || low >= tat)
+		return;
+	/* Written one way at a time by index: the verifier wants a constant offset. */
+#pragma unroll
+	for (i = 0; i < SL_GHOST_WAYS; i++) {
+		if (i == victim) {
+			gs->way[i].tat = tat;
+			gs->way[i].tag = tag;
+		}
+	}
+}
+
+/* One bucket's charge, asked and answered through memory (a BPF function takes five
+ * arguments, and these lived on the judgement's stack). */
+struct charge_req {
+	__u64 cost;
+	__u64 now;
+	__u64 inc;   /* out: what was charged, for a refund */
+	__u32 peek;  /* only say whether it would fit; create nothing */
+	__u32 cls;   /* the class row whose counters move */
+};
+
+/*
+ * Charge (or with @q->peek, weigh) @q->cost against the bucket of @k, creating it partly spent
+ * or from its ghost. A global function, checked once: inlined for the prefix and the parent
+ * it doubled the judgement's states and took its call chain past 512 bytes of stack.
+ */
+__noinline int sl_charge_key(const struct sl_bkey *k, const struct sl_rate *r,
+			     struct charge_req *q)
+{
+	const struct sl_settings *set;
+	struct sl_counters *cnt;
 	struct sl_bucket *b;
-	struct sl_ghost *ghost;
 	struct charge_out co = {};
-	__u64 h, next;
-	__u32 slot, tag;
+	__u32 zero = 0, cls;
+	__u64 fresh, now;
 	int rc;
 
+	if (!k || !r || !q)
+		return CHARGE_NOSTATE;
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	if (!set)
+		return CHARGE_NOSTATE;
+	cls = q->cls;
+	cnt = bpf_map_lookup_elem(&sl_stats, &cls);
+	now = q->now;
+	q->inc = 0;
+	fresh = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
 	b = bpf_map_lookup_elem(&sl_buckets, k);
 	if (!b) {
 		struct sl_bucket nb = {};
+		__u64 g = ghost_get(k, set);
 
-		h = sl_ghost_hash(k, set->hash_seed);
-		slot = (__u32)h & ghost_mask;
-		tag = h >> 32;
-		nb.tat = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
-		ghost = bpf_map_lookup_elem(&sl_ghosts, &slot);
-		if (ghost && ghost->tag == tag && ghost->tat > nb.tat) {
-			nb.tat = ghost->tat;
-			if (cnt)
+		nb.tat = g > fresh ? g : fresh;
+		if (q->peek) {
+			__u64 next;
+
+			return sl_gcra_charge(nb.tat, now, q->cost, r->emission_ns, r->tolerance_ns,
+					      &next) ? CHARGE_OK : CHARGE_DENIED;
+		}
+		if (cnt) {
+			if (g > fresh)
 				cnt->key_returned++;
-		} else if (cnt) {
-			cnt->key_new++;
+			else
+				cnt->key_new++;
 		}
 		/* Another CPU may create it first (EEXIST): fine, the lookup below finds theirs. */
 		bpf_map_update_elem(&sl_buckets, k, &nb, BPF_NOEXIST);
@@ -268,28 +400,32 @@ static __always_inline int charge(const struct sl_bkey *k, const struct sl_rate 
 		if (!b)
 			return CHARGE_NOSTATE;
 	}
-	*bucket = b;
-	rc = sl_charge_tat(b, r, cost, now, &co);
-	*inc = co.inc;
-	next = co.next;
+	co.peek = q->peek;
+	rc = sl_charge_tat(b, r, q->cost, now, &co);
+	if (q->peek)
+		return rc;
+	q->inc = co.inc;
 	if (rc == CHARGE_BUSY && cnt)
 		cnt->cas_busy++;
 	/*
-	 * Remember keys that are more than half spent: those are the ones whose eviction would
-	 * otherwise be a gift. Keys with room to spare skip the shared store.
+	 * Remember keys more spent than a new key starts: those are the ones whose eviction would
+	 * otherwise be a gift. Keys with as much room as a stranger skip the shared store.
 	 */
-	if (rc == CHARGE_OK && next - now > r->tolerance_ns / 2) {
-		h = sl_ghost_hash(k, set->hash_seed);
-		slot = (__u32)h & ghost_mask;
-		ghost = bpf_map_lookup_elem(&sl_ghosts, &slot);
-		if (ghost) {
-			/* Two plain stores: a torn pair from a racing CPU mismatches at worst,
-			 * and a mismatch only forgets. */
-			ghost->tat = next;
-			ghost->tag = h >> 32;
-		}
-	}
+	if (rc == CHARGE_OK && co.next > fresh)
+		ghost_put(k, co.next, now, set);
 	return rc;
+}
+
+/* Give back what a bucket was charged, when a later bucket refused the connection. */
+static __always_inline void refund_key(const struct sl_bkey *k, __u64 inc)
+{
+	struct sl_bucket *b;
+
+	if (!inc)
+		return;
+	b = bpf_map_lookup_elem(&sl_buckets, k);
+	if (b)
+		__sync_fetch_and_add(&b->tat, -inc);
 }
 
 static __always_inline int is_shed(__u32 reason)
@@ -346,11 +482,28 @@ static __always_inline void emit_event(const struct sl_settings *set, const stru
 	bpf_ringbuf_submit(ev, 0);
 }
 
+/* Which bucket a shed decision found empty: the one whose streak its Retry-After climbs. */
+enum shed_level {
+	LEVEL_PREFIX = 0,
+	LEVEL_PARENT = 1,
+	LEVEL_TENANT = 2,
+};
+
 struct decision {
 	__u32 reason;
 	__u32 class_id;
 	__u8 action;      /* enum sl_action for a shed */
-	struct sl_bkey key;
+	__u8 level;       /* enum shed_level */
+	__u8 pad[2];
+	__u32 tenant;     /* the tenant charged; SL_MAX_TENANTS: none */
+	struct sl_bkey key; /* the source's key; for a parent shed, the parent's */
+	/* working space of the judgement, here rather than on its stack (see sl_judge) */
+	struct sl_bkey qkey;
+	struct sl_lpm_key lk;
+	struct charge_req cq;
+	__u64 pinc;
+	struct sl_tenant_key tk;
+	struct charge_out co;
 };
 
 /* The record of the segment being judged, per CPU: on the stack it put the main frame plus
@@ -377,7 +530,9 @@ struct req_scratch {
 	struct sl_conn_id id;
 	struct sl_conn_key ck;
 	struct sl_cookie_opts o;
+	struct cookie_q q;
 	struct decision d;
+	struct sl_lpm_key lk;
 };
 
 struct {
@@ -387,50 +542,62 @@ struct {
 	__type(value, struct req_scratch);
 } sl_reqbuf SEC(".maps");
 
-static __always_inline void refund(struct sl_bucket *b, __u64 inc)
-{
-	if (b && inc)
-		__sync_fetch_and_add(&b->tat, -inc);
-}
-
-/* Charge the destination tenant's edge bucket: its lease while it lasts, else the static
- * fallback. Returns CHARGE_OK when there is no tenant for this destination. */
+/* Charge (or weigh) the destination tenant's edge bucket: its lease while it lasts, else the
+ * static fallback. Returns CHARGE_OK when there is no tenant for this destination. Demand, which
+ * a lease follows, is counted only for real charges, which come only from proven sources. */
 static __always_inline int charge_tenant(const struct src *s, __u16 dport, __u64 cost,
 					 __u64 now, const struct sl_settings *set, __u8 *mode,
-					 __u32 hint)
+					 __u32 hint, __u32 *tid_out, int peek,
+					 struct sl_tenant_key *tk, struct charge_out *co)
 {
-	struct sl_tenant_key tk = { .family = s->family, .port = dport };
 	struct sl_tenant *t;
 	struct sl_bucket *st;
-	struct charge_out co;
 	__u32 *id, tid = hint;
 	__u64 *demand;
 
+	*tid_out = SL_MAX_TENANTS;
 	if (!set->n_tenants)
 		return CHARGE_OK;
 	/* Host or SNI named the tenant (stateless front); else its address and port do. */
 	if (hint >= SL_MAX_TENANTS) {
-		__builtin_memcpy(tk.addr, s->daddr, 16);
-		id = bpf_map_lookup_elem(&sl_tenant_keys, &tk);
-		if (!id)
-			return CHARGE_OK;
-		tid = *id;
+		__builtin_memset(tk, 0, sizeof(*tk));
+		tk->family = s->family;
+		tk->port = dport;
+		__builtin_memcpy(tk->addr, s->daddr, 16);
+		id = bpf_map_lookup_elem(&sl_tenant_keys, tk);
+		if (!id) {
+			/* No tenant listens here: the default tenant's, if there is one. */
+			if (set->default_tenant >= SL_MAX_TENANTS)
+				return CHARGE_OK;
+			tid = set->default_tenant;
+		} else {
+			tid = *id;
+		}
 	}
 	t = bpf_map_lookup_elem(&sl_tenants, &tid);
 	st = bpf_map_lookup_elem(&sl_tenant_state, &tid);
 	if (!t || !st || !t->valid)
 		return CHARGE_OK;
+	*tid_out = tid;
 	*mode = t->mode;
-	demand = bpf_map_lookup_elem(&sl_tenant_demand, &tid);
-	if (demand)
-		*demand += cost; /* per CPU: no atomic needed */
+	if (!peek) {
+		demand = bpf_map_lookup_elem(&sl_tenant_demand, &tid);
+		if (demand)
+			*demand += cost; /* per CPU: no atomic needed */
+	}
+	__builtin_memset(co, 0, sizeof(*co));
+	co->peek = peek;
 	return sl_charge_tat(st, now < t->lease_expires_ns ? &t->lease : &t->fallback, cost, now,
-			     &co);
+			     co);
 }
 
-/* Judge one SYN to a protected port (a global function: see struct pkt). */
-__noinline int sl_judge_syn(const struct pkt *pk, const struct sl_settings *set, __u64 now,
-			    struct decision *d)
+/*
+ * Judge one connection of a proven source (or with @peek, say how it would be judged, charging
+ * nothing): verdicts, then the source prefix, its parent and the tenant. A global function:
+ * see struct pkt.
+ */
+__noinline int sl_judge(const struct pkt *pk, const struct sl_settings *set, __u64 now,
+			struct decision *d, int peek)
 {
 	const struct src *s;
 	__u32 zero = 0, *vcount;
@@ -438,6 +605,8 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_settings *set,
 
 	if (!pk || !d)
 		return 0;
+	d->tenant = SL_MAX_TENANTS;
+	d->level = LEVEL_PREFIX;
 	if (!set) {
 		d->class_id = SL_CLASS_NONE;
 		d->reason = SL_R_STATE_ERROR;
@@ -446,10 +615,8 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_settings *set,
 	s = &pk->s;
 	dport = pk->dport;
 	struct sl_class_policy *pol;
-	struct sl_bucket *pb = NULL, *qb = NULL;
-	struct sl_counters *cnt;
-	__u64 pinc = 0, qinc = 0, cost = pk->cost;
-	__u32 cls = classify(s, set);
+	__u64 cost = pk->cost;
+	__u32 cls = classify(s, set, &d->lk), tid = SL_MAX_TENANTS;
 	__u8 plen, parent, tmode = SL_MODE_ENFORCE;
 	int rc;
 
@@ -461,7 +628,6 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_settings *set,
 		return 0;
 	}
 	d->class_id = cls;
-	cnt = bpf_map_lookup_elem(&sl_stats, &cls);
 	if (s->family == SL_FAM_V4) {
 		plen = pol->v4_prefix;
 		parent = pol->v4_parent;
@@ -473,11 +639,10 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_settings *set,
 
 	vcount = bpf_map_lookup_elem(&sl_vcount, &zero);
 	if (vcount && *vcount) {
-		struct sl_lpm_key lk;
 		struct sl_verdict *v;
 
-		lpm_key_of(&lk, s);
-		v = bpf_map_lookup_elem(&sl_verdicts, &lk);
+		lpm_key_of(&d->lk, s->saddr, s->family);
+		v = bpf_map_lookup_elem(&sl_verdicts, &d->lk);
 		/* An expired verdict stops applying here, whether or not anyone swept it. */
 		if (v && now < v->expires_ns) {
 			if (v->action == SL_VERDICT_BLOCK) {
@@ -494,7 +659,12 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_settings *set,
 		}
 	}
 
-	rc = charge(&d->key, &pol->prefix, cost, now, set, cnt, &pb, &pinc);
+	d->cq.cost = cost;
+	d->cq.now = now;
+	d->cq.peek = peek;
+	d->cq.cls = cls;
+	rc = sl_charge_key(&d->key, &pol->prefix, &d->cq);
+	d->pinc = d->cq.inc;
 	if (rc == CHARGE_NOSTATE) {
 		d->reason = SL_R_STATE_ERROR;
 		return 0;
@@ -503,26 +673,29 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_settings *set,
 		d->reason = pol->mode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_PREFIX : SL_R_SHED_PREFIX;
 		return 0;
 	}
-	{
-		struct sl_bkey pk;
-
-		make_key(&pk, s, parent, SL_LEVEL_PARENT, cls);
-		rc = charge(&pk, &pol->parent, cost, now, set, cnt, &qb, &qinc);
-	}
-	if (rc == CHARGE_NOSTATE) {
-		d->reason = SL_R_STATE_ERROR;
-		return 0;
-	}
+	make_key(&d->qkey, s, parent, SL_LEVEL_PARENT, cls);
+	rc = sl_charge_key(&d->qkey, &pol->parent, &d->cq);
 	if (rc != CHARGE_OK) {
 		/* The prefix is not to blame for its parent's flood: give back what it paid. */
-		refund(pb, pinc);
+		refund_key(&d->key, d->pinc);
+		if (rc == CHARGE_NOSTATE) {
+			d->reason = SL_R_STATE_ERROR;
+			return 0;
+		}
+		/* The parent was empty: its streak, not the prefix's, is the one to climb. */
+		__builtin_memcpy(&d->key, &d->qkey, sizeof(d->qkey));
+		d->level = LEVEL_PARENT;
 		d->reason = pol->mode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_PARENT : SL_R_SHED_PARENT;
 		return 0;
 	}
-	if (charge_tenant(s, dport, cost, now, set, &tmode, pk->tenant) != CHARGE_OK) {
+	rc = charge_tenant(s, dport, cost, now, set, &tmode, pk->tenant, &tid, peek, &d->tk,
+			   &d->co);
+	d->tenant = tid;
+	if (rc != CHARGE_OK) {
 		/* The tenant's budget ran out: the source paid for nothing. */
-		refund(pb, pinc);
-		refund(qb, qinc);
+		refund_key(&d->key, d->pinc);
+		refund_key(&d->qkey, d->cq.inc);
+		d->level = LEVEL_TENANT;
 		d->reason = tmode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_TENANT : SL_R_SHED_TENANT;
 		return 0;
 	}
@@ -530,31 +703,32 @@ __noinline int sl_judge_syn(const struct pkt *pk, const struct sl_settings *set,
 	return 0;
 }
 
-/* Retry-After for a 429 to @s now: the prefix's streak picks the level, then +-20 % jitter. */
-__noinline int sl_retry_after(const struct src *s, const struct sl_settings *set, __u64 now,
-			      struct decision *d)
+/*
+ * Retry-After for a 429 now: the streak of the bucket that was empty (the prefix, the parent or
+ * the tenant: whoever drained it, the answer follows that bucket) picks the level, then +-20 %
+ * jitter. A streak restarts after streak_decay_s seconds without a 429 for that bucket.
+ */
+__noinline int sl_retry_after(const struct sl_settings *set, __u64 now, struct decision *d)
 {
-	struct sl_class_policy *pol;
-	struct sl_bucket *b;
-	__u32 cls, level = 0, base, ticks = now >> 30, streak = 0, n;
+	struct sl_bucket *b = NULL;
+	__u32 level = 0, base, secs = (__u32)(now / NS_PER_S), streak = 0, n;
 
-	if (!s || !set || !d)
+	if (!set || !d)
 		return 1;
-	cls = classify(s, set);
 	n = set->n_retry_levels;
-	pol = policy_of(&cls, set);
-	d->class_id = pol ? cls : SL_CLASS_NONE;
-	if (pol) {
-		make_key(&d->key, s, s->family == SL_FAM_V4 ? pol->v4_prefix : pol->v6_prefix,
-			 SL_LEVEL_PREFIX, cls);
+	if (d->level == LEVEL_TENANT && d->tenant < SL_MAX_TENANTS) {
+		__u32 tid = d->tenant;
+
+		b = bpf_map_lookup_elem(&sl_tenant_state, &tid);
+	} else if (d->class_id < SL_MAX_CLASSES) {
 		b = bpf_map_lookup_elem(&sl_buckets, &d->key);
-		if (b) {
-			/* Racy read-modify-write: two concurrent 429s may climb one step, not two. */
-			if (ticks - b->last_shed_s <= set->streak_decay_s)
-				streak = b->streak;
-			b->streak = streak + 1;
-			b->last_shed_s = ticks;
-		}
+	}
+	if (b) {
+		/* Racy read-modify-write: two concurrent 429s may climb one step, not two. */
+		if (secs - b->last_shed_s <= set->streak_decay_s)
+			streak = b->streak;
+		b->streak = streak + 1;
+		b->last_shed_s = secs;
 	}
 	if (n == 0 || n > SL_MAX_RETRY_LEVELS)
 		n = 1;
@@ -568,10 +742,11 @@ __noinline int sl_retry_after(const struct src *s, const struct sl_settings *set
 }
 
 static __always_inline void conn_key_of(struct sl_conn_key *ck, const struct src *s,
-					__u16 sport, __u16 dport)
+					__u16 sport, __u16 dport, __u32 iss)
 {
 	__builtin_memset(ck, 0, sizeof(*ck));
 	ck->family = s->family;
+	ck->iss = iss;
 	ck->sport = sport;
 	ck->dport = dport;
 	__builtin_memcpy(ck->saddr, s->saddr, 16);
@@ -619,24 +794,97 @@ static __always_inline void outcome(void *map, __u32 idx, int shed)
 }
 
 /*
+ * Would the kernel answer this segment at all? Not if its source is martian (unspecified,
+ * loopback, multicast, class E and broadcast, IPv4-mapped on the wire) or one of our own
+ * addresses, nor if it came in a multicast or broadcast frame. Returns 0 when it would.
+ */
+__noinline int sl_martian(struct xdp_md *ctx, const struct pkt *pk)
+{
+	void *data, *end;
+	struct sl_lpm_key lk;
+	const __u8 *a;
+	__u8 *p;
+
+	if (!ctx || !pk)
+		return 1;
+	data = xdp_data(ctx);
+	end = xdp_data_end(ctx);
+	p = data;
+	if ((void *)(p + 12) > end)
+		return 1;
+	if ((p[0] & 1) || (p[6] & 1))
+		return 1; /* group (multicast, broadcast) destination or source MAC */
+	/* Loopback destinations are local, and still never reached from a wire. */
+	a = pk->s.daddr;
+	if (pk->s.family == SL_FAM_V4 && a[0] == 127)
+		return 1;
+	if (pk->s.family == SL_FAM_V6) {
+		__u64 hi;
+		__u32 w2, w3;
+
+		__builtin_memcpy(&hi, a, 8);
+		__builtin_memcpy(&w2, a + 8, 4);
+		__builtin_memcpy(&w3, a + 12, 4);
+		if (hi == 0 && w2 == 0 && w3 == bpf_htonl(1))
+			return 1;
+	}
+	a = pk->s.saddr;
+	if (pk->s.family == SL_FAM_V4) {
+		if (a[0] == 0 || a[0] == 127 || a[0] >= 224)
+			return 1;
+	} else {
+		__u64 hi;
+		__u32 w2, w3;
+
+		if (a[0] == 0xff)
+			return 1; /* multicast */
+		__builtin_memcpy(&hi, a, 8);
+		__builtin_memcpy(&w2, a + 8, 4);
+		__builtin_memcpy(&w3, a + 12, 4);
+		/* ::, ::1, and ::ffff:0:0/96 (IPv4-mapped, never on the wire) */
+		if (hi == 0 && (w2 == 0 || w2 == bpf_htonl(0xffff)) &&
+		    (w2 != 0 || w3 == 0 || w3 == bpf_htonl(1)))
+			return 1;
+	}
+	lpm_key_of(&lk, pk->s.saddr, pk->s.family);
+	return bpf_map_lookup_elem(&sl_local, &lk) != NULL;
+}
+
+/* Is the segment's destination an address this node serves? */
+__noinline int sl_is_local(const struct pkt *pk)
+{
+	struct sl_lpm_key lk;
+
+	if (!pk)
+		return 0;
+	lpm_key_of(&lk, pk->s.daddr, pk->s.family);
+	return bpf_map_lookup_elem(&sl_local, &lk) != NULL;
+}
+
+/*
  * Stateless front: what does this first request cost, and whose is it? Reads the request
- * line and Host (or the SNI) and looks them up; anything unreadable keeps the port's default
- * cost and the destination's tenant. Fills pk->cost and pk->tenant; returns the route id
- * (SL_EDGE_ROUTES when none).
+ * line and Host (or the SNI) and looks them up. A request the edge cannot read whole (cut
+ * short, split over segments, a Host past the scan window, a fragment) costs the port's
+ * unreadable_cost, normally its most expensive route, and is charged to the destination's
+ * tenant: nothing a client can shape lowers its price. Fills pk->cost and pk->tenant; returns
+ * the route id (SL_EDGE_ROUTES when none).
  */
 __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 				const struct sl_settings *set)
 {
 	struct sl_route_val *rv;
 	struct req_scratch *rs;
-	__u32 zero = 0, off, len, route = SL_EDGE_ROUTES, *tid;
+	__u32 zero = 0, off, len, route = SL_EDGE_ROUTES, *tid, base;
 	void *data = xdp_data(ctx), *end = xdp_data_end(ctx);
 	int got;
 
 	if (!ctx || !pk || !set)
 		return SL_EDGE_ROUTES;
-	pk->cost = pk->cost ? pk->cost : 1;
 	pk->tenant = SL_TENANT_BY_DEST;
+	base = pk->cost ? pk->cost : 1;
+	pk->cost = pk->unreadable_cost ? pk->unreadable_cost : base;
+	if (pk->frag != FRAG_NONE)
+		return route;
 	rs = bpf_map_lookup_elem(&sl_reqbuf, &zero);
 	if (!rs)
 		return route;
@@ -652,17 +900,22 @@ __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 		return route;
 	__builtin_memset(&rs->rk, 0, sizeof(rs->rk));
 	__builtin_memset(&rs->hk, 0, sizeof(rs->hk));
-	if (pk->proto == SL_PROTO_TLS)
+	if (pk->proto == SL_PROTO_TLS) {
 		got = sl_parse_sni(&rs->rb, len, &rs->hk);
-	else
+		/* A ClientHello names no route: the port's cost, once its SNI was read whole. */
+		if (got & REQ_HOST)
+			pk->cost = base;
+	} else {
 		got = sl_parse_http(&rs->rb, len, &rs->rk, &rs->hk);
-
-	if (got & REQ_LINE) {
-		/* Any-method routes are written under every method: one lookup. */
-		rv = bpf_map_lookup_elem(&sl_routes, &rs->rk);
-		if (rv) {
-			pk->cost = rv->cost;
-			route = rv->route_id < SL_EDGE_ROUTES ? rv->route_id : SL_EDGE_ROUTES;
+		if (got & REQ_LINE) {
+			pk->cost = base;
+			/* Any-method routes are written under every method: one lookup. */
+			rv = bpf_map_lookup_elem(&sl_routes, &rs->rk);
+			if (rv) {
+				pk->cost = rv->cost;
+				route = rv->route_id < SL_EDGE_ROUTES ? rv->route_id :
+									 SL_EDGE_ROUTES;
+			}
 		}
 	}
 	if (got & REQ_HOST) {
@@ -674,256 +927,571 @@ __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 	return route;
 }
 
+/* The segment's timestamps, read only on the paths that need them. A function of its own:
+ * the option walk's buffer on the callers' stacks took their call chains past 512 bytes. */
+__noinline int sl_read_ts(struct xdp_md *ctx, struct pkt *pk)
+{
+	struct seg_opts so = {};
+
+	if (!ctx || !pk || pk->doff <= 5)
+		return 0;
+	parse_tcp_opts(ctx, pk->th_off, pk->doff, &so);
+	pk->ts = so.ts;
+	pk->tsval = so.tsval;
+	pk->tsecr = so.tsecr;
+	return 0;
+}
+
+/* The kernel's socket for this segment's 4-tuple: its state, or -1 when there is none
+ * (which includes "only a listener"). */
+__noinline int sl_sock_state(struct xdp_md *ctx, const struct pkt *pk)
+{
+	struct bpf_sock_tuple t = {};
+	struct bpf_sock *sk;
+	int state = -1;
+
+	if (!ctx || !pk)
+		return -1;
+	if (pk->s.family == SL_FAM_V4) {
+		__builtin_memcpy(&t.ipv4.saddr, pk->s.saddr, 4);
+		__builtin_memcpy(&t.ipv4.daddr, pk->s.daddr, 4);
+		t.ipv4.sport = bpf_htons(pk->sport);
+		t.ipv4.dport = bpf_htons(pk->dport);
+		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	} else {
+		__builtin_memcpy(t.ipv6.saddr, pk->s.saddr, 16);
+		__builtin_memcpy(t.ipv6.daddr, pk->s.daddr, 16);
+		t.ipv6.sport = bpf_htons(pk->sport);
+		t.ipv6.dport = bpf_htons(pk->dport);
+		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+	}
+	if (sk) {
+		if (sk->state != BPF_TCP_LISTEN)
+			state = sk->state;
+		bpf_sk_release(sk);
+	}
+	return state;
+}
+
+/* A decided connection's entry, looked up under each ISS a segment of it can carry. */
+static __always_inline struct sl_conn *shed_entry(struct sl_conn_key *ck, const struct pkt *pk,
+						  __u32 iss, __u64 now)
+{
+	struct sl_conn *c;
+
+	conn_key_of(ck, &pk->s, pk->sport, pk->dport, iss);
+	c = bpf_map_lookup_elem(&sl_shed, ck);
+	return c && now < c->expires_ns ? c : NULL;
+}
+
+/* The leftovers of a shed connection: its FIN is acknowledged, anything else absorbed (the
+ * kernel has no socket for it and would only reset it). */
+static __always_inline int absorb(struct xdp_md *ctx, const struct pkt *pk, struct sl_conn *c,
+				  struct reply *rp)
+{
+	if ((pk->flags & TF_FIN) && !(pk->flags & TF_RST) && !sl_martian(ctx, pk)) {
+		if (reply_from(rp, ctx, pk))
+			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+		rp->kind = REPLY_ACK;
+		rp->seq = c->our_next;
+		rp->ack = pk->seq + pk->payload + 1;
+		rp->ts = c->tsval != 0;
+		rp->tsval = c->tsval;
+		rp->tsecr = pk->ts ? pk->tsval : c->ts_recent;
+		return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, sl_emit_reply(ctx, rp));
+	}
+	return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+}
+
 /*
- * A non-SYN segment to a `reply` port (SYN front) or to a stateless-front port.
+ * Answer a shed connection's first request (or, on the SYN front, the segment that proved its
+ * handshake) with the 429 and FIN, and remember the connection under @iss so its leftovers
+ * are absorbed. @our_seq is our next sequence number on it.
+ */
+static __always_inline int answer_429(struct xdp_md *ctx, const struct pkt *pk,
+				      const struct sl_settings *set, struct req_scratch *ws,
+				      struct reply *rp, __u32 iss, __u32 our_seq, __u32 our_tsval,
+				      __u64 now)
+{
+	struct sl_conn c = {};
+	__u32 fin = pk->flags & TF_FIN ? 1 : 0;
+
+	if (reply_from(rp, ctx, pk))
+		return record(ws->d.class_id, ws->d.reason, XDP_DROP);
+	rp->kind = REPLY_429;
+	rp->seq = our_seq;
+	rp->ack = pk->seq + pk->payload + fin;
+	rp->retry_after = (__u16)sl_retry_after(set, now, &ws->d);
+	rp->ts = pk->ts && our_tsval;
+	rp->tsval = our_tsval;
+	rp->tsecr = pk->tsval;
+	c.our_next = our_seq + SL_429_LEN + 1;
+	c.their_next = rp->ack;
+	c.expires_ns = now + SL_SHED_TTL_NS;
+	c.state = SL_CONN_SHED;
+	c.tsval = rp->ts ? our_tsval : 0;
+	c.ts_recent = pk->tsval;
+	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+	bpf_map_update_elem(&sl_shed, &ws->ck, &c, BPF_ANY);
+	emit_event(set, &pk->s, &ws->d.key, ws->d.class_id, SL_R_REPLIED_429, SL_ACT_REPLY,
+		   pk->dport, rp->retry_after, now);
+	return record(ws->d.class_id, SL_R_REPLIED_429, sl_emit_reply(ctx, rp));
+}
+
+/* Remember a connection that was shed by a drop, so its retransmissions are not judged again. */
+static __always_inline void remember_drop(struct req_scratch *ws, const struct pkt *pk,
+					  __u32 iss, __u64 now)
+{
+	struct sl_conn c = { .expires_ns = now + SL_SHED_TTL_NS, .state = SL_CONN_SHED };
+
+	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+	bpf_map_update_elem(&sl_shed, &ws->ck, &c, BPF_ANY);
+}
+
+/*
+ * The SYN-front pending slot of a 4-tuple: a keyed hash of the source address's first and last
+ * words and the ports (IPv4 addresses leave the last word zero). Keyed, so that nobody can aim
+ * his tuples at another's slot; a collision only costs a socket lookup.
+ */
+static __always_inline __u32 *pend_slot_of(__u32 a0, __u32 a3, __u16 sport, __u16 dport,
+					   const struct sl_settings *set)
+{
+	__u32 w[3] = { a0, a3, ((__u32)sport << 16) | dport }, idx;
+
+	idx = sl_mix3(w, set->hash_seed ^ 0x27d4eb2f) & pend_mask;
+	return bpf_map_lookup_elem(&sl_pending, &idx);
+}
+
+static __always_inline __u32 *pend_slot(const struct pkt *pk, const struct sl_settings *set)
+{
+	__u32 a0, a3;
+
+	__builtin_memcpy(&a0, pk->s.saddr, 4);
+	__builtin_memcpy(&a3, pk->s.saddr + 12, 4);
+	return pend_slot_of(a0, a3, pk->sport, pk->dport, set);
+}
+
+#define NOT_MINE (-1)
+#define NEED_JUDGE (-2)
+
+/* What sl_decide() is asked to decide, set by whoever proved the source. */
+enum stage {
+	STAGE_FIRST_REQUEST = 1, /* stateless front: a cookie connection's first request */
+	STAGE_COOKIE_SHED,       /* SYN front, reply port: a connection shed at its SYN */
+	STAGE_VERIFIED,          /* SYN front: the segment that completed a kernel handshake */
+};
+
+/*
+ * A non-SYN segment whose ack - 1 carries the cookie marker, on a stateless-front port or a
+ * SYN-front `reply` port. Returns an XDP action; NEED_JUDGE when it is a proven connection's
+ * first request (pk->stage and pk->iss say which), for sl_decide(); or NOT_MINE when the
+ * segment belongs to no cookie connection (one time in sixteen, a segment of a connection
+ * the kernel made).
  *
- * SYN front: ours only if it belongs to a cookie connection (one that was shed at its SYN);
- * else the kernel's. Stateless front: every connection starts as ours; its first request is
- * decided here, and admitted ones go on to the TC program that hands them to the listener.
- * Either way the cookie's marker bits send 15 of 16 segments of established connections on
- * their way without a hash.
+ * Under one marker the candidates are the connection's first segments (ack - 1 = ISS) and
+ * its segments after our 429 and FIN (ack - 1 = ISS + 96): both end in the marker.
  */
 __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 {
-	const struct sl_settings *set;
-	const struct src *s;
-	__u32 payload;
 	struct sl_cookie_keys *keys;
-	struct sl_conn *conn = NULL;
+	struct sl_conn *conn;
 	struct req_scratch *ws;
 	struct reply *rp;
-	__u32 zero = 0, ack, seq;
-	__u16 sport, dport;
-	__u8 fin, rst;
+	__u32 zero = 0, iss;
 	__u64 now;
-	int act, looked = 0, marked;
+	int st;
+
+	if (!ctx || !pk)
+		return NOT_MINE;
+	keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
+	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
+	ws = bpf_map_lookup_elem(&sl_reqbuf, &zero);
+	if (!keys || !rp || !ws)
+		return NOT_MINE;
+	now = bpf_ktime_get_coarse_ns();
+	iss = pk->ack - 1;
+
+	/* The racing segments of an admitted first burst: the kernel's socket is on its way. */
+	if (pk->front == SL_FRONT_STATELESS) {
+		conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+		conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
+		if (conn && now < conn->expires_ns)
+			return record(SL_CLASS_NONE, SL_R_RACE_PASS, XDP_PASS);
+	}
+	sl_read_ts(ctx, pk);
+	conn = shed_entry(&ws->ck, pk, iss, now);
+	if (!conn)
+		conn = shed_entry(&ws->ck, pk, pk->ack - SL_429_LEN - 2, now);
+	if (conn) {
+		__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
+		return absorb(ctx, pk, conn, rp);
+	}
+
+	__builtin_memset(&ws->id, 0, sizeof(ws->id));
+	ws->id.family = pk->s.family;
+	ws->id.sport = pk->sport;
+	ws->id.dport = pk->dport;
+	ws->id.isn = pk->seq - 1;
+	__builtin_memcpy(ws->id.saddr, pk->s.saddr, 16);
+	__builtin_memcpy(ws->id.daddr, pk->s.daddr, 16);
+	ws->q.iss = iss;
+	ws->q.ts = pk->ts;
+	ws->q.tsecr = pk->tsecr;
+	if (!sl_cookie_ok(&ws->id, &ws->q, now, keys, &ws->o))
+		return NOT_MINE;
+
+	/* A cookie connection's own segment: its source is proven. */
+	if (pk->flags & TF_RST)
+		return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+	if (!pk->payload && !(pk->flags & TF_FIN))
+		return record(SL_CLASS_NONE, SL_R_COOKIE_ACK, XDP_DROP);
+	if (sl_martian(ctx, pk))
+		return record(SL_CLASS_NONE, SL_R_MARTIAN, XDP_DROP);
+	if (!pk->payload) {
+		/* A FIN straight after the handshake, no request: reset, as a closed port would;
+		 * that keeps no state and leaves nothing for the client to wait for. */
+		__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
+		if (reply_from(rp, ctx, pk))
+			return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, XDP_DROP);
+		rp->kind = REPLY_RST;
+		rp->seq = pk->ack;
+		rp->ack = pk->seq + 1;
+		rp->ts = pk->ts;
+		rp->tsval = pk->tsecr;
+		rp->tsecr = pk->tsval;
+		return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, sl_emit_reply(ctx, rp));
+	}
+	/* A retransmitted first request whose connection the kernel has made already. */
+	st = sl_sock_state(ctx, pk);
+	if (st >= 0 && st != BPF_TCP_TIME_WAIT)
+		return record(SL_CLASS_NONE, SL_R_ESTABLISHED, XDP_PASS);
+	pk->iss = iss;
+	pk->our_tsval = pk->tsecr;
+	pk->stage = pk->front == SL_FRONT_STATELESS ? STAGE_FIRST_REQUEST : STAGE_COOKIE_SHED;
+	return NEED_JUDGE;
+}
+
+/*
+ * Decide a proven connection (see enum stage): charge it, then pass it, or shed it with a
+ * drop or a 429. Called from the entry point, not from the functions that proved the source,
+ * so that the judgement's frames sit on a short call chain (512 bytes of stack in all).
+ */
+__noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
+{
+	const struct sl_settings *set;
+	struct req_scratch *ws;
+	struct reply *rp;
+	__u32 zero = 0, route, tix, *slot;
+	__u64 now;
 
 	if (!ctx || !pk)
 		return XDP_PASS;
-	s = &pk->s;
-	payload = pk->payload;
-	sport = pk->sport;
-	dport = pk->dport;
-	fin = pk->flags & TF_FIN;
-	rst = pk->flags & 0x04;
-	if (!(pk->flags & TF_ACK))
-		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
-	keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
-	if (!keys)
-		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
-	ack = pk->ack;
-	seq = pk->seq;
-	now = bpf_ktime_get_coarse_ns();
-	marked = sl_cookie_marked(ack - 1, now, keys);
-	/* The fast way out: no cookie connection in any state ends in this ack. */
-	if (!marked && !sl_cookie_marked(ack - SL_429_LEN - 1, now, keys) &&
-	    !sl_cookie_marked(ack - SL_429_LEN - 2, now, keys) &&
-	    !sl_cookie_marked(ack - 2, now, keys))
-		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
-
 	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
 	ws = bpf_map_lookup_elem(&sl_reqbuf, &zero);
 	if (!set || !rp || !ws)
-		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
-	__builtin_memset(rp, 0, sizeof(*rp));
+		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
+	__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
 	__builtin_memset(&ws->d, 0, sizeof(ws->d));
-	conn_key_of(&ws->ck, s, sport, dport);
+	now = bpf_ktime_get_coarse_ns();
 
-	if (marked) {
-		__builtin_memset(&ws->id, 0, sizeof(ws->id));
-		ws->id.family = s->family;
-		ws->id.sport = sport;
-		ws->id.dport = dport;
-		ws->id.isn = seq - 1;
-		__builtin_memcpy(ws->id.saddr, s->saddr, 16);
-		__builtin_memcpy(ws->id.daddr, s->daddr, 16);
-		if (sl_cookie_ok(&ws->id, ack - 1, now, keys, &ws->o)) {
-			/* The handshake's own ACK, or a reset of it: nothing to answer. */
-			if (rst)
-				return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
-			if (!payload && !fin)
-				return record(SL_CLASS_NONE, SL_R_COOKIE_ACK, XDP_DROP);
-			/* A first segment decided before (a retransmission) is never decided
-			 * twice: one charge, and at most one 429, per connection. */
-			conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
-			looked = 1;
-			if (!conn || now >= conn->expires_ns) {
-				conn = NULL;
-				if (reply_from(rp, ctx, pk))
-					return XDP_DROP;
-				if (payload && pk->front == SL_FRONT_STATELESS) {
-					struct sl_conn c = { .expires_ns = now + SL_CONN_TTL_NS };
-					__u32 route = (__u32)sl_route_request(ctx, pk, set);
-					__u32 tix = pk->tenant < SL_MAX_TENANTS ? pk->tenant :
-						    SL_MAX_TENANTS;
+	if (pk->stage == STAGE_FIRST_REQUEST) {
+		route = (__u32)sl_route_request(ctx, pk, set);
+		if (pk->frag != FRAG_NONE && set->fragment_action == SL_ACT_DROP)
+			return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
+		sl_judge(pk, set, now, &ws->d, 0);
+		tix = ws->d.tenant < SL_MAX_TENANTS ? ws->d.tenant : SL_MAX_TENANTS;
+		if (!is_shed(ws->d.reason)) {
+			struct sl_conn c = { .expires_ns = now + SL_RACE_TTL_NS,
+					     .state = SL_CONN_ADMITTED };
 
-					sl_judge_syn(pk, set, now, &ws->d);
-					if (!is_shed(ws->d.reason)) {
-						c.state = SL_CONN_ADMITTED;
-						bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
-						outcome(&sl_route_stats, route, 0);
-						outcome(&sl_tenant_stats, tix, 0);
-						/* Monitor-mode verdicts are counted too. */
-						if (ws->d.reason != SL_R_PASSED)
-							record(ws->d.class_id, ws->d.reason, XDP_PASS);
-						return record(ws->d.class_id, SL_R_FIRST_ADMITTED, XDP_PASS);
-					}
-					outcome(&sl_route_stats, route, 1);
-					outcome(&sl_tenant_stats, tix, 1);
-					emit_event(set, s, &ws->d.key, ws->d.class_id, ws->d.reason, ws->d.action, dport,
-						   0, now);
-					if (ws->d.action != SL_ACT_REPLY) {
-						c.state = SL_CONN_SHED;
-						bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
-						return record(ws->d.class_id, ws->d.reason, XDP_DROP);
-					}
-					record(ws->d.class_id, ws->d.reason, -1); /* count; the 429 follows */
-				}
-				if (payload) {
-					/* The first request of a shed connection: one 429 with
-					 * FIN, and remember the connection so that its leftovers
-					 * are absorbed. */
-					struct sl_conn c = {};
+			conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, pk->iss);
+			bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
+			outcome(&sl_route_stats, route, 0);
+			outcome(&sl_tenant_stats, tix, 0);
+			/* Monitor-mode verdicts are counted too, and sampled like sheds. */
+			if (ws->d.reason != SL_R_PASSED) {
+				record(ws->d.class_id, ws->d.reason, XDP_PASS);
+				emit_event(set, &pk->s, &ws->d.key, ws->d.class_id, ws->d.reason,
+					   ws->d.action, pk->dport, 0, now);
+			}
+			return record(ws->d.class_id, SL_R_FIRST_ADMITTED, XDP_PASS);
+		}
+		outcome(&sl_route_stats, route, 1);
+		outcome(&sl_tenant_stats, tix, 1);
+	} else if (pk->stage == STAGE_COOKIE_SHED) {
+		/* Shed at its SYN (a bucket was already empty), which is why it has our cookie.
+		 * Weighed again, charging nothing, to know whose empty bucket its Retry-After
+		 * follows; it cannot be admitted, there being no hand-off on this front. */
+		sl_judge(pk, set, now, &ws->d, 1);
+		if (!is_shed(ws->d.reason)) {
+			ws->d.reason = SL_R_SHED_PREFIX;
+			ws->d.level = LEVEL_PREFIX;
+		}
+		ws->d.action = SL_ACT_REPLY;
+	} else {
+		sl_judge(pk, set, now, &ws->d, 0);
+		if (!is_shed(ws->d.reason)) {
+			/* Admitted: this tuple's handshake needs no more looking at. */
+			slot = pend_slot(pk, set);
+			if (slot)
+				*slot = 0;
+			if (ws->d.reason != SL_R_PASSED) {
+				record(ws->d.class_id, ws->d.reason, XDP_PASS);
+				emit_event(set, &pk->s, &ws->d.key, ws->d.class_id, ws->d.reason,
+					   ws->d.action, pk->dport, 0, now);
+			}
+			return record(ws->d.class_id, SL_R_PASSED, XDP_PASS);
+		}
+		/* A 429 needs the request it answers; a bare ACK shed on a reply port is
+		 * dropped, and the request that follows it gets the answer. */
+		if (!pk->payload)
+			ws->d.action = SL_ACT_DROP;
+	}
+	emit_event(set, &pk->s, &ws->d.key, ws->d.class_id, ws->d.reason, ws->d.action,
+		   pk->dport, 0, now);
+	if (ws->d.action != SL_ACT_REPLY) {
+		/* Dropped. A cookie connection is remembered so its retransmissions are not
+		 * judged again; on the SYN front the client retransmits, the kernel re-sends
+		 * its SYN-ACK, and each try is weighed again: the tarpit a drop port wants. */
+		if (pk->stage == STAGE_FIRST_REQUEST)
+			remember_drop(ws, pk, pk->iss, now);
+		return record(ws->d.class_id, ws->d.reason, XDP_DROP);
+	}
+	record(ws->d.class_id, ws->d.reason, -1); /* count; the 429 follows */
+	return answer_429(ctx, pk, set, ws, rp, pk->iss, pk->ack, pk->our_tsval, now);
+}
 
-					rp->kind = REPLY_429;
-					rp->seq = ack;
-					rp->ack = seq + payload + (fin ? 1 : 0);
-					rp->retry_after = (__u16)sl_retry_after(s, set, now, &ws->d);
-					c.our_next = ack + SL_429_LEN + 1;
-					c.their_next = seq + payload + (fin ? 1 : 0);
-					c.expires_ns = now + SL_CONN_TTL_NS;
-					c.state = SL_CONN_SHED;
-					bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
-					emit_event(set, s, &ws->d.key, ws->d.class_id, SL_R_REPLIED_429,
-						   SL_ACT_REPLY, dport, rp->retry_after, now);
-					act = sl_emit_reply(ctx, rp);
-					return record(ws->d.class_id, SL_R_REPLIED_429, act);
-				}
-				/* A FIN straight after the handshake: close our side too. */
-				{
-					struct sl_conn c = { .our_next = ack + 1,
-							     .their_next = seq + 1,
-							     .expires_ns = now + SL_CONN_TTL_NS,
-							     .state = SL_CONN_SHED };
+/*
+ * SYN front: a non-SYN segment on a protected port whose tuple had a SYN passed to the
+ * kernel recently. Does it complete that handshake? The kernel's request socket says which
+ * ISNs it sent and received, or the kernel's own SYN cookie check says the ACK is one of its
+ * cookies. Only then is the connection charged (NEED_JUDGE, for sl_decide()), its source
+ * proven; anything else is the kernel's, or a shed connection's leftover.
+ */
+__noinline int sl_syn_verify(struct xdp_md *ctx, struct pkt *pk)
+{
+	struct tcp_request_sock___sl *rsk;
+	const struct sl_settings *set;
+	struct bpf_sock_tuple t = {};
+	struct req_scratch *ws;
+	struct bpf_sock *sk;
+	struct sl_conn *conn;
+	struct reply *rp;
+	__u32 zero = 0, *slot, iss = 0, secs;
+	__u64 now;
+	int state, proven = 0;
 
-					bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
-				}
-				rp->kind = REPLY_FINACK;
-				rp->seq = ack;
-				rp->ack = seq + 1;
-				act = sl_emit_reply(ctx, rp);
-				return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, act);
+	if (!ctx || !pk)
+		return XDP_PASS;
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	if (!set)
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+	slot = pend_slot(pk, set);
+	now = bpf_ktime_get_coarse_ns();
+	secs = (__u32)(now / NS_PER_S);
+	if (!slot || !*slot || secs - *slot > set->pend_ttl_s)
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
+	ws = bpf_map_lookup_elem(&sl_reqbuf, &zero);
+	if (!rp || !ws)
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+
+	if (pk->s.family == SL_FAM_V4) {
+		__builtin_memcpy(&t.ipv4.saddr, pk->s.saddr, 4);
+		__builtin_memcpy(&t.ipv4.daddr, pk->s.daddr, 4);
+		t.ipv4.sport = bpf_htons(pk->sport);
+		t.ipv4.dport = bpf_htons(pk->dport);
+		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	} else {
+		__builtin_memcpy(t.ipv6.saddr, pk->s.saddr, 16);
+		__builtin_memcpy(t.ipv6.daddr, pk->s.daddr, 16);
+		t.ipv6.sport = bpf_htons(pk->sport);
+		t.ipv6.dport = bpf_htons(pk->dport);
+		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+	}
+	state = sk ? (int)sk->state : -1;
+	if (state == BPF_TCP_NEW_SYN_RECV) {
+		rsk = (struct tcp_request_sock___sl *)bpf_skc_to_tcp_request_sock(sk);
+		if (rsk) {
+			iss = rsk->snt_isn;
+			proven = pk->ack - 1 == iss && pk->seq - 1 == rsk->rcv_isn;
+		}
+	} else if (state == BPF_TCP_LISTEN && !(pk->flags & TF_RST)) {
+		/*
+		 * No request socket: the kernel answered with its own SYN cookie, maybe. The
+		 * helper wants the IP header and the whole TCP header (th_len = doff * 4); they
+		 * are copied into scratch first, since a variable-length packet range is not one
+		 * the verifier can prove.
+		 */
+		__u32 tl = ((__u32)pk->doff & 15) * 4, il = pk->s.family == SL_FAM_V4 ? 20 : 40;
+
+		if (tl >= 20) {
+			/* clang tests a copy and passes another: make the tested one the one the
+			 * verifier sees at the call ("invalid zero-sized read" otherwise). */
+			asm volatile("" : "+r"(tl));
+			if (tl >= 20 && tl <= 60 &&
+			    !bpf_xdp_load_bytes(ctx, pk->ip_off & 0x3ff, ws->rb.b, il) &&
+			    !bpf_xdp_load_bytes(ctx, pk->th_off & 0x3fff, &ws->rb.b[64], tl) &&
+			    bpf_tcp_check_syncookie(sk, ws->rb.b, il,
+						    (struct tcphdr *)&ws->rb.b[64], tl) == 0) {
+				iss = pk->ack - 1;
+				proven = 1;
 			}
 		}
 	}
+	if (sk)
+		bpf_sk_release(sk);
+	if (state != BPF_TCP_NEW_SYN_RECV && state != BPF_TCP_LISTEN && state != -1)
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS); /* the kernel's connection */
 
-	/* A decided connection's other segments: racing ones of an admitted first burst pass;
-	 * after a 429, the client's ACKs and resets are absorbed and its FIN acknowledged. */
-	if (!looked)
-		conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
-	if (conn && now < conn->expires_ns) {
-		if (conn->state == SL_CONN_ADMITTED)
-			return record(SL_CLASS_NONE, SL_R_RACE_PASS, XDP_PASS);
-		if (fin && !rst) {
-			if (reply_from(rp, ctx, pk))
-				return XDP_DROP;
-			rp->kind = REPLY_ACK;
-			rp->seq = conn->our_next;
-			rp->ack = seq + payload + 1;
-			act = sl_emit_reply(ctx, rp);
-			return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, act);
-		}
-		return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+	/* A connection shed at its handshake: its leftovers. */
+	if (state == BPF_TCP_NEW_SYN_RECV) {
+		conn = shed_entry(&ws->ck, pk, iss, now);
+	} else {
+		conn = shed_entry(&ws->ck, pk, pk->ack - 1, now);
+		if (!conn)
+			conn = shed_entry(&ws->ck, pk, pk->ack - SL_429_LEN - 2, now);
 	}
-
-	/*
-	 * Marked like our cookie but not one: a forged or stale ACK, or (one time in sixteen) a
-	 * segment of an established connection. Only a socket lookup tells them apart, and
-	 * only these few segments pay for it. Forgeries are dropped in silence, so the cookie
-	 * space answers no questions and creates nothing.
-	 */
-	if (marked) {
-		struct bpf_sock_tuple t = {};
-		struct bpf_sock *sk;
-		int established = 0;
-
-		if (s->family == SL_FAM_V4) {
-			__builtin_memcpy(&t.ipv4.saddr, s->saddr, 4);
-			__builtin_memcpy(&t.ipv4.daddr, s->daddr, 4);
-			t.ipv4.sport = bpf_htons(sport);
-			t.ipv4.dport = bpf_htons(dport);
-			sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
-		} else {
-			__builtin_memcpy(t.ipv6.saddr, s->saddr, 16);
-			__builtin_memcpy(t.ipv6.daddr, s->daddr, 16);
-			t.ipv6.sport = bpf_htons(sport);
-			t.ipv6.dport = bpf_htons(dport);
-			sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
-		}
-		if (sk) {
-			established = sk->state != BPF_TCP_LISTEN;
-			bpf_sk_release(sk);
-		}
-		if (!established)
-			return record(SL_CLASS_NONE, SL_R_COOKIE_BAD, XDP_DROP);
+	if (conn && (!proven || !pk->payload)) {
+		__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
+		sl_read_ts(ctx, pk);
+		return absorb(ctx, pk, conn, rp);
 	}
-	return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+	if (!proven || (pk->flags & TF_RST))
+		return record(SL_CLASS_NONE, SL_R_VERIFY_ACK, XDP_PASS);
+	sl_read_ts(ctx, pk);
+	pk->iss = iss;
+	pk->our_tsval = pk->tsecr;
+	pk->stage = STAGE_VERIFIED;
+	return NEED_JUDGE;
 }
 
-/* Answer a shed SYN on a `reply` port with a cookie SYN-ACK. */
+/* Answer a SYN with a cookie SYN-ACK: every SYN on a stateless port, a shed one on a SYN-front
+ * `reply` port. */
 __noinline int sl_send_synack(struct xdp_md *ctx, const struct pkt *pk)
 {
 	const struct sl_settings *set;
-	const struct src *s;
 	struct sl_cookie_keys *keys;
 	struct sl_cookie_opts o = {};
 	struct sl_conn_id id = {};
+	struct seg_opts so = {};
 	struct reply *rp;
-	__u16 mss;
 	__u32 zero = 0;
-	__u8 ws, sack;
 	int i;
 
 	__u64 now = bpf_ktime_get_coarse_ns();
 
 	if (!ctx || !pk)
 		return XDP_DROP;
-	s = &pk->s;
 	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
 	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
 	if (!set || !keys || !rp || (!keys->cur[0] && !keys->cur[1]))
 		return XDP_DROP; /* no key yet: drop, as a drop port would */
-	__builtin_memset(rp, 0, sizeof(*rp));
-	parse_syn_opts(ctx, pk->th_off, pk->doff, &mss, &ws, &sack);
-	/* The largest table MSS the client can take. */
+	__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
+	parse_tcp_opts(ctx, pk->th_off, pk->doff, &so);
+	if (so.ts) {
+		/* The largest table MSS the client can take; window scale and SACK as offered. */
 #pragma unroll
-	for (i = 7; i > 0; i--)
-		if (sl_mss_tab[i] <= mss)
-			break;
-	o.mss_idx = i;
-	o.wscale = ws;
-	o.sack = sack;
+		for (i = 7; i > 0; i--)
+			if (sl_mss_tab[i] <= so.mss)
+				break;
+		o.mss_idx = i;
+		o.wscale = so.ws;
+		o.sack = so.sack;
+		o.ts = 1;
+	}
 
-	id.family = s->family;
+	id.family = pk->s.family;
 	id.sport = pk->sport;
 	id.dport = pk->dport;
 	id.isn = pk->seq;
-	__builtin_memcpy(id.saddr, s->saddr, 16);
-	__builtin_memcpy(id.daddr, s->daddr, 16);
+	__builtin_memcpy(id.saddr, pk->s.saddr, 16);
+	__builtin_memcpy(id.daddr, pk->s.daddr, 16);
 
 	if (reply_from(rp, ctx, pk))
 		return XDP_DROP;
 	rp->kind = REPLY_SYNACK;
-	rp->seq = (__u32)sl_cookie_new(&id, now, &o, keys);
+	if (!sl_cookie_new(&id, now, &o, keys, rp))
+		return XDP_DROP;
 	rp->ack = id.isn + 1;
-	rp->mss = s->family == SL_FAM_V4 ? set->mss4 : set->mss6;
+	rp->mss = pk->s.family == SL_FAM_V4 ? set->mss4 : set->mss6;
 	if (!rp->mss)
 		rp->mss = 536;
-	rp->ws = ws;
-	rp->sack = sack;
+	/* Without timestamps the cookie has no room for window scale or SACK: offer neither. */
+	rp->ts = o.ts;
+	rp->tsecr = so.tsval;
+	rp->ws = o.ts ? so.ws : 0;
+	rp->sack = o.ts ? so.sack : 0;
 	return sl_emit_reply(ctx, rp);
+}
+
+/*
+ * A SYN to a protected port, its source not yet proven. Stateless front: a cookie SYN-ACK,
+ * unless a block verdict covers the source. SYN front: weigh the buckets without charging;
+ * room means the kernel takes the handshake (and the charge waits for its ACK), none means
+ * shed now.
+ */
+__noinline int sl_syn(struct xdp_md *ctx, struct pkt *pk)
+{
+	const struct sl_settings *set;
+	struct seg_scratch *ss;
+	struct decision *d;
+	__u32 zero = 0, *slot;
+	__u64 now;
+
+	if (!ctx || !pk)
+		return XDP_PASS;
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	ss = bpf_map_lookup_elem(&sl_segs, &zero);
+	if (!set || !ss)
+		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
+	d = &ss->d;
+	now = bpf_ktime_get_coarse_ns();
+	if (sl_martian(ctx, pk))
+		return record(SL_CLASS_NONE, SL_R_MARTIAN, XDP_DROP);
+
+	if (pk->front == SL_FRONT_STATELESS) {
+		__u32 *vcount = bpf_map_lookup_elem(&sl_vcount, &zero);
+
+		if (vcount && *vcount) {
+			struct sl_lpm_key lk;
+			struct sl_verdict *v;
+
+			lpm_key_of(&lk, pk->s.saddr, pk->s.family);
+			v = bpf_map_lookup_elem(&sl_verdicts, &lk);
+			if (v && now < v->expires_ns && v->action == SL_VERDICT_BLOCK)
+				return record(SL_CLASS_NONE, SL_R_SHED_VERDICT, XDP_DROP);
+		}
+		return record(SL_CLASS_NONE, SL_R_HANDSHAKE, sl_send_synack(ctx, pk));
+	}
+
+	/* SYN front. Data in a SYN (TCP Fast Open) would be handed to a TFO listener before
+	 * anything proves its source: refused, and the client retries without it. */
+	if (pk->payload)
+		return record(SL_CLASS_NONE, SL_R_SYN_DATA, XDP_DROP);
+	/* A fragmented SYN may carry data in its later fragments, which the edge cannot see. */
+	if (pk->frag != FRAG_NONE)
+		return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
+	sl_judge(pk, set, now, d, 1);
+	switch (d->reason) {
+	case SL_R_SHED_PREFIX:
+	case SL_R_SHED_PARENT:
+	case SL_R_SHED_TENANT:
+	case SL_R_SHED_VERDICT:
+		emit_event(set, &pk->s, &d->key, d->class_id, d->reason, d->action, pk->dport, 0,
+			   now);
+		if (d->action == SL_ACT_REPLY)
+			return record(d->class_id, d->reason, sl_send_synack(ctx, pk));
+		return record(d->class_id, d->reason, XDP_DROP);
+	default:
+		/* Room, or a monitor-mode would-shed (counted at the charge, as it happens). */
+		slot = pend_slot(pk, set);
+		if (slot)
+			*slot = (__u32)(now / NS_PER_S) | 1;
+		return record(d->class_id, SL_R_SYN_PEEKED, XDP_PASS);
+	}
 }
 
 static __always_inline void fill_tcp(struct pkt *pk, const struct xdp_md *ctx,
@@ -950,54 +1518,94 @@ int sluice_xdp(struct xdp_md *ctx)
 	struct seg_scratch *ss;
 	struct pkt *pk;
 	struct src *sp;
-	struct decision *d;
-	__u32 zero = 0, dport, l4len, n_vlan;
+	__u32 zero = 0, dport, l4len, n_vlan, ip_off;
+	__u8 frag = FRAG_NONE, flags;
 	void *l3;
-	int proto, reason;
-	__u64 now;
+	int proto, rc;
 
 	proto = parse_eth(&c);
 	if (proto < 0)
-		goto malformed;
+		return record(SL_CLASS_NONE, -proto, XDP_PASS);
 	l3 = c.pos;
-	n_vlan = ((__u32)(l3 - xdp_data(ctx)) - 14) >> 2;
-	if (proto == bpf_htons(ETH_P_IP)) {
-		proto = parse_ip4(&c, &iph);
-		if (proto < 0)
-			goto malformed;
-	} else if (proto == bpf_htons(ETH_P_IPV6)) {
-		proto = parse_ip6(&c, &ip6);
-		if (proto < 0)
-			goto malformed;
-	} else {
+	ip_off = (__u32)(l3 - xdp_data(ctx));
+	n_vlan = (ip_off - 14) >> 2;
+	if (proto == bpf_htons(ETH_P_IP))
+		proto = parse_ip4(&c, &iph, &frag);
+	else if (proto == bpf_htons(ETH_P_IPV6))
+		proto = parse_ip6(&c, &ip6, ctx, xdp_data(ctx), 0, &frag);
+	else
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
-	}
+	/*
+	 * What cannot be parsed far enough to show a destination port is passed untouched: the
+	 * kernel drops a truncated header or chain as well, and it cannot be a connection to a
+	 * protected port. The malformed and fragment policies below touch only traffic whose
+	 * port is visible and protected.
+	 */
+	if (proto < 0)
+		return record(SL_CLASS_NONE, -proto, XDP_PASS);
 	if (proto != IPPROTO_TCP)
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
-	proto = parse_tcp(&c, &th);
-	if (proto < 0)
-		goto malformed;
-
+	/* A later fragment has no ports; without its first fragment (judged below) the kernel
+	 * can never reassemble it into anything. */
+	if (frag == FRAG_LATER)
+		return record(SL_CLASS_NONE, SL_R_FRAG_LATER, XDP_PASS);
+	th = c.pos;
+	if ((void *)th + 4 > c.end)
+		return record(SL_CLASS_NONE, SL_R_MAL_TCP, XDP_PASS);
 	dport = bpf_ntohs(th->dest);
 	port = bpf_map_lookup_elem(&sl_ports, &dport);
 	if (!port || !port->protected)
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
-	if (!th->syn || th->ack) {
-		struct sl_cookie_keys *keys;
-		__u32 ack;
+	rc = parse_tcp(&c, &th);
+	if (rc < 0) {
+		/* Protected, and not a TCP header the edge can judge: a first fragment cut
+		 * inside the header (whose flags could make it a SYN once reassembled) is
+		 * always dropped; other malformed headers follow the malformed policy. */
+		set = bpf_map_lookup_elem(&sl_settings, &zero);
+		if (frag != FRAG_NONE)
+			return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
+		return record(SL_CLASS_NONE, -rc,
+			      !set || set->malformed_action == SL_ACT_DROP ? XDP_DROP : XDP_PASS);
+	}
+	flags = ((__u8 *)th)[13];
+	if ((flags & TF_SYN) && (flags & (TF_FIN | TF_RST)))
+		return record(SL_CLASS_NONE, SL_R_BAD_FLAGS, XDP_DROP);
 
-		if ((port->action != SL_ACT_REPLY && port->front != SL_FRONT_STATELESS) ||
-		    th->syn || !th->ack)
+	if (!(flags & TF_SYN) || (flags & TF_ACK)) {
+		struct sl_cookie_keys *keys;
+		int cookie_port = port->action == SL_ACT_REPLY || port->front == SL_FRONT_STATELESS;
+		int marked = 0;
+
+		if (!(flags & TF_ACK) || (flags & TF_SYN))
 			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
-		/* Established traffic on a cookie port leaves here, on four compares: no
-		 * cookie connection in any state ends in this ack. */
-		keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
-		ack = bpf_ntohl(th->ack_seq);
-		if (!keys || (!sl_cookie_marked_any(ack - 1, keys) &&
-			      !sl_cookie_marked_any(ack - SL_429_LEN - 1, keys) &&
-			      !sl_cookie_marked_any(ack - SL_429_LEN - 2, keys) &&
-			      !sl_cookie_marked_any(ack - 2, keys)))
+		/* Established traffic leaves here. On a cookie port: no cookie connection in any
+		 * state ends in this ack (one compare, 15 of 16 segments). */
+		if (cookie_port) {
+			keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
+			marked = keys && sl_cookie_marked(bpf_ntohl(th->ack_seq) - 1, keys);
+		}
+		if (!marked && port->front == SL_FRONT_STATELESS)
 			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+		if (!marked && port->front == SL_FRONT_SYN) {
+			/* SYN front: one array load says whether a SYN on this tuple is pending. */
+			set = bpf_map_lookup_elem(&sl_settings, &zero);
+			if (!set)
+				return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+			{
+				__u32 *slot, a0 = 0, a3 = 0;
+
+				/* From the header, before any per-CPU scratch is touched. */
+				if (iph) {
+					__builtin_memcpy(&a0, &iph->saddr, 4);
+				} else if (ip6) {
+					__builtin_memcpy(&a0, &ip6->saddr, 4);
+					__builtin_memcpy(&a3, (__u8 *)&ip6->saddr + 12, 4);
+				}
+				slot = pend_slot_of(a0, a3, bpf_ntohs(th->source), (__u16)dport, set);
+				if (!slot || !*slot)
+					return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+			}
+		}
 	}
 
 	/* Only segments sluice judges get this far: everything above touched no state and
@@ -1007,9 +1615,10 @@ int sluice_xdp(struct xdp_md *ctx)
 		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
 	__builtin_memset(ss, 0, sizeof(*ss));
 	pk = &ss->pk;
-	d = &ss->d;
 	sp = &pk->s;
 	pk->n_vlan = n_vlan;
+	pk->ip_off = ip_off;
+	pk->frag = frag;
 	if (iph) {
 		sp->family = SL_FAM_V4;
 		__builtin_memcpy(sp->saddr, &iph->saddr, 4);
@@ -1022,7 +1631,7 @@ int sluice_xdp(struct xdp_md *ctx)
 		sp->family = SL_FAM_V6;
 		__builtin_memcpy(sp->saddr, &ip6->saddr, 16);
 		__builtin_memcpy(sp->daddr, &ip6->daddr, 16);
-		/* Payload length counts extension headers, which the cursor has walked-> */
+		/* Payload length counts extension headers, which the cursor has walked. */
 		l4len = bpf_ntohs(ip6->payload_len);
 		l4len = l4len > ext ? l4len - ext : 0;
 	} else {
@@ -1033,48 +1642,43 @@ int sluice_xdp(struct xdp_md *ctx)
 	pk->proto = port->proto;
 	pk->action = port->action;
 	pk->cost = port->cost;
+	pk->unreadable_cost = port->unreadable_cost;
 	pk->tenant = SL_TENANT_BY_DEST;
-	if (!th->syn || th->ack) {
-		/* The IP length, not the frame length: Ethernet may pad short frames. */
-		pk->payload = l4len > th->doff * 4 ? l4len - th->doff * 4 : 0;
-		return sl_cookie_segment(ctx, pk);
+	pk->ifindex = ctx->ingress_ifindex;
+	/* The IP length, not the frame length: Ethernet may pad short frames. An IP length
+	 * short of the TCP header is a segment the kernel drops (tcp_v4_rcv): not judged. */
+	if (l4len < th->doff * 4) {
+		set = bpf_map_lookup_elem(&sl_settings, &zero);
+		return record(SL_CLASS_NONE, SL_R_MAL_TCP_DOFF,
+			      !set || set->malformed_action == SL_ACT_DROP ? XDP_DROP : XDP_PASS);
 	}
+	pk->payload = l4len - th->doff * 4;
 
-	/* Settings are read only from here on: the fast path above never needs them. */
-	set = bpf_map_lookup_elem(&sl_settings, &zero);
-	if (!set)
-		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
-	now = bpf_ktime_get_coarse_ns();
-	/* Stateless front: every SYN gets a cookie; the decision waits for the request. */
-	if (port->front == SL_FRONT_STATELESS)
-		return record(SL_CLASS_NONE, SL_R_HANDSHAKE, sl_send_synack(ctx, pk));
-	sl_judge_syn(pk, set, now, d);
-	switch (d->reason) {
-	case SL_R_SHED_PREFIX:
-	case SL_R_SHED_PARENT:
-	case SL_R_SHED_TENANT:
-	case SL_R_SHED_VERDICT:
-		emit_event(set, sp, &d->key, d->class_id, d->reason, d->action, (__u16)dport, 0, now);
-		if (d->action == SL_ACT_REPLY)
-			return record(d->class_id, d->reason, sl_send_synack(ctx, pk));
-		return record(d->class_id, d->reason, XDP_DROP);
-	case SL_R_WOULD_SHED_PREFIX:
-	case SL_R_WOULD_SHED_PARENT:
-	case SL_R_WOULD_SHED_TENANT:
-		/* Monitor mode: sampled like a shed, so an operator sees which prefixes it
-		 * would have shed (sluicectl events, top) before enforcing. */
-		emit_event(set, sp, &d->key, d->class_id, d->reason, d->action, (__u16)dport, 0, now);
-		return record(d->class_id, d->reason, XDP_PASS);
-	default:
-		return record(d->class_id, d->reason, XDP_PASS);
+	/* Traffic to an address this node does not serve is routed through: not ours. */
+	if (!sl_is_local(pk))
+		return record(SL_CLASS_NONE, SL_R_NOT_LOCAL, XDP_PASS);
+
+	if (!(flags & TF_SYN)) {
+		if (port->action == SL_ACT_REPLY || port->front == SL_FRONT_STATELESS) {
+			rc = sl_cookie_segment(ctx, pk);
+			if (rc == NEED_JUDGE)
+				return sl_decide(ctx, pk);
+			if (rc != NOT_MINE)
+				return rc;
+		}
+		if (port->front == SL_FRONT_SYN) {
+			rc = sl_syn_verify(ctx, pk);
+			return rc == NEED_JUDGE ? sl_decide(ctx, pk) : rc;
+		}
+		/*
+		 * Stateless port, marked like our cookie but not one: a forged or stale ACK, or
+		 * (one time in sixteen) a segment of an established connection. Only a socket
+		 * lookup tells them apart. Forgeries are dropped in silence, so the cookie space
+		 * answers no questions and creates nothing.
+		 */
+		if (sl_sock_state(ctx, pk) < 0)
+			return record(SL_CLASS_NONE, SL_R_COOKIE_BAD, XDP_DROP);
+		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 	}
-
-malformed:
-	reason = -proto;
-	set = bpf_map_lookup_elem(&sl_settings, &zero);
-	if (!set)
-		return record(SL_CLASS_NONE, reason, XDP_PASS);
-	if (reason == SL_R_FRAGMENT)
-		return record(SL_CLASS_NONE, reason, set->fragment_action == SL_ACT_DROP ? XDP_DROP : XDP_PASS);
-	return record(SL_CLASS_NONE, reason, set->malformed_action == SL_ACT_DROP ? XDP_DROP : XDP_PASS);
+	return sl_syn(ctx, pk);
 }

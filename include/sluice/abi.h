@@ -13,7 +13,7 @@
 
 #include <linux/types.h>
 
-#define SL_ABI_VERSION 1
+#define SL_ABI_VERSION 2
 
 /* Limits. Overridable at build time where a deployment needs more. */
 #define SL_MAX_CLASSES 15          /* ASN classes with a policy: ids 0..14, a nibble each */
@@ -30,9 +30,10 @@
 #define SL_ASN_MAX_ENTRIES (4u << 20) /* LPM trie cap; no preallocation, so only a ceiling */
 #endif
 #define SL_MAX_VLAN 2              /* 802.1Q/802.1ad tags parsed before giving up */
-#define SL_MAX_IP6_EXT 6           /* IPv6 extension headers walked before giving up */
+#define SL_MAX_IP6_EXT 1024        /* IPv6 extension headers walked (bpf_loop): more than a
+				    * 9000-byte frame can hold, so every chain is read to its end */
 #define SL_CAS_TRIES 4             /* compare-and-swap attempts on one bucket */
-#define SL_REASON_SLOTS 32         /* counter slots reserved per class; reasons grow into them */
+#define SL_REASON_SLOTS 64         /* counter slots reserved per class; reasons grow into them */
 
 _Static_assert(SL_MAX_CLASSES < 16, "class ids are stored as nibbles in the /24 table");
 _Static_assert((SL_REASON_SLOTS & (SL_REASON_SLOTS - 1)) == 0, "slots must be a power of 2");
@@ -78,6 +79,23 @@ enum sl_reason {
 	SL_R_RACE_PASS,          /* stateless front: a later segment of an admitted first burst */
 	SL_R_HANDOFF,            /* TC: a connection handed to its listener */
 	SL_R_HANDOFF_FAIL,       /* TC: no listener, or the kernel refused the request socket */
+	SL_R_NOT_LOCAL,          /* to a protected port, but not to an address this node serves:
+				  * passed untouched (routed through, never answered) */
+	SL_R_MARTIAN,            /* to a protected port from a source the kernel would never
+				  * answer (martian or local address, multicast MAC): dropped */
+	SL_R_BAD_FLAGS,          /* SYN with FIN or RST: dropped, as the kernel discards it */
+	SL_R_SYN_DATA,           /* SYN front: a SYN carrying data (TFO) would reach the listener
+				  * before any proof of its source: dropped, the client retries */
+	SL_R_SYN_PEEKED,         /* SYN front: a SYN whose buckets have room, passed to the
+				  * kernel; it is charged at its verified handshake ACK */
+	SL_R_VERIFY_ACK,         /* SYN front: a segment checked against the kernel's request
+				  * socket or SYN cookie (the charge itself is PASSED or SHED_*) */
+	SL_R_FRAG_LATER,         /* a non-first IP fragment: no ports, and harmless without its
+				  * first fragment, which is judged: passed */
+	SL_R_ESTABLISHED,        /* stateless front: a cookie-valid first request whose
+				  * connection exists already (a retransmission): passed */
+	SL_R_TW_REUSE,           /* TC: a tuple reused over a TIME_WAIT socket, handed to the
+				  * listener as the kernel would have accepted the new SYN */
 	SL_R__MAX
 };
 _Static_assert(SL_R__MAX <= SL_REASON_SLOTS, "reasons outgrew the reserved counter slots");
@@ -161,11 +179,11 @@ struct sl_bkey {
 #define SL_MAX_V6_KEY_PLEN 64
 
 /* GCRA state: one theoretical arrival time in ns (CLOCK_MONOTONIC_COARSE), plus the shed
- * streak that escalates this prefix's Retry-After. */
+ * streak that escalates this bucket's Retry-After. */
 struct sl_bucket {
 	__u64 tat;
-	__u32 streak;      /* 429s served in a row, without a quiet period between them */
-	__u32 last_shed_s; /* when the last one was served, in 2^30 ns (~1.07 s) ticks */
+	__u32 streak;      /* 429s served in a row for this bucket being empty */
+	__u32 last_shed_s; /* when the last one was served, in seconds of the same clock */
 };
 
 /* A remembered TAT of an evicted bucket, valid only for the key whose hash tag matches. */
@@ -173,6 +191,14 @@ struct sl_ghost {
 	__u64 tat;
 	__u32 tag; /* never 0: 0 marks an empty slot */
 	__u32 pad;
+};
+
+/* Ghosts are kept in sets of four, one cache line: a key may sit in any way of its set, and a
+ * newcomer replaces only a way that is less spent than itself (docs/design.md, "Bounded
+ * state"). */
+#define SL_GHOST_WAYS 4
+struct sl_ghost_set {
+	struct sl_ghost way[SL_GHOST_WAYS];
 };
 
 /* Rate in GCRA terms: emission interval per cost unit and tolerance (burst), both in ns. */
@@ -201,8 +227,10 @@ struct sl_port {
 	__u8 front;     /* enum sl_front */
 	__u8 action;    /* enum sl_action, applied to shed packets */
 	__u8 proto;     /* enum sl_proto (stateless front) */
-	__u32 cost;     /* cost units a SYN (syn front), or a first request whose route is
-			 * unknown or unreadable (stateless front), charges */
+	__u32 cost;     /* cost units a verified connection (syn front), or a first request
+			 * whose route is unknown (stateless front), charges */
+	__u32 unreadable_cost; /* stateless front: a first request the edge cannot read whole
+				* (split, fragmented, a target past the scan window) */
 };
 
 #define SL_MAX_RETRY_LEVELS 8
@@ -225,10 +253,14 @@ struct sl_settings {
 	__u16 mss4, mss6;        /* MSS announced in cookie SYN-ACKs */
 	__u32 default_tenant;    /* stateless front: tenant for hosts in no tenant's list
 				  * (SL_MAX_TENANTS: none, charge by destination) */
-	__u64 reserved[4];
+	__u32 pend_ttl_s;        /* SYN front: how long a passed SYN's handshake can still
+				  * complete (request socket or kernel cookie), in seconds */
+	__u32 pad1;
+	__u64 reserved[3];
 };
 
-/* SYN cookie keys (include/sluice/cookie.h), rotated by the controller. */
+/* SYN cookie keys (include/sluice/cookie.h), rotated by the controller. The marker is chosen
+ * once and kept across rotations; prev_marker is kept equal to it. */
 struct sl_cookie_keys {
 	__u64 cur[2];
 	__u64 prev[2];
@@ -286,12 +318,14 @@ struct sl_verdict {
 	char reason[SL_VERDICT_REASON_LEN];
 };
 
-/* Cookie connections answered with a 429, so that their later segments are absorbed. */
+/* Decided cookie connections, keyed by the connection itself: its 4-tuple and our initial
+ * sequence number (the cookie, or on the SYN front the kernel's). A new handshake on the same
+ * tuple has another ISS, hence another key. */
 struct sl_conn_key {
 	__u8 family;
-	__u8 pad;
+	__u8 pad[3];
+	__u32 iss;              /* host order */
 	__u16 sport, dport;     /* host order */
-	__u16 pad2;
 	__u8 saddr[16], daddr[16];
 };
 
@@ -305,6 +339,15 @@ struct sl_conn {
 	__u32 their_next;       /* the client's next sequence number before its FIN */
 	__u64 expires_ns;
 	__u32 state;            /* enum sl_conn_state */
+	__u32 tsval;            /* our TSval on this connection; 0: no timestamps */
+	__u32 ts_recent;        /* the client's latest TSval, echoed in our replies */
+	__u32 pad;
+};
+
+/* Addresses this node serves (the kernel's local routing table, kept by sluiced), keyed like
+ * the ASN trie: replies go out only from these, and never to them. */
+struct sl_local_val {
+	__u32 ifindex;          /* for observers; 0 when the route names none */
 	__u32 pad;
 };
 

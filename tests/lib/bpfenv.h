@@ -26,6 +26,7 @@
 #include "maps.h"
 #include "reasons.h"
 #include "sluice.skel.h"
+#include "sluice/cookie.h"
 #include "sluice/gcra.h"
 
 static int n_test, n_fail;
@@ -99,6 +100,26 @@ static int env_config(struct env *e, const char *conf)
 	return ret;
 }
 
+/*
+ * The addresses the fixture's "node" serves, as sluiced would mirror them from a kernel's local
+ * table: its own addresses and loopback. Frames to anything else are not the edge's to answer.
+ */
+static const char *const env_local_default[] = { "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32",
+	"127.0.0.0/8", "2001:db8:ffff::2/128", "2001:db8:ffff::3/128", "::1/128", NULL };
+
+static __attribute__((unused)) int env_local(struct env *e, const char *const *prefixes)
+{
+	struct sl_local_prefix v[32];
+	size_t n = 0;
+
+	for (; prefixes && *prefixes && n < 32; prefixes++, n++) {
+		memset(&v[n], 0, sizeof(v[n]));
+		if (sl_prefix_parse(*prefixes, &v[n].p, 1, NULL, 0))
+			return -EINVAL;
+	}
+	return sl_maps_write_local(&e->maps, v, n);
+}
+
 /* Load the object sized by @conf's state_entries and program it with @conf and @asn_csv. */
 static int env_open(struct env *e, const char *conf, const char *asn_csv)
 {
@@ -112,7 +133,7 @@ static int env_open(struct env *e, const char *conf, const char *asn_csv)
 	if (ret)
 		return ret;
 	state_entries = e->cfg.state_entries;
-	ghosts = sl_ghost_entries(state_entries);
+	ghosts = sl_ghost_sets(state_entries);
 	e->skel = sluice_bpf__open();
 	if (!e->skel)
 		return -errno;
@@ -121,33 +142,18 @@ static int env_open(struct env *e, const char *conf, const char *asn_csv)
 		bpf_map__set_pin_path(m, NULL);
 	bpf_map__set_max_entries(e->skel->maps.sl_buckets, state_entries);
 	bpf_map__set_max_entries(e->skel->maps.sl_ghosts, ghosts);
+	bpf_map__set_max_entries(e->skel->maps.sl_pending, sl_ghost_entries(state_entries));
 	e->skel->rodata->ghost_mask = ghosts - 1;
+	e->skel->rodata->pend_mask = sl_ghost_entries(state_entries) - 1;
 	ret = sluice_bpf__load(e->skel);
 	if (ret)
 		return ret;
-	sl_maps_init(&e->maps);
-	e->maps.buckets = bpf_map__fd(e->skel->maps.sl_buckets);
-	e->maps.ghosts = bpf_map__fd(e->skel->maps.sl_ghosts);
-	e->maps.asn = bpf_map__fd(e->skel->maps.sl_asn);
-	e->maps.asn_dir = bpf_map__fd(e->skel->maps.sl_asn_dir);
-	e->maps.classes = bpf_map__fd(e->skel->maps.sl_classes);
-	e->maps.ports = bpf_map__fd(e->skel->maps.sl_ports);
-	e->maps.settings = bpf_map__fd(e->skel->maps.sl_settings);
-	e->maps.stats = bpf_map__fd(e->skel->maps.sl_stats);
-	e->maps.meta = bpf_map__fd(e->skel->maps.sl_meta);
-	e->maps.cookie_keys = bpf_map__fd(e->skel->maps.sl_cookie_keys);
-	e->maps.conns = bpf_map__fd(e->skel->maps.sl_conns);
-	e->maps.tenant_keys = bpf_map__fd(e->skel->maps.sl_tenant_keys);
-	e->maps.tenants = bpf_map__fd(e->skel->maps.sl_tenants);
-	e->maps.tenant_state = bpf_map__fd(e->skel->maps.sl_tenant_state);
-	e->maps.verdicts = bpf_map__fd(e->skel->maps.sl_verdicts);
-	e->maps.vcount = bpf_map__fd(e->skel->maps.sl_vcount);
-	e->maps.events = bpf_map__fd(e->skel->maps.sl_events);
-	e->maps.routes = bpf_map__fd(e->skel->maps.sl_routes);
-	e->maps.hosts = bpf_map__fd(e->skel->maps.sl_hosts);
-	e->maps.route_stats = bpf_map__fd(e->skel->maps.sl_route_stats);
-	e->maps.tenant_stats = bpf_map__fd(e->skel->maps.sl_tenant_stats);
-	e->maps.tenant_demand = bpf_map__fd(e->skel->maps.sl_tenant_demand);
+	ret = sl_maps_from_object(&e->maps, e->skel->obj);
+	if (ret)
+		return ret;
+	ret = env_local(e, env_local_default);
+	if (ret)
+		return ret;
 	e->prog_fd = bpf_program__fd(e->skel->progs.sluice_xdp);
 	return env_config(e, conf);
 }
@@ -157,6 +163,42 @@ static void env_close(struct env *e)
 	if (e->skel)
 		sluice_bpf__destroy(e->skel);
 	e->skel = NULL;
+}
+
+/*
+ * Make @f the first request of a connection the datapath answered with its cookie SYN-ACK:
+ * ACK|PSH carrying @f->data (a request if none), seq = the client's ISN + 1, ack = our
+ * cookie + 1. The ISN is f->seq (0: 1000); with timestamps (tcp_opts 3) TSecr echoes our
+ * TSval, as the client would. Returns the cookie (our ISS).
+ */
+static __attribute__((unused)) uint32_t env_make_request(struct env *e, struct fspec *f)
+{
+	struct sl_cookie_keys keys;
+	struct sl_cookie_opts o = { 0 };
+	struct sl_conn_id id = { 0 };
+	uint32_t iss, tsval = 0, zero = 0;
+
+	id.family = f->family == 6 ? SL_FAM_V6 : SL_FAM_V4;
+	id.sport = f->sport ? f->sport : 40000;
+	id.dport = f->dport;
+	id.isn = f->seq ? f->seq : 1000;
+	inet_pton(f->family == 6 ? AF_INET6 : AF_INET, f->src, id.saddr);
+	inet_pton(f->family == 6 ? AF_INET6 : AF_INET, f->dst, id.daddr);
+	if (f->tcp_opts == 3) {
+		o.ts = 1;
+		o.mss_idx = 6; /* 1460 */
+	}
+	bpf_map_lookup_elem(e->maps.cookie_keys, &zero, &keys);
+	iss = sl_cookie_make(&id, sl_now_ns(), &o, &keys, &tsval);
+	f->sport = id.sport;
+	f->seq = id.isn + 1;
+	f->ack = iss + 1;
+	f->flags = F_ACK | 0x08;
+	if (f->tcp_opts == 3)
+		f->tsecr = tsval;
+	if (!f->data && !f->payload)
+		f->data = "GET / HTTP/1.1\r\nHost: fixture.example\r\n\r\n";
+	return iss;
 }
 
 /* Run one frame; returns the XDP action or -1. The frame the program left behind goes to

@@ -33,10 +33,13 @@ struct fspec {
 	int ip4_opt_words;  /* 4-byte words of IPv4 options (NOPs) */
 	int ihl;            /* override IHL (0 = computed) */
 	int ip4_mf;         /* set More Fragments */
+	int ip4_frag_off;   /* fragment offset, in 8-byte units */
 	int ip6_ext;        /* destination-options headers before TCP */
-	int ip6_frag;       /* add a fragment header */
+	int ip6_frag;       /* add a fragment header: 1 first (M), 2 atomic, 3 a later one */
 	int doff;           /* override TCP data offset (0 = 5, or 7 with options) */
-	int tcp_opts;       /* 1: MSS 1460 + SACK-permitted (8 bytes); 2: also window scale 7 */
+	int tcp_opts;       /* 1: MSS 1460 + SACK-permitted (8 bytes); 2: also window scale 7;
+			     * 3: NOP NOP TS(tsval, tsecr) (12 bytes) */
+	uint32_t tsval, tsecr;
 	int payload;        /* bytes of payload after the L4 header ('x') */
 	const char *data;   /* payload text (overrides payload) */
 	uint32_t seq, ack;  /* 0: seq 0x01020304, ack 0 */
@@ -82,7 +85,7 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 		return b;
 	}
 
-	l4len = l4 == IPPROTO_TCP ? 20 + (s->tcp_opts == 2 ? 12 : s->tcp_opts ? 8 : 0) : 8;
+	l4len = l4 == IPPROTO_TCP ? 20 + (s->tcp_opts >= 2 ? 12 : s->tcp_opts ? 8 : 0) : 8;
 	if (s->family == 6) {
 		struct ipv6hdr *ip6 = (struct ipv6hdr *)(out + off);
 		uint8_t *next = &ip6->nexthdr;
@@ -105,7 +108,14 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 		if (s->ip6_frag) {
 			*next = IPPROTO_FRAGMENT;
 			next = out + off;
-			out[off + 3] = 1; /* offset 0, M = 1 */
+			if (s->ip6_frag == 2) {
+				out[off + 3] = 0;         /* offset 0, M = 0: atomic */
+			} else if (s->ip6_frag == 3) {
+				out[off + 2] = 0;         /* offset 1 (8 bytes), M = 1 */
+				out[off + 3] = 8 | 1;
+			} else {
+				out[off + 3] = 1;         /* offset 0, M = 1 */
+			}
 			off += 8;
 			ext += 8;
 		}
@@ -120,8 +130,7 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 		ip->ihl = s->ihl ? (unsigned)s->ihl : (unsigned)(hl / 4);
 		ip->ttl = 64;
 		ip->protocol = l4;
-		if (s->ip4_mf)
-			ip->frag_off = htons(0x2000);
+		ip->frag_off = htons((uint16_t)((s->ip4_mf ? 0x2000 : 0) | (s->ip4_frag_off & 0x1fff)));
 		inet_pton(AF_INET, s->src, &ip->saddr);
 		inet_pton(AF_INET, s->dst, &ip->daddr);
 		memset(out + off + 20, 1, hl - 20); /* NOP options */
@@ -140,7 +149,14 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 		th->doff = s->doff ? (unsigned)s->doff : (unsigned)(l4len / 4);
 		out[off + 13] = flags;
 		th->window = htons(64240);
-		if (s->tcp_opts) {
+		if (s->tcp_opts == 3) {
+			uint8_t *o = out + off + 20;
+			uint32_t v = htonl(s->tsval), e = htonl(s->tsecr);
+
+			o[0] = 1; o[1] = 1; o[2] = 8; o[3] = 10;
+			memcpy(o + 4, &v, 4);
+			memcpy(o + 8, &e, 4);
+		} else if (s->tcp_opts) {
 			uint8_t *o = out + off + 20;
 
 			o[0] = 2; o[1] = 4; o[2] = 0x05; o[3] = 0xb4; /* MSS 1460 */

@@ -312,8 +312,9 @@ void sl_config_defaults(struct sl_config *c)
 	memset(c, 0, sizeof(*c));
 	c->state_entries = 1u << 20;
 	c->new_key_credit = 0.5;
-	c->malformed_action = SL_ACT_PASS;
-	c->fragment_action = SL_ACT_PASS;
+	/* Both touch only traffic to protected ports whose header the edge cannot judge. */
+	c->malformed_action = SL_ACT_DROP;
+	c->fragment_action = SL_ACT_DROP;
 	c->xdp_mode = SL_XDP_NATIVE;
 	snprintf(c->pin_path, sizeof(c->pin_path), "%s", SL_DEFAULT_PIN_PATH);
 	snprintf(c->ctl_socket, sizeof(c->ctl_socket), "%s", SL_DEFAULT_CTL_SOCKET);
@@ -442,6 +443,11 @@ uint32_t sl_ghost_entries(uint32_t state_entries)
 	return n;
 }
 
+uint32_t sl_ghost_sets(uint32_t state_entries)
+{
+	return sl_ghost_entries(state_entries) / SL_GHOST_WAYS;
+}
+
 static void resolve_path(char *dst, size_t n, const char *base, const char *p)
 {
 	char cwd[PATH_MAX];
@@ -457,7 +463,8 @@ static void resolve_path(char *dst, size_t n, const char *base, const char *p)
 
 static void load_ports(struct vctx *x, const config_setting_t *edge, struct sl_config *c)
 {
-	static const char *const keys[] = { "port", "front", "action", "cost", "protocol", NULL };
+	static const char *const keys[] = { "port", "front", "action", "cost", "protocol",
+		"unreadable_cost", NULL };
 	const config_setting_t *ports = config_setting_get_member(edge, "ports");
 	int i, j, n;
 
@@ -495,7 +502,13 @@ static void load_ports(struct vctx *x, const config_setting_t *edge, struct sl_c
 		pc->cost = 1;
 		if (get_int(x, p, where, "cost", false, 1, SL_MAX_PORT_COST, &v))
 			pc->cost = (uint32_t)v;
-		e = get_enum(x, p, where, "front", front_names, SL_FRONT_SYN);
+		if (get_int(x, p, where, "unreadable_cost", false, 1, SL_MAX_PORT_COST, &v)) {
+			pc->unreadable_cost = (uint32_t)v;
+			pc->unreadable_set = true;
+		}
+		/* Verify, then charge: the cookie handshake is how every protected port starts
+		 * unless the config asks for the kernel's own (docs/design.md, "Fronts"). */
+		e = get_enum(x, p, where, "front", front_names, SL_FRONT_STATELESS);
 		if (e >= 0)
 			pc->front = (uint8_t)e;
 		e = get_enum(x, p, where, "action", action_names, SL_ACT_DROP);
@@ -664,6 +677,50 @@ static bool valid_class_name(const char *n)
 	return true;
 }
 
+uint32_t sl_edge_max_cost(const struct sl_config *c)
+{
+	uint32_t m = 1;
+	int i, j;
+
+	for (i = 0; i < c->n_ports; i++) {
+		const struct sl_port_cfg *p = &c->ports[i];
+
+		if (p->cost > m)
+			m = p->cost;
+		if (p->unreadable_cost > m)
+			m = p->unreadable_cost;
+		if (p->front != SL_FRONT_STATELESS || p->proto != SL_PROTO_HTTP)
+			continue;
+		for (j = 0; j < c->n_routes; j++)
+			if ((uint32_t)ceil(c->routes[j].cpu) > m)
+				m = (uint32_t)ceil(c->routes[j].cpu);
+	}
+	return m;
+}
+
+/*
+ * A stateless HTTP port's first request that the edge cannot read whole (split, fragmented,
+ * past the scan window) is charged the port's most expensive route unless the file says
+ * otherwise: nothing the client can shape lowers its price. TLS names no route: its cost.
+ */
+static void set_unreadable(struct sl_config *c)
+{
+	int i, j;
+
+	for (i = 0; i < c->n_ports; i++) {
+		struct sl_port_cfg *p = &c->ports[i];
+		uint32_t m = p->cost;
+
+		if (p->unreadable_set)
+			continue;
+		if (p->proto == SL_PROTO_HTTP)
+			for (j = 0; j < c->n_routes; j++)
+				if ((uint32_t)ceil(c->routes[j].cpu) > m)
+					m = (uint32_t)ceil(c->routes[j].cpu);
+		p->unreadable_cost = m > SL_MAX_PORT_COST ? SL_MAX_PORT_COST : m;
+	}
+}
+
 static void load_classes(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "name", "v4_prefix", "v6_prefix", "v4_parent",
@@ -682,9 +739,7 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 		bad(x, list, "classes: expected a list ( { name = ...; }, ... )");
 		return;
 	}
-	for (i = 0; i < c->n_ports; i++)
-		if (c->ports[i].cost > max_cost)
-			max_cost = c->ports[i].cost;
+	max_cost = sl_edge_max_cost(c);
 
 	n = config_setting_length(list);
 	if (n > SL_MAX_CLASSES) {
@@ -779,10 +834,11 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 		/* Only judge values that were read: a range error needs no second opinion. */
 		if (got_burst && cc->burst < max_cost)
 			bad(x, config_setting_get_member(g, "burst"),
-			    "%s.burst: %g is below the cost of one SYN (%u): nothing could ever "
-			    "pass", where, cc->burst, max_cost);
+			    "%s.burst: %g is below the most the edge charges one connection (%u, "
+			    "see sluice.conf(5) on cost units): it could never pass", where,
+			    cc->burst, max_cost);
 		if (got_parent && cc->parent_burst < max_cost)
-			bad(x, g, "%s.parent_burst: %g is below the cost of one SYN (%u)", where,
+			bad(x, g, "%s.parent_burst: %g is below the most the edge charges one connection (%u)", where,
 			    cc->parent_burst, max_cost);
 		e = get_enum(x, g, where, "mode", mode_names, SL_MODE_ENFORCE);
 		if (e >= 0)
@@ -894,9 +950,7 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 		bad(x, list, "tenants: expected a list ( { name = ...; }, ... )");
 		return;
 	}
-	for (i = 0; i < c->n_ports; i++)
-		if (c->ports[i].cost > max_cost)
-			max_cost = c->ports[i].cost;
+	max_cost = sl_edge_max_cost(c);
 	n = config_setting_length(list);
 	if (n > SL_MAX_TENANTS) {
 		bad(x, list, "tenants: at most %d (got %d)", SL_MAX_TENANTS, n);
@@ -992,7 +1046,8 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 		if (get_num(x, g, where, "burst", true, 0.0, 1e9, &d)) {
 			if (d < max_cost)
 				bad(x, config_setting_get_member(g, "burst"),
-				    "%s.burst: %g is below the cost of one SYN (%u)", where, d,
+				    "%s.burst: %g is below the most the edge charges one "
+				    "connection (%u)", where, d,
 				    max_cost);
 			t->burst = d;
 		}
@@ -1010,7 +1065,8 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 		if (get_num(x, g, where, "static_burst", false, 0.0, 1e9, &d)) {
 			if (d < max_cost)
 				bad(x, config_setting_get_member(g, "static_burst"),
-				    "%s.static_burst: %g is below the cost of one SYN (%u)", where, d,
+				    "%s.static_burst: %g is below the most the edge charges one "
+				    "connection (%u)", where, d,
 				    max_cost);
 			t->static_burst = d;
 		}
@@ -1889,9 +1945,12 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	check_keys(&x, config_root_setting(&cfg), "the top level", top_keys);
 	load_cluster(&x, config_root_setting(&cfg), c); /* tenants' defaults use nodes */
 	load_edge(&x, config_root_setting(&cfg), c, base_dir);
+	/* Routes first: on stateless HTTP ports they are what the edge charges, and every
+	 * class and tenant burst below must hold the most expensive of them. */
+	load_routes(&x, config_root_setting(&cfg), c);
+	set_unreadable(c);
 	load_classes(&x, config_root_setting(&cfg), c);
 	load_tenants(&x, config_root_setting(&cfg), c);
-	load_routes(&x, config_root_setting(&cfg), c);
 	load_gateway(&x, config_root_setting(&cfg), c, base_dir);
 	if (!c->has_edge && !c->gw.present)
 		bad(&x, NULL, "nothing to run: the file has neither an 'edge' nor a 'gateway' "

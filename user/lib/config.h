@@ -11,6 +11,7 @@
 #include <limits.h>
 #include <net/if.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "sluice/abi.h"
@@ -40,6 +41,10 @@ struct sl_port_cfg {
 	uint8_t action; /* enum sl_action */
 	uint8_t proto;  /* enum sl_proto */
 	uint32_t cost;
+	/* stateless front: what a first request the edge cannot read whole costs (0 in the
+	 * file: the port's most expensive route, computed once the routes are read) */
+	uint32_t unreadable_cost;
+	bool unreadable_set;
 };
 
 #define SL_MAX_ROUTES 64
@@ -236,6 +241,7 @@ struct sl_config {
 	uint32_t retry_after[SL_MAX_RETRY_LEVELS]; /* seconds, by shed streak */
 	int n_retry;
 	uint32_t streak_decay_s;
+	uint32_t pend_ttl_s;      /* SYN front: how long a passed SYN can still complete */
 	uint32_t event_sample;
 	uint32_t cookie_rotate_s;
 	uint16_t mss4, mss6;
@@ -312,6 +318,11 @@ int sl_config_class(const struct sl_config *c, const char *name);
 
 /* Ghost table size for a state table of @state_entries: the next power of two. */
 uint32_t sl_ghost_entries(uint32_t state_entries);
+/* Ghost sets (four ways each) for @state_entries buckets: sl_ghost_entries() / 4. */
+uint32_t sl_ghost_sets(uint32_t state_entries);
+/* The most the edge can charge one connection: the largest port cost, unreadable cost, or
+ * (on stateless HTTP ports) route cost. Every edge burst must hold one. */
+uint32_t sl_edge_max_cost(const struct sl_config *c);
 
 const char *sl_mode_name(uint8_t mode);
 const char *sl_action_name(uint8_t action);

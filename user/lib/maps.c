@@ -30,6 +30,21 @@ void sl_maps_init(struct sl_maps *m)
 	m->owned = 0;
 }
 
+int sl_maps_from_object(struct sl_maps *m, const struct bpf_object *obj)
+{
+	int i;
+
+	sl_maps_init(m);
+	for (i = 0; i < SL_N_MAPS; i++) {
+		struct bpf_map *map = bpf_object__find_map_by_name(obj, map_names[i]);
+
+		if (!map)
+			return -ENOENT;
+		m->fd[i] = bpf_map__fd(map);
+	}
+	return 0;
+}
+
 int sl_maps_open_pinned(struct sl_maps *m, const char *pin_path)
 {
 	char p[PATH_MAX];
@@ -128,6 +143,34 @@ double sl_lease_burst(double share_burst, double budget_burst, const struct sl_c
 	return share_burst > big ? share_burst : big;
 }
 
+/*
+ * SYN front: how long after a SYN the kernel still accepts the ACK that completes it. A request
+ * socket lives while the kernel re-sends its SYN-ACK: 1 s doubling tcp_synack_retries times
+ * (63 s at the default 5), each wait capped at 120 s; a kernel SYN cookie is good for two
+ * minute counters (up to 2 minutes). The longer of the two, plus a second.
+ */
+uint32_t sl_syn_pend_ttl(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/tcp_synack_retries", "r");
+	uint32_t life = 0, wait = 1;
+	int retries = 5, i;
+
+	if (f) {
+		if (fscanf(f, "%d", &retries) != 1)
+			retries = 5;
+		fclose(f);
+	}
+	if (retries < 0 || retries > 255)
+		retries = 5;
+	for (i = 0; i <= retries; i++) {
+		life += wait;
+		wait = wait * 2 > 120 ? 120 : wait * 2;
+	}
+	if (life < 120)
+		life = 120;
+	return life + 1;
+}
+
 int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 			 uint32_t generation)
 {
@@ -176,6 +219,7 @@ int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 		p->action = c->ports[i].action;
 		p->proto = c->ports[i].proto;
 		p->cost = c->ports[i].cost;
+		p->unreadable_cost = c->ports[i].unreadable_cost;
 	}
 	if (bpf_map_update_batch(m->ports, keys, ports, &count, NULL)) {
 		ret = -errno;
@@ -197,8 +241,8 @@ int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 	set.generation = generation;
 	set.n_tenants = (__u32)c->n_tenants;
 	set.event_sample = c->event_sample;
-	/* In the datapath's ~1.07 s ticks (2^30 ns). */
-	set.streak_decay_s = (__u32)(((uint64_t)c->streak_decay_s * 1000000000ull) >> 30);
+	set.streak_decay_s = c->streak_decay_s;
+	set.pend_ttl_s = c->pend_ttl_s ? c->pend_ttl_s : sl_syn_pend_ttl();
 	set.n_retry_levels = (__u32)c->n_retry;
 	memset(set.retry_after, 0, sizeof(set.retry_after));
 	for (i = 0; i < (__u32)c->n_retry && i < SL_MAX_RETRY_LEVELS; i++)
@@ -569,14 +613,18 @@ int sl_maps_cookie_keys(const struct sl_maps *m, int rotate, uint32_t every_s)
 	if (k.cur[0] || k.cur[1]) {
 		if (!rotate && (uint64_t)time(NULL) < k.rotated_unix + every_s)
 			return 0;
-		/* The old key stays good for one more cookie slot (2^36 ns, ~69 s). */
+		/* The old key stays good as long as a cookie it made can be: its own slot and
+		 * the next (2 x 2^36 ns, ~137 s). */
 		memcpy(k.prev, k.cur, sizeof(k.prev));
-		k.prev_marker = k.cur_marker;
 		k.prev_until_ns = sl_now_ns() + (2ull << 36);
+	} else {
+		/* The marker is chosen once and kept: every SYN-ACK shows it, so changing it
+		 * hides nothing, and two live markers would halve the fast path. */
+		random_bytes(&marker, 1);
+		k.cur_marker = marker & SL_COOKIE_MARKER_MASK;
 	}
+	k.prev_marker = k.cur_marker;
 	random_bytes(k.cur, sizeof(k.cur));
-	random_bytes(&marker, 1);
-	k.cur_marker = marker & SL_COOKIE_MARKER_MASK;
 	k.rotated_unix = (uint64_t)time(NULL);
 	if (bpf_map_update_elem(m->cookie_keys, &zero, &k, BPF_ANY))
 		return -errno;
@@ -726,4 +774,79 @@ int sl_maps_read_outcomes(int fd, uint32_t n, struct sl_outcome *out)
 	}
 	free(per);
 	return 0;
+}
+
+int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v, size_t n)
+{
+	struct sl_lpm_key k, next, *keep;
+	struct sl_local_val val;
+	size_t i, j, nkeys = 0, cap = 64;
+	int ret = 0, found;
+
+	keep = calloc(n ? n : 1, sizeof(*keep));
+	if (!keep)
+		return -ENOMEM;
+	for (i = 0; i < n; i++) {
+		sl_prefix_to_lpm(&v[i].p, &keep[i]);
+		memset(&val, 0, sizeof(val));
+		val.ifindex = v[i].ifindex;
+		if (bpf_map_update_elem(m->local, &keep[i], &val, BPF_ANY)) {
+			ret = -errno;
+			goto out;
+		}
+	}
+	/* Then remove what the kernel no longer has. Collected first: deleting while
+	 * walking an LPM trie restarts the walk. */
+	{
+		struct sl_lpm_key *gone = calloc(cap, sizeof(*gone));
+		void *prev = NULL;
+
+		if (!gone) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		while (!bpf_map_get_next_key(m->local, prev, &next)) {
+			found = 0;
+			for (j = 0; j < n && !found; j++)
+				found = !memcmp(&next, &keep[j], sizeof(next));
+			if (!found) {
+				if (nkeys == cap) {
+					struct sl_lpm_key *g = realloc(gone, 2 * cap * sizeof(*g));
+
+					if (!g)
+						break;
+					gone = g;
+					cap *= 2;
+				}
+				gone[nkeys++] = next;
+			}
+			k = next;
+			prev = &k;
+		}
+		for (j = 0; j < nkeys; j++)
+			bpf_map_delete_elem(m->local, &gone[j]);
+		free(gone);
+	}
+out:
+	free(keep);
+	return ret;
+}
+
+long sl_maps_read_local(const struct sl_maps *m, struct sl_local_prefix *v, size_t cap)
+{
+	struct sl_lpm_key k, next;
+	struct sl_local_val val;
+	void *prev = NULL;
+	long n = 0;
+
+	while (!bpf_map_get_next_key(m->local, prev, &next)) {
+		if ((size_t)n < cap && !bpf_map_lookup_elem(m->local, &next, &val)) {
+			sl_lpm_to_prefix(&next, &v[n].p);
+			v[n].ifindex = val.ifindex;
+		}
+		n++;
+		k = next;
+		prev = &k;
+	}
+	return n;
 }

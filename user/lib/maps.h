@@ -18,8 +18,9 @@
 		       "sl_ports", "sl_settings", "sl_stats", "sl_meta", "sl_cookie_keys", \
 		       "sl_conns", "sl_tenant_keys", "sl_tenants", "sl_tenant_state", \
 		       "sl_verdicts", "sl_vcount", "sl_events", "sl_routes", "sl_hosts", \
-		       "sl_route_stats", "sl_tenant_stats", "sl_tenant_demand" }
-#define SL_N_MAPS 22
+		       "sl_route_stats", "sl_tenant_stats", "sl_tenant_demand", "sl_shed", \
+		       "sl_pending", "sl_local" }
+#define SL_N_MAPS 25
 
 struct sl_maps {
 	union {
@@ -27,7 +28,7 @@ struct sl_maps {
 			int buckets, ghosts, asn, asn_dir, classes, ports, settings, stats, meta;
 			int cookie_keys, conns, tenant_keys, tenants, tenant_state, verdicts;
 			int vcount, events, routes, hosts, route_stats, tenant_stats;
-			int tenant_demand;
+			int tenant_demand, shed, pending, local;
 		};
 		int fd[SL_N_MAPS];
 	};
@@ -36,9 +37,25 @@ struct sl_maps {
 
 void sl_maps_init(struct sl_maps *m);
 int sl_maps_open_pinned(struct sl_maps *m, const char *pin_path);
+/* Every map of a loaded datapath object, by name (its fds stay the object's). */
+struct bpf_object;
+int sl_maps_from_object(struct sl_maps *m, const struct bpf_object *obj);
 void sl_maps_close(struct sl_maps *m);
 /* Remove every pin sluice creates under @pin_path, and the directory if empty. */
 void sl_maps_unpin(const char *pin_path);
+
+/* The addresses this node serves, as the kernel's local routing table holds them: @n
+ * prefixes (family, address, length, ifindex). The map is made to hold exactly these. */
+struct sl_local_prefix {
+	struct sl_prefix p;
+	uint32_t ifindex;
+};
+int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v, size_t n);
+/* Read them back: up to @cap into @v; the number there is, or a negative errno. */
+long sl_maps_read_local(const struct sl_maps *m, struct sl_local_prefix *v, size_t cap);
+
+/* SYN front: seconds after a SYN in which the kernel still completes its handshake. */
+uint32_t sl_syn_pend_ttl(void);
 
 /* Classes, ports and settings from @c; keeps the installation's hash seed. */
 int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,

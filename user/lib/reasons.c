@@ -37,6 +37,15 @@ static const char *const names[] = {
 	[SL_R_RACE_PASS] = "race_pass",
 	[SL_R_HANDOFF] = "handoff",
 	[SL_R_HANDOFF_FAIL] = "handoff_fail",
+	[SL_R_NOT_LOCAL] = "not_local",
+	[SL_R_MARTIAN] = "martian",
+	[SL_R_BAD_FLAGS] = "bad_flags",
+	[SL_R_SYN_DATA] = "syn_data",
+	[SL_R_SYN_PEEKED] = "syn_peeked",
+	[SL_R_VERIFY_ACK] = "verify_ack",
+	[SL_R_FRAG_LATER] = "fragment_later",
+	[SL_R_ESTABLISHED] = "established",
+	[SL_R_TW_REUSE] = "time_wait_reuse",
 };
 _Static_assert(sizeof(names) / sizeof(names[0]) == SL_R__MAX, "a reason has no name");
 

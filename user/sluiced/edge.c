@@ -27,6 +27,7 @@
 #include <xdp/libxdp.h>
 
 #include "edge.h"
+#include "localaddr.h"
 #include "log.h"
 #include "reasons.h"
 #include "handoff.skel.h"
@@ -105,7 +106,8 @@ static bool pins_present(const char *pin_path)
 static int load_object(struct edge *e, const struct sl_config *c)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = e->pin_path);
-	uint32_t ghosts = sl_ghost_entries(c->state_entries);
+	uint32_t ghosts = sl_ghost_sets(c->state_entries);
+	uint32_t pend = sl_ghost_entries(c->state_entries);
 	int ret;
 
 	e->skel = sluice_bpf__open_opts(&oo);
@@ -113,7 +115,9 @@ static int load_object(struct edge *e, const struct sl_config *c)
 		return -errno;
 	bpf_map__set_max_entries(e->skel->maps.sl_buckets, c->state_entries);
 	bpf_map__set_max_entries(e->skel->maps.sl_ghosts, ghosts);
+	bpf_map__set_max_entries(e->skel->maps.sl_pending, pend);
 	e->skel->rodata->ghost_mask = ghosts - 1;
+	e->skel->rodata->pend_mask = pend - 1;
 	ret = sluice_bpf__load(e->skel);
 	if (ret) {
 		sluice_bpf__destroy(e->skel);
@@ -124,31 +128,9 @@ static int load_object(struct edge *e, const struct sl_config *c)
 
 static void maps_from_skel(struct edge *e)
 {
-	struct sl_maps *m = &e->maps;
-
-	sl_maps_init(m);
-	m->buckets = bpf_map__fd(e->skel->maps.sl_buckets);
-	m->ghosts = bpf_map__fd(e->skel->maps.sl_ghosts);
-	m->asn = bpf_map__fd(e->skel->maps.sl_asn);
-	m->asn_dir = bpf_map__fd(e->skel->maps.sl_asn_dir);
-	m->classes = bpf_map__fd(e->skel->maps.sl_classes);
-	m->ports = bpf_map__fd(e->skel->maps.sl_ports);
-	m->settings = bpf_map__fd(e->skel->maps.sl_settings);
-	m->stats = bpf_map__fd(e->skel->maps.sl_stats);
-	m->meta = bpf_map__fd(e->skel->maps.sl_meta);
-	m->cookie_keys = bpf_map__fd(e->skel->maps.sl_cookie_keys);
-	m->conns = bpf_map__fd(e->skel->maps.sl_conns);
-	m->tenant_keys = bpf_map__fd(e->skel->maps.sl_tenant_keys);
-	m->tenants = bpf_map__fd(e->skel->maps.sl_tenants);
-	m->tenant_state = bpf_map__fd(e->skel->maps.sl_tenant_state);
-	m->verdicts = bpf_map__fd(e->skel->maps.sl_verdicts);
-	m->vcount = bpf_map__fd(e->skel->maps.sl_vcount);
-	m->events = bpf_map__fd(e->skel->maps.sl_events);
-	m->routes = bpf_map__fd(e->skel->maps.sl_routes);
-	m->hosts = bpf_map__fd(e->skel->maps.sl_hosts);
-	m->route_stats = bpf_map__fd(e->skel->maps.sl_route_stats);
-	m->tenant_stats = bpf_map__fd(e->skel->maps.sl_tenant_stats);
-	m->tenant_demand = bpf_map__fd(e->skel->maps.sl_tenant_demand);
+	/* The skeleton's object has every map the list names: built from the same maps.h. */
+	if (sl_maps_from_object(&e->maps, e->skel->obj))
+		log_error("the datapath object lacks a map sl_maps names");
 }
 
 /*
@@ -483,6 +465,47 @@ static bool have_cap(unsigned int cap)
 	return d[cap / 32].effective & (1u << (cap % 32));
 }
 
+/*
+ * Mirror the kernel's local addresses into sl_local when they changed (and at start, before
+ * anything is attached). Until an added address appears here (a second at most), packets to
+ * it are passed untouched as not ours: the edge fails open for a new address, never closed.
+ */
+static int sync_local(struct edge *e, bool force)
+{
+	struct sl_local_prefix *v;
+	long n;
+	int ret = 0;
+
+	v = calloc(SL_MAX_LOCAL, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	n = sl_local_dump(v, SL_MAX_LOCAL);
+	if (n < 0) {
+		ret = (int)n;
+		log_warn("cannot read the local routing table: %s", strerror(-ret));
+		goto out;
+	}
+	if (n > SL_MAX_LOCAL) {
+		log_warn("%ld local addresses; the edge knows the first %d", n, SL_MAX_LOCAL);
+		n = SL_MAX_LOCAL;
+	}
+	if (!force && (size_t)n == e->n_local && !memcmp(v, e->local, (size_t)n * sizeof(*v)))
+		goto out;
+	ret = sl_maps_write_local(&e->maps, v, (size_t)n);
+	if (ret) {
+		log_warn("cannot write the local addresses: %s", strerror(-ret));
+		goto out;
+	}
+	free(e->local);
+	e->local = v;
+	e->n_local = (size_t)n;
+	v = NULL;
+	log_info("%zu local address(es) the edge answers for", e->n_local);
+out:
+	free(v);
+	return ret;
+}
+
 int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn)
 {
 	int i, ret;
@@ -508,7 +531,8 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	if (ret)
 		return ret;
 	drop_if_resized(e->pin_path, "sl_buckets", c->state_entries);
-	drop_if_resized(e->pin_path, "sl_ghosts", sl_ghost_entries(c->state_entries));
+	drop_if_resized(e->pin_path, "sl_ghosts", sl_ghost_sets(c->state_entries));
+	drop_if_resized(e->pin_path, "sl_pending", sl_ghost_entries(c->state_entries));
 	e->adopted = pins_present(e->pin_path);
 
 	ret = load_object(e, c);
@@ -549,6 +573,8 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 		ret = sl_maps_cookie_keys(&e->maps, 0, c->cookie_rotate_s);
 		ret = ret < 0 ? ret : 0;
 	}
+	if (!ret)
+		ret = sync_local(e, true);
 	if (ret) {
 		log_error("cannot program the maps: %s", strerror(-ret));
 		goto fail;
@@ -660,6 +686,7 @@ void edge_tick(struct edge *e, const struct sl_config *c)
 
 	if (!e->skel)
 		return;
+	sync_local(e, false);
 	ret = sl_maps_cookie_keys(&e->maps, 0, c->cookie_rotate_s);
 	if (ret < 0)
 		log_warn("cannot rotate the cookie key: %s", strerror(-ret));
@@ -709,5 +736,8 @@ void edge_stop(struct edge *e, bool handover)
 		sluice_bpf__destroy(e->skel);
 	e->skel = NULL;
 	e->n_ifaces = 0;
+	free(e->local);
+	e->local = NULL;
+	e->n_local = 0;
 	sl_maps_init(&e->maps);
 }

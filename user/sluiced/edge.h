@@ -45,7 +45,12 @@ struct edge {
 	char ctl_socket[PATH_MAX];
 	char config_path[PATH_MAX];
 	struct sl_config eff; /* the config as this kernel runs it (see effective()) */
+	struct sl_local_prefix *local; /* what sl_local holds, to notice a change */
+	size_t n_local;
 };
+
+/* The most local prefixes the edge mirrors (sl_local's size). */
+#define SL_MAX_LOCAL 4096
 
 /* Load, pin, program and attach. On failure everything done so far is undone. */
 int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn);
