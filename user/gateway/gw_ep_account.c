@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * POST /password-reset and POST /register: a username in, one message out, and always the
+ * one 202 behind the floor. Whether the account exists decides only what the message says
+ * (a link, or a notice to the address given): both send, so the counters, the work and the
+ * answer are the same either way and nobody learns who has an account. The links made here
+ * are consumed in gw_ep_magic.c. docs/endpoints.md, "POST /password-reset", "POST
+ * /register".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "gw_creds.h"
+#include "gw_internal.h"
+
+static int account_fields(struct gw_req *r, int type, const char *body, size_t len, char *err,
+			  size_t errlen)
+{
+	struct gw_field f = { .name = "username", .buf = r->user, .cap = sizeof(r->user) };
+	int ret = gw_body_fields(type, body, len, &f, 1, err, errlen);
+
+	if (ret)
+		return ret;
+	r->user_len = f.len;
+	if (!f.found || !gw_account_valid(r->user, f.len)) {
+		snprintf(err, errlen, "'username' must be 1..%d bytes of UTF-8 without control "
+			 "characters or commas", GW_USER_MAX);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Per source prefix, per account named, the tenant's, and the tenant's outbound
+ * messages. */
+static void account_start(struct gw_req *r)
+{
+	bool reset = r->kind == K_RESET;
+	char prefix[GW_PREFIX_STR];
+
+	gw_prefix_of(r->g, r, prefix);
+	gw_chain_begin(r);
+	gw_ep_ask(r, reset ? SL_CTR_RESET_PREFIX : SL_CTR_REGISTER_PREFIX,
+		  reset ? "reset prefix" : "register prefix", prefix, NULL);
+	gw_ep_ask(r, reset ? SL_CTR_RESET_ACCOUNT : SL_CTR_REGISTER_ACCOUNT,
+		  reset ? "reset account" : "register account", r->user, NULL);
+	gw_ep_ask(r, reset ? SL_CTR_RESET_TENANT : SL_CTR_REGISTER_TENANT,
+		  reset ? "reset tenant" : "register tenant", NULL, NULL);
+	/* Known or not, every request sends one message: the same counters either way, so
+	 * the budgets say nothing about who has an account. */
+	gw_ep_ask(r, SL_CTR_OUTBOUND, "outbound", NULL, NULL);
+	gw_ep_run(r, gw_ep_checked);
+}
+
+/* A magic link for @purpose to r->user, delivered as @kind. */
+static void ep_link(struct gw_req *r, int purpose, const char *kind)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	char secret[GW_SECRET_TEXT], text[GW_SECRET_TEXT + 192];
+	uint8_t id[16];
+	uint64_t now_s = (uint64_t)time(NULL);
+
+	gw_vault_new_secret(secret);
+	gw_vault_id_secret(g->vault, GW_V_MAGIC, secret, id);
+	e = gw_vault_put(g->vault, id, now_s);
+	e->kind = GW_V_MAGIC;
+	e->purpose = (uint8_t)purpose;
+	e->tenant = (uint16_t)r->tenant_idx;
+	e->exp_s = now_s + g->cfg->gw.magic_ttl_s;
+	snprintf(e->name, sizeof(e->name), "%s", r->user);
+	snprintf(text, sizeof(text), "link=%s/magic/%s valid_s=%u", g->cfg->gw.link_base, secret,
+		 g->cfg->gw.magic_ttl_s);
+	gw_ep_deliver(r, kind, text);
+	sodium_memzero(secret, sizeof(secret));
+	sodium_memzero(text, sizeof(text));
+	g->links_sent++;
+}
+
+/* /password-reset and /register: one message either way, one answer whatever happened. */
+static void ep_account(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	bool known = gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL;
+
+	if (r->kind == K_RESET) {
+		if (known) {
+			ep_link(r, GW_LINK_RESET, "reset_link");
+		} else {
+			gw_ep_deliver(r, "notice", "reason=reset_without_account");
+			g->notices_sent++;
+		}
+		g->ep[K_RESET].ok++;
+		gw_ep_uniform(r);
+		return;
+	}
+	if (known) {
+		gw_ep_deliver(r, "notice", "reason=already_registered");
+		g->notices_sent++;
+	} else {
+		ep_link(r, GW_LINK_REGISTER, "register_link");
+	}
+	g->ep[K_REGISTER].ok++;
+	gw_ep_uniform(r);
+}
+
+static const struct gw_answer reset_sent = { 202, "Accepted", BODY_RESET_SENT };
+static const struct gw_answer register_sent = { 202, "Accepted", BODY_REGISTER_SENT };
+
+const struct gw_endpoint gw_endpoint_reset = {
+	.path = "/password-reset",
+	.method = SL_M_POST,
+	.refusal = &reset_sent,
+	.fields = account_fields,
+	.start = account_start,
+	.run = ep_account,
+};
+
+const struct gw_endpoint gw_endpoint_register = {
+	.path = "/register",
+	.method = SL_M_POST,
+	.refusal = &register_sent,
+	.fields = account_fields,
+	.start = account_start,
+	.run = ep_account,
+};

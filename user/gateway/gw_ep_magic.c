@@ -1,0 +1,209 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * GET and POST /magic/{token}: the links gw_ep_account.c sends, consumed. GET is a page
+ * with a button and spends nothing (mail scanners fetch every link; a GET spent on their
+ * behalf would lock out a person who has not clicked yet), and an unknown link gets the
+ * same page as a sign-in link. POST is the person pressing the button: a sign-in link asks
+ * the account's own budget and signs it in; a sign-up link needs a password, hashed on the
+ * Argon2id pool, and makes the account (gw_creds_append, then the store re-read). Every
+ * failure is the one 401. docs/endpoints.md, "GET /magic/{token} and POST /magic/{token}".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+
+#include "gw_creds.h"
+#include "gw_internal.h"
+#include "log.h"
+
+/* The live link r->link names, if it is one of this tenant's. */
+static struct gw_vault_entry *link_of(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	uint8_t id[16];
+
+	gw_vault_id_secret(g->vault, GW_V_MAGIC, r->link, id);
+	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
+	return e && e->kind == GW_V_MAGIC && e->tenant == r->tenant_idx ? e : NULL;
+}
+
+static void link_failed(struct gw_req *r)
+{
+	r->g->ep[K_MAGIC].failed++;
+	gw_ep_uniform(r);
+}
+
+static int magic_fields(struct gw_req *r, int type, const char *body, size_t len, char *err,
+			size_t errlen)
+{
+	struct gw_field f = { .name = "password", .buf = r->work.pwd, .cap = sizeof(r->work.pwd) };
+	int ret = gw_body_fields(type, body, len, &f, 1, err, errlen);
+
+	if (ret)
+		return ret;
+	r->work.pwd_len = (uint32_t)f.len;
+	return 0;
+}
+
+/* A sign-up link with a password is confirmed on the hash pool. A GET is a mail scanner as
+ * often as a person: it spends nothing; a POST, its source prefix's budget. */
+static void magic_start(struct gw_req *r)
+{
+	char prefix[GW_PREFIX_STR];
+
+	if (r->method == SL_M_POST) {
+		const struct gw_vault_entry *e = link_of(r);
+
+		if (e && e->purpose == GW_LINK_REGISTER) {
+			if (!r->work.pwd_len) {
+				gw_reject(r, 400, "Bad Request", "bad_request",
+					  "finishing a sign-up needs a 'password'");
+				return;
+			}
+			snprintf(r->user, sizeof(r->user), "%s", e->name);
+			r->user_len = strlen(r->user);
+			r->job.pooled = true;
+		}
+	}
+	gw_chain_begin(r);
+	if (r->method == SL_M_POST) {
+		gw_prefix_of(r->g, r, prefix);
+		gw_ep_ask(r, SL_CTR_MAGIC_PREFIX, "magic prefix", prefix, NULL);
+	}
+	gw_ep_run(r, gw_ep_checked);
+}
+
+static const char PAGE_HEAD[] = "<!doctype html><html><head><meta charset=\"utf-8\">"
+				"<meta name=\"robots\" content=\"noindex\"><title>Confirm</title>"
+				"</head><body>";
+
+static void ep_magic_page(struct gw_req *r, const struct gw_vault_entry *e)
+{
+	struct evbuffer *b = evhttp_request_get_output_buffer(r->req);
+
+	/* A form, and nothing done: mail scanners fetch links, people press buttons. An
+	 * unknown link gets the sign-in page too, so a GET tells nobody which links live. */
+	evbuffer_add(b, PAGE_HEAD, strlen(PAGE_HEAD));
+	if (e && e->purpose == GW_LINK_REGISTER)
+		evbuffer_add_printf(b, "<h1>Finish signing up</h1><form method=\"post\">"
+				    "<label>Choose a password <input type=\"password\" "
+				    "name=\"password\" required></label>"
+				    "<button type=\"submit\">Create my account</button>"
+				    "</form></body></html>");
+	else
+		evbuffer_add_printf(b, "<h1>Continue signing in</h1><form method=\"post\">"
+				    "<button type=\"submit\">Continue</button></form>"
+				    "</body></html>");
+	r->ctype = "text/html; charset=utf-8";
+	r->g->ep[K_MAGIC].ok++;
+	gw_ep_answer(r, 200, "OK", NULL, false);
+}
+
+static void magic_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
+{
+	struct gw_vault_entry *e;
+
+	if (refused) {
+		gw_ep_refused(r, refused, retry_ms);
+		return;
+	}
+	e = link_of(r);
+	/* Sign-ups are confirmed on the hash pool (magic_finish), never here. */
+	if (!e || e->purpose == GW_LINK_REGISTER) {
+		link_failed(r);
+		return;
+	}
+	gw_vault_del(e); /* consumed: once */
+	gw_ep_issue(r, GW_TOK_PASSWORD, r->user, NULL);
+}
+
+/* On the loop: the page, or a sign-in link's POST. */
+static void ep_magic(struct gw_req *r)
+{
+	struct gw_vault_entry *e = link_of(r);
+
+	if (r->method == SL_M_GET) {
+		ep_magic_page(r, e);
+		return;
+	}
+	if (!e) {
+		link_failed(r);
+		return;
+	}
+	snprintf(r->user, sizeof(r->user), "%s", e->name);
+	r->user_len = strlen(r->user);
+	/* The person pressed the button: now the account's own budget is spent. */
+	gw_ep_ask_user(r, magic_post_done);
+}
+
+/* A sign-up: the worker makes the hash with the running parameters. */
+static void magic_work(struct gw_req *r)
+{
+	const struct sl_gateway_cfg *c = &r->g->cfg->gw;
+
+	r->work.make = true;
+	r->work.m_kib = c->m_cost_kib;
+	r->work.t = c->t_cost;
+	r->work.p = c->parallelism;
+}
+
+/* A sign-up link came back with a password and the worker made its hash (gw_admit.c has
+ * counted it): write the account, re-read the store (all or nothing, as on reload), spend
+ * the link, sign the person in. */
+static void magic_finish(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_tstats *t = &g->ts[r->job.tenant];
+	struct gw_work *w = &r->work;
+	struct gw_vault_entry *e = link_of(r);
+	struct gw_creds *fresh = NULL;
+	char err[2048], tok[GW_TOKEN_MAX + 1];
+
+	if (!w->verified || !e || e->purpose != GW_LINK_REGISTER ||
+	    gw_creds_find(g->creds, r->tenant, r->user, r->user_len)) {
+		link_failed(r);
+		return;
+	}
+	if (!g->cfg->gw.credentials[0] ||
+	    gw_creds_append(g->cfg->gw.credentials, r->tenant, r->user, w->phc, err, sizeof(err)) ||
+	    gw_creds_load(g->cfg->gw.credentials, g->cfg, &fresh, err, sizeof(err))) {
+		log_error("gateway: cannot record a sign-up for tenant %s: %s", r->tenant,
+			  g->cfg->gw.credentials[0] ? err : "no gateway.credentials file");
+		gw_respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
+		return;
+	}
+	gw_creds_free(g->creds);
+	g->creds = fresh;
+	gw_vault_del(e);
+	g->ep[K_MAGIC].ok++;
+	t->ok++;
+	if (gw_token_issue(g->tkey[GW_TOK_PASSWORD], r->tenant, r->user, (uint64_t)time(NULL),
+			   g->cfg->gw.token_ttl_s, tok, sizeof(tok)) < 0) {
+		gw_respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
+		return;
+	}
+	gw_json_token(evhttp_request_get_output_buffer(r->req), tok, g->cfg->gw.token_ttl_s,
+		      NULL);
+	gw_respond(r, 201, "Created", NULL, 0, false, false);
+}
+
+static const struct gw_answer link_unusable = { 401, "Unauthorized", BODY_LINK_FAIL };
+
+const struct gw_endpoint gw_endpoint_magic = {
+	.path = "/magic/",
+	.method = SL_M_GET,
+	.method2 = SL_M_POST,
+	.prefix = true,
+	.body_optional = true,
+	.refusal = &link_unusable,
+	.fields = magic_fields,
+	.start = magic_start,
+	.run = ep_magic,
+	.work = magic_work,
+	.finish = magic_finish,
+};

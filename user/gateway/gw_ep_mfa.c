@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * A second factor after a first: POST /mfa/send makes a 6-digit code for the account a
+ * first-factor token names and hands it to the delivery; POST /mfa/verify checks it. Both
+ * need `Authorization: Bearer` with a password token (from /login or a sign-in link) of the
+ * same tenant. The verify's attempts are counted per account before the code is looked
+ * at, whatever the code and however many were sent, so a resend buys no fresh guesses; a
+ * right code then asks the account's own budget before it is spent. docs/endpoints.md,
+ * "POST /mfa/send and POST /mfa/verify".
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <sodium.h>
+
+#include "gw_internal.h"
+
+/* The second factor follows a first: a password token names the account. Then the
+ * counters: sends per account and the tenant's outbound messages, or the attempts per
+ * account. */
+static void mfa_start(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_token_claims cl;
+	char token[GW_TOKEN_MAX + 1];
+	size_t tlen = gw_bearer_of(r->req, token);
+	int tk;
+
+	if (!tlen || gw_token_any(g, token, tlen, &cl, &tk) || tk != GW_TOK_PASSWORD ||
+	    strcmp(cl.tenant, r->tenant)) {
+		sodium_memzero(token, sizeof(token));
+		g->ts[r->job.tenant].unauthorized++;
+		g->ep[r->kind].failed++;
+		gw_respond(r, 401, "Unauthorized", r->kind == K_MFA_SEND ? BODY_401_TOKEN :
+			   BODY_MFA_FAIL, 0, true, false);
+		return;
+	}
+	sodium_memzero(token, sizeof(token));
+	snprintf(r->user, sizeof(r->user), "%s", cl.account);
+	r->user_len = strlen(r->user);
+	gw_chain_begin(r);
+	if (r->kind == K_MFA_SEND) {
+		gw_ep_ask(r, SL_CTR_MFA_SENDS, "mfa sends", r->user, NULL);
+		gw_ep_ask(r, SL_CTR_OUTBOUND, "outbound", NULL, NULL);
+	} else {
+		/* Per account, whatever the code: a resend buys no fresh guesses. */
+		gw_ep_ask(r, SL_CTR_MFA_ATTEMPTS, "mfa attempts", r->user, NULL);
+	}
+	gw_ep_run(r, gw_ep_checked);
+}
+
+static void ep_mfa_send(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	uint8_t id[16], check[32];
+	char code[7], text[96];
+	uint64_t now_s = (uint64_t)time(NULL);
+
+	/* One code per account: this one replaces, and so invalidates, any before it. */
+	gw_vault_new_code(g->vault, (uint16_t)r->tenant_idx, r->user, code, check);
+	gw_vault_id_name(g->vault, GW_V_OTP, (uint16_t)r->tenant_idx, r->user, id);
+	e = gw_vault_put(g->vault, id, now_s);
+	e->kind = GW_V_OTP;
+	e->tenant = (uint16_t)r->tenant_idx;
+	e->exp_s = now_s + g->cfg->gw.otp_ttl_s;
+	memcpy(e->check, check, sizeof(check));
+	snprintf(e->name, sizeof(e->name), "%s", r->user);
+	snprintf(text, sizeof(text), "code=%s valid_s=%u", code, g->cfg->gw.otp_ttl_s);
+	gw_ep_deliver(r, "otp", text);
+	sodium_memzero(code, sizeof(code));
+	sodium_memzero(text, sizeof(text));
+	g->otp_sent++;
+	g->ep[K_MFA_SEND].ok++;
+	gw_ep_answer(r, 202, "Accepted", BODY_OTP_SENT, false);
+}
+
+static int mfa_verify_fields(struct gw_req *r, int type, const char *body, size_t len,
+			     char *err, size_t errlen)
+{
+	struct gw_field f = { .name = "code", .buf = r->code6, .cap = sizeof(r->code6) };
+	int ret = gw_body_fields(type, body, len, &f, 1, err, errlen);
+
+	if (ret)
+		return ret;
+	r->code_len = f.len;
+	if (!f.found) {
+		snprintf(err, errlen, "'code' is required");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* The account's live code, if the one presented is it. */
+static struct gw_vault_entry *code_of(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_vault_entry *e;
+	uint8_t id[16];
+
+	gw_vault_id_name(g->vault, GW_V_OTP, (uint16_t)r->tenant_idx, r->user, id);
+	e = gw_vault_get(g->vault, id, (uint64_t)time(NULL));
+	return e && gw_vault_code_ok(g->vault, e, r->code6, r->code_len) ? e : NULL;
+}
+
+static void mfa_failed(struct gw_req *r)
+{
+	r->g->ep[K_MFA_VERIFY].failed++;
+	gw_ep_uniform(r);
+}
+
+static void mfa_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
+{
+	struct gw_vault_entry *e;
+
+	if (refused) {
+		gw_ep_refused(r, refused, retry_ms);
+		return;
+	}
+	e = code_of(r);
+	if (!e) {
+		/* A newer code replaced it meanwhile. */
+		mfa_failed(r);
+		return;
+	}
+	gw_vault_del(e); /* one use */
+	gw_ep_issue(r, GW_TOK_MFA, r->user, NULL);
+}
+
+static void ep_mfa_verify(struct gw_req *r)
+{
+	if (!code_of(r)) {
+		mfa_failed(r);
+		return;
+	}
+	/* The person is through: now the account's own budget (the per-user dial) is asked,
+	 * and the code is spent only if it says yes. */
+	gw_ep_ask_user(r, mfa_post_done);
+}
+
+const struct gw_endpoint gw_endpoint_mfa_send = {
+	.path = "/mfa/send",
+	.method = SL_M_POST,
+	.start = mfa_start,
+	.run = ep_mfa_send,
+};
+
+static const struct gw_answer mfa_verify_failed = { 401, "Unauthorized", BODY_MFA_FAIL };
+
+const struct gw_endpoint gw_endpoint_mfa_verify = {
+	.path = "/mfa/verify",
+	.method = SL_M_POST,
+	.refusal = &mfa_verify_failed,
+	.fields = mfa_verify_fields,
+	.start = mfa_start,
+	.run = ep_mfa_verify,
+};

@@ -1,0 +1,658 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * The gateway's HTTP front. The order of work for a request is the order of its cost:
+ * parse and route (microseconds, refused with a plain 4xx), the endpoint's own checks and
+ * counters, admit (microseconds, refused with a 429), queue, and only then hash. A request
+ * that will not be served never gets near a worker.
+ *
+ * Here: what the gateway serves (the endpoint table, each entry in its room), reading a
+ * request (path, Host, tenant, route, deadline, client address, body) and handing it to
+ * its endpoint; and every answer's bytes: the bodies, the headers, and the reject floor
+ * that holds a refusal on a timer so its timing tells nothing. Connections are gw_conn.c's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <sodium.h>
+
+#include "gw_internal.h"
+#include "log.h"
+
+#define MAX_HOST 255
+
+/* ---- the answers ------------------------------------------------------------------------ */
+
+/* One body each, whatever the cause: the reason a login failed or a request was shed is
+ * for our counters, not for the client. */
+const char BODY_401[] = "{\"error\":\"invalid_credentials\"}";
+const char BODY_401_TOKEN[] = "{\"error\":\"invalid_token\"}";
+const char BODY_429[] = "{\"error\":\"throttled\",\"detail\":\"retry after the number of "
+			"seconds in Retry-After\"}";
+const char BODY_503[] = "{\"error\":\"unavailable\"}";
+/* The stream job escalated this account, or flagged the password tried: the client must
+ * complete a second factor elsewhere (docs/gateway.md, "Escalations"). */
+const char BODY_STEP_UP[] = "{\"error\":\"step_up_required\"}";
+/*
+ * Interactive endpoints beyond /login answer every failed or throttled attempt before
+ * authentication with one status and one body each, behind the reject floor, with no
+ * Retry-After and no RateLimit headers: whoever reads those carefully is probing the
+ * thresholds (docs/endpoints.md). /login does the same with gateway.login_uniform. Each
+ * endpoint names its answer in its table entry (gw_endpoint.refusal).
+ */
+const char BODY_SIGNIN[] = "{\"error\":\"invalid_credentials\",\"message\":\"We couldn't "
+			   "sign you in. Please try again.\"}";
+const char BODY_MFA_FAIL[] = "{\"error\":\"invalid_code\",\"message\":\"We couldn't verify "
+			     "that code. Please try again.\"}";
+const char BODY_LINK_FAIL[] = "{\"error\":\"invalid_link\",\"message\":\"We couldn't use "
+			      "this link. Please ask for a new one.\"}";
+const char BODY_RESET_SENT[] = "{\"status\":\"accepted\",\"message\":\"If an account "
+			       "matches, we have sent it a link to reset its password.\"}";
+const char BODY_REGISTER_SENT[] = "{\"status\":\"accepted\",\"message\":\"We have sent a "
+				  "message to that address. Follow it to finish signing up.\"}";
+const char BODY_OTP_SENT[] = "{\"status\":\"sent\"}";
+const char BODY_INVALID_CLIENT[] = "{\"error\":\"invalid_client\"}";
+const char BODY_INVALID_GRANT[] = "{\"error\":\"invalid_grant\"}";
+const char BODY_UNAUTHORIZED_CLIENT[] = "{\"error\":\"unauthorized_client\"}";
+
+/* ---- what is served --------------------------------------------------------------------- */
+
+const struct gw_endpoint *const gw_endpoints[K__MAX] = {
+	[K_LOGIN] = &gw_endpoint_login,
+	[K_VALIDATE] = &gw_endpoint_validate,
+	[K_INTROSPECT] = &gw_endpoint_introspect,
+	[K_TOKEN] = &gw_endpoint_token,
+	[K_MFA_SEND] = &gw_endpoint_mfa_send,
+	[K_MFA_VERIFY] = &gw_endpoint_mfa_verify,
+	[K_RESET] = &gw_endpoint_reset,
+	[K_REGISTER] = &gw_endpoint_register,
+	[K_MAGIC] = &gw_endpoint_magic,
+};
+
+/* Which endpoint serves @path; K__MAX if none. */
+static int kind_of(const char *path)
+{
+	int k;
+
+	for (k = 0; k < K__MAX; k++) {
+		const struct gw_endpoint *e = gw_endpoints[k];
+		size_t n = strlen(e->path);
+
+		if (e->prefix ? !strncmp(path, e->path, n) && path[n] && !strchr(path + n, '/') :
+				!strcmp(path, e->path))
+			return k;
+	}
+	return K__MAX;
+}
+
+/* ---- replies ---------------------------------------------------------------------------- */
+
+static void add_common_headers(struct evhttp_request *req)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+
+	evhttp_add_header(h, "Content-Type", "application/json");
+	evhttp_add_header(h, "Cache-Control", "no-store");
+}
+
+static void count_status(struct gateway *g, int code)
+{
+	if (code >= 0 && code < 600)
+		g->st.status[code]++;
+}
+
+/* An immediate answer for requests refused before admission: client errors with nothing
+ * to hide, so no floor. @detail is JSON-escaped by the caller (ours are plain ASCII). */
+static void reply_plain(struct gateway *g, struct evhttp_request *req, int code,
+			const char *reason, const char *error, const char *detail)
+{
+	struct evbuffer *b = evhttp_request_get_output_buffer(req);
+
+	add_common_headers(req);
+	if (code == 405) {
+		const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+		int k;
+
+		for (k = 0; path && k < K__MAX; k++)
+			if (!strcmp(path, gw_endpoints[k]->path))
+				evhttp_add_header(evhttp_request_get_output_headers(req), "Allow",
+						  sl_method_name(gw_endpoints[k]->method));
+	}
+	if (detail)
+		evbuffer_add_printf(b, "{\"error\":\"%s\",\"detail\":\"%s\"}", error, detail);
+	else
+		evbuffer_add_printf(b, "{\"error\":\"%s\"}", error);
+	count_status(g, code);
+	evhttp_send_reply(req, code, reason, NULL);
+}
+
+static void req_free(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+
+	if (r->hold) {
+		event_free(r->hold);
+		g->held--;
+	}
+	gw_chain_detach(r);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		g->reqs = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	g->n_reqs--;
+	sodium_memzero(&r->work, sizeof(r->work));
+	sodium_memzero(r->secret, sizeof(r->secret));
+	sodium_memzero(r->bearer, sizeof(r->bearer));
+	free(r);
+}
+
+void gw_reject(struct gw_req *r, int code, const char *reason, const char *error,
+	       const char *detail)
+{
+	struct gateway *g = r->g;
+	struct evhttp_request *req = r->req;
+
+	req_free(r);
+	reply_plain(g, req, code, reason, error, detail);
+}
+
+void gw_send_now(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct evhttp_request *req = r->req;
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	char ra[16];
+
+	add_common_headers(req);
+	if (r->retry_after) {
+		snprintf(ra, sizeof(ra), "%u", r->retry_after);
+		evhttp_add_header(h, "Retry-After", ra);
+	}
+	if (r->code == 401 && gw_endpoints[r->kind]->www_authenticate)
+		evhttp_add_header(h, "WWW-Authenticate", gw_endpoints[r->kind]->www_authenticate);
+	if (r->code == 429 && r->rl_ctr > 0 && r->rl_rate > 0) {
+		/* draft-ietf-httpapi-ratelimit-headers, structured fields: the policy that
+		 * refused (quota q over window w seconds) and what is left of it (r, none)
+		 * until t seconds from now. Machine-facing endpoints only. */
+		char v[128];
+		double w = r->rl_burst / r->rl_rate;
+
+		snprintf(v, sizeof(v), "\"%s\";q=%.0f;w=%.0f", sl_counter_name(r->rl_ctr),
+			 r->rl_burst, w < 1 ? 1 : w);
+		evhttp_add_header(h, "RateLimit-Policy", v);
+		snprintf(v, sizeof(v), "\"%s\";r=0;t=%u", sl_counter_name(r->rl_ctr),
+			 r->retry_after);
+		evhttp_add_header(h, "RateLimit", v);
+	}
+	if (r->ctype) {
+		evhttp_remove_header(h, "Content-Type");
+		evhttp_add_header(h, "Content-Type", r->ctype);
+	}
+	if (r->body)
+		evbuffer_add(evhttp_request_get_output_buffer(req), r->body, strlen(r->body));
+	count_status(g, r->code);
+	if (r->code >= 200 && r->code < 300 && r->job.tenant < GW_MAX_TENANTS) {
+		/* Goodput: answers the client was still waiting for (its deadline, stamped at
+		 * admission: the header's or the default). */
+		g->ts[r->job.tenant].answered_2xx++;
+		if (!r->job.deadline_ns || gw_now_ns() <= r->job.deadline_ns)
+			g->ts[r->job.tenant].goodput++;
+	}
+	/* When the client has gone, evhttp frees the request here instead of sending. */
+	evhttp_send_reply(req, r->code, r->reason, NULL);
+	req_free(r);
+}
+
+static struct timeval tv_until(uint64_t due, uint64_t now)
+{
+	uint64_t d = due > now ? due - now : 0;
+	struct timeval tv = { .tv_sec = (time_t)(d / 1000000000ull),
+			      .tv_usec = (suseconds_t)(d % 1000000000ull / 1000) };
+
+	return tv;
+}
+
+static void on_hold_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_req *r = arg;
+	uint64_t now = gw_now_ns();
+
+	(void)fd;
+	(void)what;
+	/* libevent's timers run on a coarse clock and may fire a few ms early: the floor is a
+	 * promise, so wait out the rest. */
+	if (now < r->hold_until_ns) {
+		struct timeval tv = tv_until(r->hold_until_ns + 1000, now);
+
+		if (!evtimer_add(r->hold, &tv))
+			return;
+	}
+	gw_send_now(r);
+}
+
+/*
+ * Answer @r with @code. Rejections (@floor) leave no sooner than arrival + reject_floor_ms,
+ * so a wrong password, an unknown account and a shed request cannot be told apart by their
+ * timing; they wait on a timer, never a thread. Past max_held held connections the answer
+ * goes at once: holding is a courtesy to secrecy, not a reason to run out of sockets.
+ */
+void gw_respond(struct gw_req *r, int code, const char *reason, const char *body,
+		uint32_t retry_after, bool floor, bool longer)
+{
+	struct gateway *g = r->g;
+	uint64_t floor_ns = (uint64_t)g->cfg->gw.reject_floor_ms * 1000000ull, now, due;
+
+	r->code = code;
+	r->reason = reason;
+	r->body = body;
+	r->retry_after = retry_after;
+	if (!floor)
+		floor_ns = 0;
+	if (floor_ns || r->extra_ns) {
+		/* A client back before its Retry-After is held twice as long; an escalated
+		 * account, its delay longer. */
+		due = r->arrival_ns + (longer ? 2 * floor_ns : floor_ns) + r->extra_ns;
+		now = gw_now_ns();
+		if (due > now) {
+			if (g->held < g->cfg->gw.max_held) {
+				struct timeval tv = tv_until(due, now);
+
+				r->hold_until_ns = due;
+				r->hold = evtimer_new(g->base, on_hold_done, r);
+				if (r->hold && !evtimer_add(r->hold, &tv)) {
+					g->held++;
+					g->st.floor_held++;
+					return;
+				}
+				if (r->hold)
+					event_free(r->hold);
+				r->hold = NULL;
+			}
+			g->st.floor_skipped++;
+		}
+	}
+	gw_send_now(r);
+}
+
+void gw_respond_refusal(struct gw_req *r)
+{
+	const struct gw_answer *u = gw_endpoints[r->kind]->refusal;
+
+	gw_respond(r, u->code, u->reason, u->body, 0, true, false);
+}
+
+/* ---- reading a request ------------------------------------------------------------------ */
+
+static int method_of(struct evhttp_request *req)
+{
+	switch (evhttp_request_get_command(req)) {
+	case EVHTTP_REQ_GET: return SL_M_GET;
+	case EVHTTP_REQ_POST: return SL_M_POST;
+	case EVHTTP_REQ_PUT: return SL_M_PUT;
+	case EVHTTP_REQ_DELETE: return SL_M_DELETE;
+	case EVHTTP_REQ_PATCH: return SL_M_PATCH;
+	case EVHTTP_REQ_HEAD: return SL_M_HEAD;
+	case EVHTTP_REQ_OPTIONS: return SL_M_OPTIONS;
+	default: return -1;
+	}
+}
+
+/* Host header to the form the config uses: lowercase, no port, no trailing dot. Returns
+ * 1 with @out set, 0 when absent, -1 when malformed or repeated. */
+static int host_of(struct evhttp_request *req, char *out, size_t n)
+{
+	const struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const struct evkeyval *kv;
+	const char *v = NULL;
+	size_t len, i;
+
+	TAILQ_FOREACH(kv, h, next) {
+		if (strcasecmp(kv->key, "Host"))
+			continue;
+		if (v)
+			return -1; /* RFC 9112: more than one Host is a 400 */
+		v = kv->value;
+	}
+	if (!v)
+		return 0;
+	len = strlen(v);
+	if (!len || len > MAX_HOST || len >= n)
+		return -1;
+	if (v[0] == '[') {
+		const char *close = strchr(v, ']');
+
+		/* An IP literal: never a configured name, so it only needs to be sane. */
+		if (!close)
+			return -1;
+		len = (size_t)(close - v) + 1;
+	} else {
+		const char *colon = strchr(v, ':');
+
+		if (colon)
+			len = (size_t)(colon - v);
+	}
+	for (i = 0; i < len; i++) {
+		char c = v[i];
+
+		if (c >= 'A' && c <= 'Z')
+			c = (char)(c - 'A' + 'a');
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+		      c == '[' || c == ']' || (v[0] == '[' && c == ':')))
+			return -1;
+		out[i] = c;
+	}
+	while (len && out[len - 1] == '.')
+		len--;
+	out[len] = '\0';
+	return len ? 1 : -1;
+}
+
+/* X-Request-Deadline-Ms: the client's remaining patience. 0 with *ms set, 1 when absent,
+ * -1 when malformed. */
+static int client_deadline(struct evhttp_request *req, uint32_t *ms)
+{
+	const char *v = evhttp_find_header(evhttp_request_get_input_headers(req),
+					   "X-Request-Deadline-Ms");
+	char *end;
+	unsigned long x;
+
+	if (!v)
+		return 1;
+	while (*v == ' ')
+		v++;
+	if (*v < '0' || *v > '9')
+		return -1;
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	while (*end == ' ')
+		end++;
+	if (*end || errno || x == 0)
+		return -1;
+	*ms = x > 0xffffffffu ? 0xffffffffu : (uint32_t)x;
+	return 0;
+}
+
+static void client_of(struct gateway *g, struct evhttp_request *req, struct gw_addr *out)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	const struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const struct evkeyval *kv;
+	const char *xff[16];
+	struct gw_addr peer;
+	int n = 0, src;
+
+	memset(&peer, 0, sizeof(peer));
+	if (evcon)
+		gw_addr_from_sockaddr(evhttp_connection_get_addr(evcon), &peer);
+	if (!g->cfg->gw.trusted_hops) {
+		*out = peer;
+		return;
+	}
+	TAILQ_FOREACH(kv, h, next)
+		if (!strcasecmp(kv->key, "X-Forwarded-For") && n < 16)
+			xff[n++] = kv->value;
+	src = gw_client_addr(&peer, xff, n, g->cfg->gw.trusted_hops, out);
+	if (src == GW_ADDR_XFF)
+		g->st.xff_used++;
+	else
+		g->st.xff_ignored++;
+}
+
+/* Pull the body into one piece; the password in it is wiped after parsing. */
+static const char *body_of(struct evhttp_request *req, size_t *len)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+
+	*len = evbuffer_get_length(in);
+	if (!*len)
+		return "";
+	return (const char *)evbuffer_pullup(in, -1);
+}
+
+static void wipe_body(struct evhttp_request *req)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	size_t len = evbuffer_get_length(in);
+
+	if (len) {
+		sodium_memzero(evbuffer_pullup(in, -1), len);
+		evbuffer_drain(in, len);
+	}
+}
+
+/* The bearer token of @req into @token (NUL-terminated); its length, 0 if none. */
+size_t gw_bearer_of(struct evhttp_request *req, char token[GW_TOKEN_MAX + 1])
+{
+	const char *auth = evhttp_find_header(evhttp_request_get_input_headers(req),
+					      "Authorization");
+	size_t tlen;
+
+	if (!auth || strncasecmp(auth, "Bearer ", 7))
+		return 0;
+	auth += 7;
+	while (*auth == ' ')
+		auth++;
+	tlen = strnlen(auth, GW_TOKEN_MAX + 1);
+	if (tlen > GW_TOKEN_MAX)
+		return 0;
+	memcpy(token, auth, tlen);
+	token[tlen] = '\0';
+	return tlen;
+}
+
+/* The body's fields, for endpoints that read one. 0, or an answer has been sent. */
+static int read_body(struct gw_req *r)
+{
+	const struct gw_endpoint *e = gw_endpoints[r->kind];
+	struct evhttp_request *req = r->req;
+	char err[160], detail[200];
+	const char *body;
+	size_t blen, i, o = 0;
+	int type, ret;
+
+	if (!e->fields || r->method != SL_M_POST)
+		return 0;
+	/* "Continue" on a sign-in link: a form with no fields. */
+	if (e->body_optional && !evbuffer_get_length(evhttp_request_get_input_buffer(req)))
+		return 0;
+	type = gw_body_type(evhttp_find_header(evhttp_request_get_input_headers(req),
+					       "Content-Type"));
+	if (type == GW_BODY_OTHER) {
+		wipe_body(req);
+		gw_reject(r, 415, "Unsupported Media Type", "unsupported_media_type",
+			  "send application/json or application/x-www-form-urlencoded");
+		return -1;
+	}
+	body = body_of(req, &blen);
+	ret = e->fields(r, type, body, blen, err, sizeof(err));
+	wipe_body(req);
+	if (!ret)
+		return 0;
+	/* Our messages are ASCII except quoted field names: escape quotes. */
+	for (i = 0; err[i] && o + 2 < sizeof(detail); i++) {
+		if (err[i] == '"' || err[i] == '\\')
+			detail[o++] = '\\';
+		detail[o++] = err[i];
+	}
+	detail[o] = '\0';
+	gw_reject(r, 400, "Bad Request", "bad_request", detail);
+	return -1;
+}
+
+static void on_request(struct evhttp_request *req, void *arg)
+{
+	struct gateway *g = arg;
+	const struct sl_config *c = g->cfg;
+	const struct gw_endpoint *e;
+	struct gw_req *r;
+	char host[MAX_HOST + 1];
+	const char *path;
+	uint32_t dl_ms = c->gw.default_deadline_ms;
+	uint64_t now = gw_now_ns();
+	int method, ti, slot, ri, kind, hr;
+
+	g->st.requests++;
+	gw_conn_request(g, req);
+
+	method = method_of(req);
+	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	if (!path || path[0] != '/' || strlen(path) >= 1024) {
+		reply_plain(g, req, 400, "Bad Request", "bad_request", "malformed request path");
+		return;
+	}
+	hr = host_of(req, host, sizeof(host));
+	if (hr < 0) {
+		reply_plain(g, req, 400, "Bad Request", "bad_request", "malformed Host header");
+		return;
+	}
+	ti = hr ? sl_config_tenant_by_host(c, host) : c->default_tenant;
+	if (ti < 0) {
+		reply_plain(g, req, 421, "Misdirected Request", "unknown_host",
+			    "no tenant serves this Host and there is no \\\"default\\\" tenant");
+		return;
+	}
+	slot = gw_sched_slot(g->sched, ti);
+	if (slot < 0) {
+		reply_plain(g, req, 503, "Service Unavailable", "unavailable", NULL);
+		return;
+	}
+	ri = method < 0 ? -1 : sl_config_route(c, (uint8_t)method, path);
+	if (ri < 0) {
+		reply_plain(g, req, 404, "Not Found", "no_route", "no route for this method and path");
+		return;
+	}
+	kind = kind_of(path);
+	if (kind == K__MAX) {
+		reply_plain(g, req, 404, "Not Found", "no_handler", "this gateway serves /login, "
+			    "/token, /token/validate, /introspect, /mfa/send, /mfa/verify, "
+			    "/password-reset, /register and /magic/{token}");
+		return;
+	}
+	e = gw_endpoints[kind];
+	if (method != e->method && !(e->method2 && method == e->method2)) {
+		reply_plain(g, req, 405, "Method Not Allowed", "method_not_allowed", NULL);
+		return;
+	}
+	if (client_deadline(req, &dl_ms) < 0) {
+		reply_plain(g, req, 400, "Bad Request", "bad_request",
+			    "X-Request-Deadline-Ms must be a positive number of milliseconds");
+		return;
+	}
+	if (dl_ms > c->gw.max_deadline_ms)
+		dl_ms = c->gw.max_deadline_ms;
+
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		reply_plain(g, req, 503, "Service Unavailable", "unavailable", NULL);
+		return;
+	}
+	r->g = g;
+	r->req = req;
+	r->arrival_ns = now;
+	r->kind = kind;
+	r->method = method;
+	snprintf(r->tenant, sizeof(r->tenant), "%s", c->tenants[ti].name);
+	r->tenant_idx = ti;
+	client_of(g, req, &r->client);
+	r->next = g->reqs;
+	if (g->reqs)
+		g->reqs->prev = r;
+	g->reqs = r;
+	g->n_reqs++;
+	if (e->prefix)
+		snprintf(r->link, sizeof(r->link), "%s", path + strlen(e->path));
+
+	/* The body: parsed and checked before admission, so a malformed request costs
+	 * neither budget nor hash. */
+	if (read_body(r))
+		return;
+
+	r->job.tenant = (uint16_t)slot;
+	r->job.cls = (uint16_t)gw_sched_class(g->sched, ri);
+	r->job.pooled = e->pooled;
+	r->job.db = c->routes[ri].db;
+	r->job.deadline_ns = now + (uint64_t)dl_ms * 1000000ull;
+	g->ts[slot].requests++;
+	/* The endpoint's own checks and counters; admission follows their answer. */
+	e->start(r);
+}
+
+/* ---- listening -------------------------------------------------------------------------- */
+
+void gw_http_limits(struct gateway *g)
+{
+	/* evhttp's inactivity timeout is the backstop for slow readers of our answers; twice
+	 * the request deadline, so the deadline (gw_conn_sweep) is what closes idle and
+	 * dripping connections, and is counted. */
+	uint64_t ms = 2ull * g->cfg->gw.request_timeout_ms;
+	struct timeval tv = { .tv_sec = (time_t)(ms / 1000),
+			      .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
+
+	evhttp_set_max_body_size(g->http, g->cfg->gw.max_body);
+	evhttp_set_max_headers_size(g->http, g->cfg->gw.max_headers);
+	evhttp_set_timeout_tv(g->http, &tv);
+}
+
+static int split_listen(const char *s, char *host, size_t n, uint16_t *port)
+{
+	const char *colon;
+	long p;
+	char *end;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':' || (size_t)(close - s) >= n)
+			return -EINVAL;
+		memcpy(host, s + 1, (size_t)(close - s - 1));
+		host[close - s - 1] = '\0';
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || (size_t)(colon - s) >= n)
+			return -EINVAL;
+		memcpy(host, s, (size_t)(colon - s));
+		host[colon - s] = '\0';
+	}
+	p = strtol(colon + 1, &end, 10);
+	if (*end || p < 1 || p > 65535)
+		return -EINVAL;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+int gw_http_listen(struct gateway *g)
+{
+	char host[128];
+	uint16_t port;
+
+	g->http = evhttp_new(g->base);
+	if (!g->http)
+		return -1;
+	evhttp_set_allowed_methods(g->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_HEAD |
+				   EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS |
+				   EVHTTP_REQ_PATCH);
+	evhttp_set_gencb(g->http, on_request, g);
+	evhttp_set_bevcb(g->http, gw_conn_new, g);
+	gw_http_limits(g);
+	if (split_listen(g->cfg->gw.listen, host, sizeof(host), &port)) {
+		log_error("gateway: cannot parse gateway.listen '%s'", g->cfg->gw.listen);
+		return -1;
+	}
+	g->bound = evhttp_bind_socket_with_handle(g->http, host, port);
+	if (!g->bound) {
+		log_error("gateway: cannot listen on %s: %s", g->cfg->gw.listen, strerror(errno));
+		return -1;
+	}
+	g->listener = evhttp_bound_socket_get_listener(g->bound);
+	return 0;
+}

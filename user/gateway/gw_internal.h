@@ -1,0 +1,321 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The gateway's own header, for its rooms only (gateway.h is what sluiced sees): the two
+ * structs every room works on, the gateway and one request; the table of endpoints the
+ * front dispatches by; and what the rooms call of each other. The rooms, in the order a
+ * request meets them:
+ *
+ *   gw_conn.c        connections: the table, max_connections, the whole-request deadline,
+ *                    a client that hung up
+ *   gw_http.c        the HTTP front: parse, tenant, route, endpoint; every answer's bytes
+ *                    and the reject floor
+ *   gw_chain.c       the counters a request asks, in order (gw_chain.h)
+ *   gw_admit.c       admission glue: admit or shed, the hash pool, the housekeeping tick
+ *   gw_login.c       POST /login, and the stream job's events and escalations
+ *   gw_ep.c          what the endpoints beyond /login share: answers, tokens, messages
+ *   gw_ep_token.c    POST /token, GET /token/validate, POST /introspect
+ *   gw_ep_mfa.c      POST /mfa/send and /mfa/verify
+ *   gw_ep_account.c  POST /password-reset and /register
+ *   gw_ep_magic.c    GET and POST /magic/{token}
+ *   gw_report.c      the tenants and limits documents, /metrics
+ *   gateway.c        lifecycle: prepare, start, apply a config, stop
+ *
+ * Everything here runs on the daemon's event loop except the hashes (gw_pool.h).
+ */
+#ifndef SLUICE_GW_INTERNAL_H
+#define SLUICE_GW_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "config.h"
+#include "gateway.h"
+#include "gw_addr.h"
+#include "gw_body.h"
+#include "gw_chain.h"
+#include "gw_client.h"
+#include "gw_deliver.h"
+#include "gw_hist.h"
+#include "gw_pool.h"
+#include "gw_sched.h"
+#include "gw_token.h"
+#include "gw_vault.h"
+
+#define TICK_MS 10
+#define SWEEP_EVERY 5          /* ticks: connections are swept every 50 ms */
+#define CONN_BUCKETS 4096
+
+/* ---- endpoints -------------------------------------------------------------------------- */
+
+enum gw_kind {
+	K_LOGIN = 0,
+	K_VALIDATE,
+	K_INTROSPECT,
+	K_TOKEN,
+	K_MFA_SEND,
+	K_MFA_VERIFY,
+	K_RESET,
+	K_REGISTER,
+	K_MAGIC,
+	K__MAX
+};
+
+/* One answer: status, reason phrase, body. */
+struct gw_answer {
+	int code;
+	const char *reason;
+	const char *body;
+};
+
+/*
+ * What an endpoint is to the front: where it is served and what it does at each stage of
+ * a request's path (docs/gateway.md): parse (@fields), its own checks and counters before
+ * admission (@start, which ends in gw_admit() or an answer), then either served on the
+ * loop (@run) or, when r->job.pooled, hashed on the pool (@work fills the job, @finish
+ * hears it is done). Each must also be routed in the config, which gives its cost class.
+ */
+struct gw_endpoint {
+	const char *path;
+	uint8_t method;
+	uint8_t method2;        /* a second method, or 0 */
+	bool prefix;            /* path + one segment, in r->link: /magic/{token} */
+	bool pooled;            /* always hashed on the pool (a start may also decide so) */
+	bool body_optional;     /* an empty POST has no body to parse, nor a Content-Type */
+	const char *www_authenticate; /* the header its 401s carry, or NULL */
+	/* The one answer to a failed or throttled attempt (docs/endpoints.md; /login's with
+	 * gateway.login_uniform); NULL: a counter's refusal is a 429 with Retry-After. */
+	const struct gw_answer *refusal;
+	bool ratelimit_fields;  /* that 429 names the counter (RateLimit-Policy, RateLimit) */
+	/* A POST body's fields into @r: 0, or -EINVAL with a reason fit for a 400. NULL: no
+	 * body is read. */
+	int (*fields)(struct gw_req *r, int type, const char *body, size_t len, char *err,
+		      size_t errlen);
+	void (*start)(struct gw_req *r);
+	void (*run)(struct gw_req *r);
+	void (*work)(struct gw_req *r);
+	void (*finish)(struct gw_req *r);
+};
+
+/* By enum gw_kind (gw_http.c); each entry lives in its room. */
+extern const struct gw_endpoint *const gw_endpoints[K__MAX];
+extern const struct gw_endpoint gw_endpoint_login, gw_endpoint_validate,
+	gw_endpoint_introspect, gw_endpoint_token, gw_endpoint_mfa_send,
+	gw_endpoint_mfa_verify, gw_endpoint_reset, gw_endpoint_register, gw_endpoint_magic;
+
+/* The bodies (gw_http.c): one per outcome, whatever the cause. */
+extern const char BODY_401[], BODY_401_TOKEN[], BODY_429[], BODY_503[], BODY_STEP_UP[];
+extern const char BODY_SIGNIN[], BODY_MFA_FAIL[], BODY_LINK_FAIL[], BODY_RESET_SENT[];
+extern const char BODY_REGISTER_SENT[], BODY_OTP_SENT[], BODY_INVALID_CLIENT[];
+extern const char BODY_INVALID_GRANT[], BODY_UNAUTHORIZED_CLIENT[];
+
+/* ---- the gateway and a request ---------------------------------------------------------- */
+
+struct gw_tstats {
+	char name[SL_TENANT_NAME_LEN]; /* the scheduler slot's tenant these belong to */
+	uint64_t requests, admitted_reserved, admitted_burst, ok, unauthorized;
+	uint64_t hashes, dummy_hashes, shed;
+	uint64_t shed_by_reason[GW_SHED__MAX];
+	uint64_t shed_by_class[GW_MAX_CLASSES];
+	double units_measured;
+	struct gw_hist wait, service;
+	uint64_t answered_2xx;         /* throughput */
+	uint64_t goodput;              /* 2xx answered before the request's deadline */
+};
+
+struct gw_conn;
+struct esc;
+
+struct gw_req {
+	struct gw_job job;             /* first: the scheduler hands these back */
+	struct gw_work work;
+	struct gateway *g;
+	struct evhttp_request *req;
+	struct gw_req *prev, *next;    /* every live request, for shutdown */
+	struct event *hold;            /* the floor timer, while held */
+	uint64_t hold_until_ns;
+	uint64_t arrival_ns;
+	int kind;                      /* enum gw_kind */
+	int method;
+	uint64_t cpu0;                 /* thread CPU at an inline handler's start */
+	char tenant[SL_TENANT_NAME_LEN];
+	int tenant_idx;                /* in the config */
+	struct gw_addr client;
+	char user[GW_USER_MAX + 1];
+	size_t user_len;
+	bool known;
+	struct gw_chain chain;         /* the counters it asks (gw_chain.h) */
+	uint32_t min_retry_s;          /* a counter's own wait, when it refused */
+	/* the login (gw_login.c) */
+	uint64_t extra_ns;             /* an escalated account's delay, on top of any floor */
+	uint8_t acct_hash[16];         /* for the stream job: keyed hashes, never the values */
+	uint8_t pw_hash[16];
+	bool hashed_ids;
+	/* the token to check: validate's bearer, introspect's body (wiped after use) */
+	char bearer[GW_TOKEN_MAX + 1];
+	size_t bearer_len;
+	/* the endpoints beyond /login (gw_ep*.c) */
+	char grant[24];
+	char client_id[SL_CLIENT_ID_LEN];
+	char secret[GW_SECRET_MAX + 1];
+	size_t secret_len;
+	char refresh[GW_TOKEN_MAX + 1];
+	uint64_t family;               /* a refresh token's chain and generation */
+	uint32_t gen;
+	char code6[8];
+	size_t code_len;
+	char link[GW_SECRET_TEXT + 8]; /* /magic/{token} */
+	int client_idx;
+	int rl_ctr;                    /* > 0: a 429 carries RateLimit headers for this */
+	double rl_rate, rl_burst;
+	const char *ctype;             /* NULL: JSON */
+	/* the answer, kept while held */
+	int code;
+	const char *reason;
+	const char *body;
+	uint32_t retry_after;
+};
+
+struct gateway {
+	struct event_base *base;
+	struct evhttp *http;
+	struct evhttp_bound_socket *bound;
+	struct evconnlistener *listener;
+	struct event *tick, *pool_ev;
+	struct sl_config *cfg;         /* the running config (our copy) */
+	struct sl_gateway_cfg started; /* settings fixed at start: listen, argon2, workers */
+	struct gw_sched *sched;
+	struct gw_pool pool;
+	struct gw_creds *creds;
+	struct gw_ladder *ladder;
+	uint8_t key[GW_TOKEN_KEY_BYTES];
+	char dummy_phc[GW_PHC_MAX];
+	struct gw_tstats *ts;          /* by scheduler slot */
+	struct sl_store *store;        /* the counters (gw_chain.h); NULL: none */
+	struct stream *stream;         /* outcome events go there; NULL: none */
+	struct evq *evq;
+	struct esc *esc_acct, *esc_pw; /* the stream job's escalations, by hash */
+	struct gw_req *reqs;
+	uint32_t n_reqs;
+	struct gw_vault *vault;        /* codes, links, refresh tokens */
+	struct gw_delivery deliv;
+	uint8_t tkey[GW_TOK_KEYS][GW_TOKEN_KEY_BYTES];
+	struct {
+		uint64_t ok, failed, throttled;
+	} ep[K__MAX];
+	uint64_t otp_sent, links_sent, notices_sent, refresh_reuse, outbound_failed;
+	/* Each client's measured request rate (authenticated requests), for setting its
+	 * per-principal limit just above it: the peak over 10 s windows since start. */
+	struct gw_client_meter {
+		char id[SL_CLIENT_ID_LEN];
+		int tenant;
+		uint64_t win_ns, total;
+		uint32_t in_win;
+		double peak;
+	} cm[SL_MAX_CLIENTS];
+	struct gw_conn *conn_bucket[CONN_BUCKETS];
+	struct gw_conn *conns;
+	uint32_t n_conns;
+	bool paused;
+	unsigned ticks;
+	uint32_t held;
+	struct {
+		uint64_t requests, hashes, dummy_hashes, expired_before_hash, expired_at_start;
+		uint64_t client_gone, floor_held, floor_skipped, conn_timeouts, accept_pauses;
+		uint64_t xff_used, xff_ignored, status[600];
+		uint64_t step_ups, delayed, would_block, events, events_dropped;
+	} st;
+};
+
+static inline struct gw_req *req_of_job(struct gw_job *j)
+{
+	return (struct gw_req *)j; /* the job is the first member */
+}
+
+static inline struct gw_req *req_of_work(struct gw_work *w)
+{
+	return (struct gw_req *)((char *)w - offsetof(struct gw_req, work));
+}
+
+/* ---- what the rooms call of each other -------------------------------------------------- */
+
+/* gw_conn.c */
+struct bufferevent *gw_conn_new(struct event_base *base, void *arg); /* evhttp's bevcb */
+/* @req arrived whole: its connection has no read deadline until the answer is out. */
+void gw_conn_request(struct gateway *g, struct evhttp_request *req);
+/* Release connections evhttp has freed; close those past their request deadline. */
+void gw_conn_sweep(struct gateway *g, uint64_t now);
+void gw_conn_close_all(struct gateway *g);
+/* Has the client of @req hung up (or half-closed)? */
+bool gw_conn_gone(struct evhttp_request *req);
+
+/* gw_http.c */
+/* Listen on gateway.listen with evhttp and the connection table; -1 (logged) if not. */
+int gw_http_listen(struct gateway *g);
+/* evhttp's limits from the running config. */
+void gw_http_limits(struct gateway *g);
+/*
+ * Answer @r with @code. Rejections (@floor) leave no sooner than arrival + reject_floor_ms
+ * (twice that when @longer), held on a timer. @r is gone afterwards.
+ */
+void gw_respond(struct gw_req *r, int code, const char *reason, const char *body,
+		uint32_t retry_after, bool floor, bool longer);
+/* The endpoint's one answer to a failed or throttled attempt, behind the floor. */
+void gw_respond_refusal(struct gw_req *r);
+/* Send @r's answer now, held or not. */
+void gw_send_now(struct gw_req *r);
+/* A client error found once @r was made: forget @r, answer at once (no floor). */
+void gw_reject(struct gw_req *r, int code, const char *reason, const char *error,
+	       const char *detail);
+/* The bearer token of @req into @token (NUL-terminated); its length, 0 if none. */
+size_t gw_bearer_of(struct evhttp_request *req, char token[GW_TOKEN_MAX + 1]);
+
+/* gw_admit.c */
+/* Admit @r (its job filled in) or shed it, then serve it: on the pool or its @run. */
+void gw_admit(struct gw_req *r);
+/* Refuse @r for @reason (GW_SHED_*): 429 with an escalating Retry-After, behind the floor. */
+void gw_shed(struct gw_req *r, int reason);
+/* Start queued jobs on idle workers. */
+void gw_dispatch(struct gateway *g);
+/* An inline handler is done: its thread CPU since admission reconciles the charge; once. */
+void gw_admit_done(struct gw_req *r);
+void gw_on_pool(evutil_socket_t fd, short what, void *arg);
+void gw_on_tick(evutil_socket_t fd, short what, void *arg);
+
+/* gw_login.c: gateway_set_stream() and gateway_stream_action() (gateway.h). */
+
+/* gw_ep.c */
+/* An endpoint's ask of @ctr, keyed by a hash of (@what, tenant, @a, @b). */
+struct gw_ask *gw_ep_ask(struct gw_req *r, int ctr, const char *what, const char *a,
+			 const char *b);
+/* Run the asks listed; 503 when they cannot be asked. */
+void gw_ep_run(struct gw_req *r, gw_chain_done_fn done);
+/* The counters before admission have answered: admit, or answer the refusal. */
+void gw_ep_checked(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms);
+/* A counter refused: the endpoint's refusal (gw_endpoint.refusal), counted as a shed. */
+void gw_ep_refused(struct gw_req *r, const struct gw_ask *a, uint32_t retry_ms);
+/* A verified person: the account's own budget (the per-user dial), then @done. */
+void gw_ep_ask_user(struct gw_req *r, gw_chain_done_fn done);
+/* Answer an endpoint request and count it. Interactive failures pass @floor. */
+void gw_ep_answer(struct gw_req *r, int code, const char *reason, const char *body,
+		  bool floor);
+/* The endpoint's one answer (gw_endpoint.refusal), counted, behind the floor. */
+void gw_ep_uniform(struct gw_req *r);
+/* Issue a token of @kind for @name and answer 200 with it (and @refresh, if any). */
+void gw_ep_issue(struct gw_req *r, int kind, const char *name, const char *refresh);
+void gw_json_token(struct evbuffer *b, const char *tok, uint32_t ttl, const char *refresh);
+/* A message of @kind to r->user through the delivery. */
+void gw_ep_deliver(struct gw_req *r, const char *kind, const char *text);
+
+/* gw_ep_token.c */
+/* Check @tok against every kind's key; the kind in *@kind. 0 or negative. */
+int gw_token_any(const struct gateway *g, const char *tok, size_t len,
+		 struct gw_token_claims *cl, int *kind);
+/* Client @idx's measured peak rate, and its authenticated requests, since start. */
+double gw_client_peak(const struct gateway *g, int idx, uint64_t now);
+uint64_t gw_client_requests(const struct gateway *g, int idx);
+
+#endif
