@@ -825,7 +825,9 @@ __noinline int sl_martian(struct xdp_md *ctx, const struct pkt *pk)
 		__builtin_memcpy(&hi, a, 8);
 		__builtin_memcpy(&w2, a + 8, 4);
 		__builtin_memcpy(&w3, a + 12, 4);
-		if (hi == 0 && w2 == 0 && w3 == bpf_htonl(1))
+		/* ::1, and IPv4-mapped (never on the wire; in sl_local's key space it would
+		 * alias the IPv4 entries) */
+		if (hi == 0 && ((w2 == 0 && w3 == bpf_htonl(1)) || w2 == bpf_htonl(0xffff)))
 			return 1;
 	}
 	a = pk->s.saddr;
@@ -1291,7 +1293,7 @@ __noinline int sl_syn_verify(struct xdp_md *ctx, struct pkt *pk)
 	now = bpf_ktime_get_coarse_ns();
 	secs = (__u32)(now / NS_PER_S);
 	if (!slot || !*slot || secs - *slot > set->pend_ttl_s)
-		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
+		return NOT_MINE; /* no handshake of the kernel's pending on this tuple */
 	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
 	ws = bpf_map_lookup_elem(&sl_reqbuf, &zero);
 	if (!rp || !ws)
@@ -1521,7 +1523,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	__u32 zero = 0, dport, l4len, n_vlan, ip_off;
 	__u8 frag = FRAG_NONE, flags;
 	void *l3;
-	int proto, rc;
+	int proto, rc, marked = 0;
 
 	proto = parse_eth(&c);
 	if (proto < 0)
@@ -1574,7 +1576,6 @@ int sluice_xdp(struct xdp_md *ctx)
 	if (!(flags & TF_SYN) || (flags & TF_ACK)) {
 		struct sl_cookie_keys *keys;
 		int cookie_port = port->action == SL_ACT_REPLY || port->front == SL_FRONT_STATELESS;
-		int marked = 0;
 
 		if (!(flags & TF_ACK) || (flags & TF_SYN))
 			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
@@ -1668,13 +1669,18 @@ int sluice_xdp(struct xdp_md *ctx)
 		}
 		if (port->front == SL_FRONT_SYN) {
 			rc = sl_syn_verify(ctx, pk);
-			return rc == NEED_JUDGE ? sl_decide(ctx, pk) : rc;
+			if (rc == NEED_JUDGE)
+				return sl_decide(ctx, pk);
+			if (rc != NOT_MINE)
+				return rc;
+			if (!marked)
+				return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 		}
 		/*
-		 * Stateless port, marked like our cookie but not one: a forged or stale ACK, or
-		 * (one time in sixteen) a segment of an established connection. Only a socket
-		 * lookup tells them apart. Forgeries are dropped in silence, so the cookie space
-		 * answers no questions and creates nothing.
+		 * Marked like our cookie but not one: a forged or stale ACK, or (one time in
+		 * sixteen) a segment of an established connection. Only a socket lookup tells
+		 * them apart. Forgeries are dropped in silence, so the cookie space answers no
+		 * questions and creates nothing.
 		 */
 		if (sl_sock_state(ctx, pk) < 0)
 			return record(SL_CLASS_NONE, SL_R_COOKIE_BAD, XDP_DROP);

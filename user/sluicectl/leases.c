@@ -27,6 +27,7 @@ int sl_leases_print(const struct sl_maps *m, const struct sl_meta *meta, bool as
 {
 	struct sl_config *c = calloc(1, sizeof(*c));
 	uint64_t now = sl_now_ns();
+	static uint64_t units[SL_MAX_TENANTS];
 	struct json j;
 	char err[256];
 	uint32_t i;
@@ -58,6 +59,8 @@ int sl_leases_print(const struct sl_maps *m, const struct sl_meta *meta, bool as
 		       "burst", "demand/s", "cluster/s", "share", "nodes", "lease/s", "burst",
 		       "expires", "state");
 	}
+	if (sl_maps_read_demand(m, units))
+		memset(units, 0, sizeof(units));
 	for (i = 0; i < SL_MAX_TENANTS; i++) {
 		struct sl_tenant t;
 		double budget = -1, bburst = -1, left;
@@ -85,6 +88,9 @@ int sl_leases_print(const struct sl_maps *m, const struct sl_meta *meta, bool as
 				json_null(&j, "budget_burst");
 			}
 			json_double(&j, "demand", (double)t.demand_milli / 1000.0);
+			/* Every cost unit charged to the tenant at the edge so far: the raw
+			 * count the demand rate is taken from, proven connections only. */
+			json_u64(&j, "demand_units", units[i]);
 			json_double(&j, "cluster_demand", (double)t.cluster_milli / 1000.0);
 			json_double(&j, "demand_share", t.cluster_milli ?
 				    (double)t.demand_milli / (double)t.cluster_milli : 0);

@@ -597,12 +597,14 @@ static void view_bucket(const struct sl_maps *m, const struct sl_settings *set,
 		/* No state: predict what the datapath would create (credit, or its ghost). */
 		__u64 h = sl_ghost_hash(&v->key, set->hash_seed);
 		__u32 slot = (__u32)h & ghost_mask;
-		struct sl_ghost g;
+		struct sl_ghost_set g;
+		int w;
 
 		v->tat_start = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
-		if (!bpf_map_lookup_elem(m->ghosts, &slot, &g) && g.tag == (__u32)(h >> 32) &&
-		    g.tat > v->tat_start)
-			v->tat_start = g.tat;
+		if (!bpf_map_lookup_elem(m->ghosts, &slot, &g))
+			for (w = 0; w < SL_GHOST_WAYS; w++)
+				if (g.way[w].tag == (__u32)(h >> 32) && g.way[w].tat > v->tat_start)
+					v->tat_start = g.way[w].tat;
 	}
 	v->available = sl_gcra_available(v->tat_start, now, r->emission_ns, r->tolerance_ns);
 }
@@ -757,7 +759,8 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 			       sl_mode_name(pol.mode));
 		text_bucket("key", &pv);
 		text_bucket("parent", &qv);
-		printf("a SYN to port %u (cost %u) now: %s (%s)\n", port, cost, decision, reason);
+		printf("a connection to port %u (cost %u) now: %s (%s)\n", port, cost, decision,
+		       reason);
 	}
 	sl_maps_close(&m);
 	return 0;
