@@ -123,17 +123,22 @@ static void sample_config_loads(void **state)
 	assert_int_equal(c.n_ports, 2);
 	assert_int_equal(c.ports[0].port, 80);
 	assert_int_equal(c.ports[1].port, 443);
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(c.ports[i].cost, 1);
-		assert_int_equal(c.ports[i].front, SL_FRONT_SYN);
-	}
+	/* Verify, then charge: both start with the cookie handshake (the default). */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(c.ports[i].front, SL_FRONT_STATELESS);
+	assert_int_equal(c.ports[0].cost, 1);
+	assert_int_equal(c.ports[1].cost, 950);      /* TLS: no route to read, a login's price */
+	assert_int_equal(c.ports[0].unreadable_cost, 950); /* HTTP: its dearest route */
+	assert_int_equal(c.ports[1].unreadable_cost, 950);
+	assert_int_equal(c.ports[1].proto, SL_PROTO_TLS);
+	assert_int_equal(sl_edge_max_cost(&c), 950);
 	assert_int_equal(c.ports[0].action, SL_ACT_REPLY); /* plaintext HTTP: told why */
 	assert_int_equal(c.ports[1].action, SL_ACT_DROP);  /* TLS: cannot be */
 	assert_int_equal(c.state_entries, 1048576);
 	assert_string_equal(c.asn_table, "/etc/sluice/asn.csv"); /* absolute: base ignored */
 	assert_true(c.new_key_credit == 0.5);
-	assert_int_equal(c.malformed_action, SL_ACT_PASS);
-	assert_int_equal(c.fragment_action, SL_ACT_PASS);
+	assert_int_equal(c.malformed_action, SL_ACT_DROP);
+	assert_int_equal(c.fragment_action, SL_ACT_DROP);
 	assert_string_equal(c.pin_path, SL_DEFAULT_PIN_PATH);
 	assert_string_equal(c.ctl_socket, "/run/sluice/ctl.sock");
 	assert_int_equal(c.log_level, 2); /* "info" */
@@ -154,15 +159,15 @@ static void sample_config_loads(void **state)
 	assert_int_equal(h->v6_prefix, 48);
 	assert_int_equal(h->v4_parent, 16);
 	assert_int_equal(h->v6_parent, 32);
-	assert_true(h->rate == 2.0);
-	assert_true(h->burst == 10.0);
-	assert_true(h->parent_rate == 20.0);
-	assert_true(h->parent_burst == 100.0);
+	assert_true(h->rate == 32.0);
+	assert_true(h->burst == 1900.0);
+	assert_true(h->parent_rate == 320.0);
+	assert_true(h->parent_burst == 19000.0);
 	assert_int_equal(h->mode, SL_MODE_ENFORCE);
 	/* Per-class values do not bleed into each other. */
 	assert_int_equal(c.classes[2].v6_parent, 40);
 	assert_int_equal(c.classes[3].v6_prefix, 56);
-	assert_true(c.classes[3].burst == 300.0);
+	assert_true(c.classes[3].burst == 285000.0);
 
 	/* The reply knobs it spells out, and the MSS values it leaves to their defaults. */
 	assert_int_equal(c.n_retry, 4);
@@ -188,10 +193,10 @@ static void sample_config_loads(void **state)
 	assert_int_equal(t->listen[1].family, SL_FAM_V6);
 	assert_memory_equal(t->listen[1].addr, acme6, 16);
 	assert_int_equal(t->listen[1].port, 80);
-	assert_true(t->rate == 200.0);
-	assert_true(t->burst == 400.0);
-	assert_true(t->static_rate == 50.0);
-	assert_true(t->static_burst == 100.0);
+	assert_true(t->rate == 190000.0);
+	assert_true(t->burst == 380000.0);
+	assert_true(t->static_rate == 47500.0);
+	assert_true(t->static_burst == 95000.0);
 	assert_int_equal(t->lease_ttl_s, 3);
 	assert_int_equal(t->mode, SL_MODE_ENFORCE);
 }
@@ -213,13 +218,14 @@ static void minimal_config_gets_defaults(void **state)
 	assert_int_equal(c.ports[0].port, 80);
 	assert_int_equal(c.ports[0].cost, 1);
 	assert_int_equal(c.ports[0].action, SL_ACT_DROP);
-	assert_int_equal(c.ports[0].front, SL_FRONT_SYN);
+	assert_int_equal(c.ports[0].front, SL_FRONT_STATELESS);
+	assert_int_equal(c.ports[0].unreadable_cost, 1); /* no routes: the port's cost */
 	assert_int_equal(c.xdp_mode, SL_XDP_NATIVE);
 	assert_int_equal(c.state_entries, 1u << 20);
 	assert_string_equal(c.asn_table, "");
 	assert_true(c.new_key_credit == 0.5);
-	assert_int_equal(c.malformed_action, SL_ACT_PASS);
-	assert_int_equal(c.fragment_action, SL_ACT_PASS);
+	assert_int_equal(c.malformed_action, SL_ACT_DROP);
+	assert_int_equal(c.fragment_action, SL_ACT_DROP);
 	assert_string_equal(c.pin_path, SL_DEFAULT_PIN_PATH);
 	assert_string_equal(c.ctl_socket, SL_DEFAULT_CTL_SOCKET);
 	assert_int_equal(c.n_retry, 4);
@@ -613,7 +619,7 @@ static const struct bad_case bad_cases[] = {
 	  "  { name = \"unknown\"; rate = 1.0;\n"
 	  "    burst = 2.0; }\n"
 	  ");\n",
-	  7, "class 'unknown'.burst: 2 is below the cost of one SYN (5)", 1, 0, NULL },
+	  7, "class 'unknown'.burst: 2 is below the most the edge charges one connection (5", 1, 0, NULL },
 	{ "parent_burst below the port cost",
 	  "edge: {\n"
 	  "  interfaces = [\"eth0\"];\n"
@@ -622,7 +628,7 @@ static const struct bad_case bad_cases[] = {
 	  "classes = (\n"
 	  "  { name = \"unknown\"; rate = 1.0; burst = 5.0; parent_burst = 4.0; }\n"
 	  ");\n",
-	  6, "class 'unknown'.parent_burst: 4 is below the cost of one SYN (5)", 1, 0, NULL },
+	  6, "class 'unknown'.parent_burst: 4 is below the most the edge charges one connection (5", 1, 0, NULL },
 	{ "unknown mode", GOOD_EDGE
 	  "classes = (\n"
 	  "  { name = \"unknown\"; rate = 1.0; burst = 5.0;\n"
@@ -1055,7 +1061,7 @@ static const struct bad_case bad_cases[] = {
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0;\n"
 	  "    burst = 3.0; }\n"
 	  ");\n",
-	  8, "tenant 'a'.burst: 3 is below the cost of one SYN (4)", 1, 0, NULL },
+	  8, "tenant 'a'.burst: 3 is below the most the edge charges one connection (4)", 1, 0, NULL },
 	{ "tenant burst missing", TENANT_EDGE
 	  "tenants = (\n"
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; }\n"
@@ -1072,7 +1078,7 @@ static const struct bad_case bad_cases[] = {
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"
 	  "    static_burst = 3.5; }\n"
 	  ");\n",
-	  8, "tenant 'a'.static_burst: 3.5 is below the cost of one SYN (4)", 1, 0, NULL },
+	  8, "tenant 'a'.static_burst: 3.5 is below the most the edge charges one connection (4)", 1, 0, NULL },
 	{ "unknown key in a tenant", TENANT_EDGE
 	  "tenants = (\n"
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; },\n"
@@ -1286,6 +1292,51 @@ static void every_problem_is_reported(void **state)
 	assert_err_line(err, path, 10, "class 'y'.mode: 'm'");
 }
 
+/*
+ * Budgets in cost units: on a stateless HTTP port a first request costs its route, so every
+ * class and tenant burst must hold the dearest route (a login), and a first request the
+ * edge cannot read whole costs that much too unless the port says otherwise.
+ */
+static void edge_charges_are_route_costs(void **state)
+{
+	static struct sl_config c;
+	char path[PATH_MAX], err[ERRLEN];
+	static const char routes[] =
+		"routes = ( { name = \"login\"; method = \"POST\"; path = \"/login\"; cpu = 950.0; },\n"
+		"           { name = \"check\"; method = \"GET\"; path = \"/v\"; cpu = 1.0; } );\n";
+	char text[2048];
+
+	(void)state;
+	snprintf(text, sizeof(text),
+		 "edge: { interfaces = [\"eth0\"];\n"
+		 "  ports = ( { port = 80; action = \"reply\"; },\n"
+		 "            { port = 81; unreadable_cost = 40; },\n"
+		 "            { port = 443; protocol = \"tls\"; cost = 30; },\n"
+		 "            { port = 82; front = \"syn\"; cost = 2; } ); };\n"
+		 "classes = ( { name = \"unknown\"; rate = 1.0; burst = 950.0; } );\n%s", routes);
+	assert_int_equal(load_text(text, NULL, &c, err, path, sizeof(path)), 0);
+	assert_int_equal(c.ports[0].front, SL_FRONT_STATELESS);
+	assert_int_equal(c.ports[0].unreadable_cost, 950);
+	assert_int_equal(c.ports[1].unreadable_cost, 40);
+	assert_int_equal(c.ports[2].unreadable_cost, 30); /* TLS: its own cost */
+	assert_int_equal(c.ports[3].front, SL_FRONT_SYN);
+	assert_int_equal(sl_edge_max_cost(&c), 950);
+
+	snprintf(text, sizeof(text),
+		 "edge: { interfaces = [\"eth0\"]; ports = ( { port = 80; } ); };\n"
+		 "classes = ( { name = \"unknown\"; rate = 1.0; burst = 500.0; } );\n%s", routes);
+	assert_int_equal(load_text(text, NULL, &c, err, path, sizeof(path)), -EINVAL);
+	assert_err_line(err, path, 2, "class 'unknown'.burst: 500 is below the most the edge "
+			"charges one connection (950");
+
+	/* On the SYN front the edge sees no route: a connection costs the port's cost. */
+	snprintf(text, sizeof(text),
+		 "edge: { interfaces = [\"eth0\"]; ports = ( { port = 80; front = \"syn\"; } ); };\n"
+		 "classes = ( { name = \"unknown\"; rate = 1.0; burst = 500.0; } );\n%s", routes);
+	assert_int_equal(load_text(text, NULL, &c, err, path, sizeof(path)), 0);
+	assert_int_equal(sl_edge_max_cost(&c), 1);
+}
+
 static void every_reply_and_tenant_problem_is_reported(void **state)
 {
 	static struct sl_config c, copy;
@@ -1325,7 +1376,7 @@ static void every_reply_and_tenant_problem_is_reported(void **state)
 	assert_err_line(err, path, 15, "tenant 'a'.rate: must be above 0");
 	assert_err_line(err, path, 15, "tenant 'a'.lease_ttl: 0 is out of range 1..3600");
 	assert_err_line(err, path, 16, "tenants[1]: tenant 'a' is defined twice");
-	assert_err_line(err, path, 17, "tenant 'a'.burst: 0.5 is below the cost of one SYN (1)");
+	assert_err_line(err, path, 17, "tenant 'a'.burst: 0.5 is below the most the edge charges one connection (1)");
 	assert_int_equal(count_lines(err), 12);
 	assert_memory_equal(&c, &copy, sizeof(c)); /* all or nothing */
 }
@@ -1403,6 +1454,7 @@ int main(void)
 		cmocka_unit_test(every_problem_is_reported),
 		cmocka_unit_test(every_reply_and_tenant_problem_is_reported),
 		cmocka_unit_test(ghost_table_is_the_next_power_of_two),
+		cmocka_unit_test(edge_charges_are_route_costs),
 		cmocka_unit_test(peek_reads_paths_from_an_invalid_file),
 	};
 

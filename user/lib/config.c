@@ -647,10 +647,10 @@ static void load_edge(struct vctx *x, const config_setting_t *root, struct sl_co
 		else
 			c->new_key_credit = d;
 	}
-	e = get_enum(x, edge, "edge", "malformed", pass_drop, SL_ACT_PASS);
+	e = get_enum(x, edge, "edge", "malformed", pass_drop, SL_ACT_DROP);
 	if (e >= 0)
 		c->malformed_action = (uint8_t)e;
-	e = get_enum(x, edge, "edge", "fragments", pass_drop, SL_ACT_PASS);
+	e = get_enum(x, edge, "edge", "fragments", pass_drop, SL_ACT_DROP);
 	if (e >= 0)
 		c->fragment_action = (uint8_t)e;
 	load_replies(x, edge, c);
@@ -687,9 +687,11 @@ uint32_t sl_edge_max_cost(const struct sl_config *c)
 
 		if (p->cost > m)
 			m = p->cost;
+		if (p->front != SL_FRONT_STATELESS)
+			continue; /* the SYN front sees no request: a connection costs `cost` */
 		if (p->unreadable_cost > m)
 			m = p->unreadable_cost;
-		if (p->front != SL_FRONT_STATELESS || p->proto != SL_PROTO_HTTP)
+		if (p->proto != SL_PROTO_HTTP)
 			continue;
 		for (j = 0; j < c->n_routes; j++)
 			if ((uint32_t)ceil(c->routes[j].cpu) > m)
@@ -713,7 +715,7 @@ static void set_unreadable(struct sl_config *c)
 
 		if (p->unreadable_set)
 			continue;
-		if (p->proto == SL_PROTO_HTTP)
+		if (p->proto == SL_PROTO_HTTP && p->front == SL_FRONT_STATELESS)
 			for (j = 0; j < c->n_routes; j++)
 				if ((uint32_t)ceil(c->routes[j].cpu) > m)
 					m = (uint32_t)ceil(c->routes[j].cpu);
