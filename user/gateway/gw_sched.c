@@ -4,6 +4,11 @@
  * and costs microseconds: a shed decision must be far cheaper than the hash it prevents.
  * The worst case per call is O(tenants) (a DRR round sort, a push-out search), bounded by
  * GW_MAX_TENANTS.
+ *
+ * One file past 800 lines on purpose: its sections (buckets and meters, the DRR list, the
+ * configuration, charges, admission, dequeue) all keep the invariants of one struct
+ * gw_sched (queue depth, lanes, charges owed back) that every admission and every dequeue
+ * must see whole; split, each part would reach into the others' state.
  */
 #include <errno.h>
 #include <math.h>
