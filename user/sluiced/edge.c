@@ -207,11 +207,36 @@ static const struct sl_config *effective(struct edge *e, const struct sl_config 
 	*tmp = *c;
 	for (i = 0; i < tmp->n_ports; i++)
 		if (tmp->ports[i].front == SL_FRONT_STATELESS) {
-			log_warn("port %u: the stateless front is not available (%s); deciding at "
-				 "the SYN instead", tmp->ports[i].port, e->handoff_why);
+			log_warn("port %u: the stateless front is not available (%s); the SYN "
+				 "front instead: SYNs go to the kernel, each connection is charged "
+				 "at the ACK that completes the kernel's handshake",
+				 tmp->ports[i].port, e->handoff_why);
 			tmp->ports[i].front = SL_FRONT_SYN;
 		}
 	return tmp;
+}
+
+/* Say, once per start or reload, which front each port runs and what that guarantees. */
+static void log_fronts(const struct edge *e, const struct sl_config *c, const struct sl_config *want)
+{
+	int i;
+
+	for (i = 0; i < c->n_ports; i++) {
+		const struct sl_port_cfg *p = &c->ports[i];
+
+		if (p->front == SL_FRONT_STATELESS)
+			log_info("port %u (%s, %s): stateless front: every SYN gets a cookie, a "
+				 "connection is charged at its first request (route cost; %u when "
+				 "unreadable)", p->port, sl_proto_name(p->proto),
+				 p->action == SL_ACT_REPLY ? "429" : "drop", p->unreadable_cost);
+		else
+			log_info("port %u (%s, %s): SYN front (%s): SYNs weighed, not charged; a "
+				 "connection is charged %u at the ACK that completes the kernel's "
+				 "handshake", p->port, sl_proto_name(p->proto),
+				 p->action == SL_ACT_REPLY ? "429" : "drop",
+				 want->ports[i].front == SL_FRONT_SYN ? "configured" :
+				 e->handoff_why, p->cost);
+	}
 }
 
 #define SL_TC_HANDLE 0x51ce
@@ -560,7 +585,12 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	load_handoff(e);
 	if (!e->handoff && wants_stateless(c))
 		log_warn("stateless front unavailable: %s", e->handoff_why);
-	c = effective(e, c, &e->eff);
+	{
+		const struct sl_config *want = c;
+
+		c = effective(e, c, &e->eff);
+		log_fronts(e, c, want);
+	}
 	e->generation++;
 	ret = sl_maps_write_config(&e->maps, c, e->generation);
 	if (!ret)
