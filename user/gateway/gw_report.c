@@ -527,23 +527,22 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 #define EACH_TENANT for (i = 0; i < GW_MAX_TENANTS; i++) if (s->t[i].used)
 #define TLABEL(metric) do { evbuffer_add_printf(out, "%s{tenant=\"", metric); \
 		prom_label(out, s->t[i].name); } while (0)
-	prom_head(out, "sluice_gateway_requests_total", "counter", "Requests by tenant.");
-	EACH_TENANT {
-		TLABEL("sluice_gateway_requests_total");
-		evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)g->ts[i].requests);
-	}
-	prom_head(out, "sluice_gateway_answered_2xx_total", "counter",
-		  "Successful answers (throughput), by tenant.");
-	EACH_TENANT {
-		TLABEL("sluice_gateway_answered_2xx_total");
-		evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)g->ts[i].answered_2xx);
-	}
-	prom_head(out, "sluice_gateway_goodput_total", "counter",
-		  "Successful answers delivered before the request's deadline, by tenant.");
-	EACH_TENANT {
-		TLABEL("sluice_gateway_goodput_total");
-		evbuffer_add_printf(out, "\"} %llu\n", (unsigned long long)g->ts[i].goodput);
-	}
+/* A family with one sample per tenant (slot i): @value printed with @fmt. */
+#define TENANT_FAMILY(metric, type, help, fmt, value) do { \
+		prom_head(out, metric, type, help); \
+		EACH_TENANT { \
+			TLABEL(metric); \
+			evbuffer_add_printf(out, "\"} " fmt "\n", value); \
+		} \
+	} while (0)
+	TENANT_FAMILY("sluice_gateway_requests_total", "counter", "Requests by tenant.", "%llu",
+		      (unsigned long long)g->ts[i].requests);
+	TENANT_FAMILY("sluice_gateway_answered_2xx_total", "counter",
+		      "Successful answers (throughput), by tenant.", "%llu",
+		      (unsigned long long)g->ts[i].answered_2xx);
+	TENANT_FAMILY("sluice_gateway_goodput_total", "counter",
+		      "Successful answers delivered before the request's deadline, by tenant.",
+		      "%llu", (unsigned long long)g->ts[i].goodput);
 	prom_head(out, "sluice_gateway_shed_total", "counter",
 		  "Requests shed (429), by tenant and reason.");
 	EACH_TENANT
@@ -564,24 +563,15 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 			evbuffer_add_printf(out, "\"} %llu\n",
 					    (unsigned long long)g->ts[i].shed_by_class[k]);
 		}
-	prom_head(out, "sluice_gateway_reservation_units", "gauge",
-		  "Each tenant's reservation, cost units per second.");
-	EACH_TENANT {
-		TLABEL("sluice_gateway_reservation_units");
-		evbuffer_add_printf(out, "\"} %g\n", s->t[i].reservation);
-	}
-	prom_head(out, "sluice_gateway_consumption_units", "gauge",
-		  "Each tenant's recent consumption, cost units per second.");
-	EACH_TENANT {
-		TLABEL("sluice_gateway_consumption_units");
-		evbuffer_add_printf(out, "\"} %g\n", gw_sched_consumption(s, i, now));
-	}
-	prom_head(out, "sluice_gateway_cost_units_total", "counter",
-		  "Cost units measured on the workers, by tenant.");
-	EACH_TENANT {
-		TLABEL("sluice_gateway_cost_units_total");
-		evbuffer_add_printf(out, "\"} %.3f\n", g->ts[i].units_measured);
-	}
+	TENANT_FAMILY("sluice_gateway_reservation_units", "gauge",
+		      "Each tenant's reservation, cost units per second.", "%g",
+		      s->t[i].reservation);
+	TENANT_FAMILY("sluice_gateway_consumption_units", "gauge",
+		      "Each tenant's recent consumption, cost units per second.", "%g",
+		      gw_sched_consumption(s, i, now));
+	TENANT_FAMILY("sluice_gateway_cost_units_total", "counter",
+		      "Cost units measured on the workers, by tenant.", "%.3f",
+		      g->ts[i].units_measured);
 	prom_head(out, "sluice_gateway_queue_wait_seconds", "histogram",
 		  "Time from admission to a worker, by tenant (apart from service time).");
 	EACH_TENANT
@@ -590,6 +580,7 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 		  "Time on a worker (the hash), by tenant.");
 	EACH_TENANT
 		prom_hist(out, "sluice_gateway_service_seconds", s->t[i].name, &g->ts[i].service);
+#undef TENANT_FAMILY
 #undef TLABEL
 #undef EACH_TENANT
 	prom_head(out, "sluice_gateway_estimate_drift", "gauge",
