@@ -14,7 +14,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct bench_frame {
 	__u32 len;
-	__u32 forget;             /* delete conn_key from sl_conns before each run */
+	__u32 forget;             /* delete conn_key from sl_conns and sl_shed before each run */
 	__u8 data[512];
 	struct sl_conn_key conn_key;
 };
@@ -27,6 +27,13 @@ struct {
 	__type(key, struct sl_conn_key);
 	__type(value, struct sl_conn);
 } sl_conns SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sl_conn_key);
+	__type(value, struct sl_conn);
+} sl_shed SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -68,8 +75,10 @@ int restore_then(struct xdp_md *ctx)
 	if (bpf_xdp_store_bytes(ctx, 0, f->data, len))
 		return XDP_ABORTED;
 	/* Done in front of the bare program too, so the subtraction removes it. */
-	if (f->forget)
+	if (f->forget) {
 		bpf_map_delete_elem(&sl_conns, &f->conn_key);
+		bpf_map_delete_elem(&sl_shed, &f->conn_key);
+	}
 	bpf_tail_call(ctx, &bench_next, 0);
 	return XDP_ABORTED;
 }

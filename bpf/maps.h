@@ -146,6 +146,17 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_pending SEC(".maps");
 
+/* The addresses this node serves, one by one (the kernel's /32 and /128 local routes): a hash
+ * lookup answers for nearly every packet; the trie below is asked only when the table holds
+ * wider local prefixes (AnyIP), which sl_settings.local_nets counts. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct sl_lpm_key);
+	__type(value, struct sl_local_val);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_local_host SEC(".maps");
+
 /* The addresses this node serves (sluiced mirrors the kernel's local routing table). */
 struct {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);

@@ -793,6 +793,22 @@ static __always_inline void outcome(void *map, __u32 idx, int shed)
 	}
 }
 
+/* Is @addr one of this node's? The exact table first; the trie only if wider prefixes exist. */
+static __always_inline int local_addr(const __u8 *addr, __u8 family)
+{
+	const struct sl_settings *set;
+	struct sl_lpm_key lk;
+	__u32 zero = 0;
+
+	lpm_key_of(&lk, addr, family);
+	if (bpf_map_lookup_elem(&sl_local_host, &lk))
+		return 1;
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	if (!set || !set->local_nets)
+		return family == SL_FAM_V4 ? addr[0] == 127 : 0; /* loopback, always local */
+	return bpf_map_lookup_elem(&sl_local, &lk) != NULL;
+}
+
 /*
  * Would the kernel answer this segment at all? Not if its source is martian (unspecified,
  * loopback, multicast, class E and broadcast, IPv4-mapped on the wire) or one of our own
@@ -801,7 +817,6 @@ static __always_inline void outcome(void *map, __u32 idx, int shed)
 __noinline int sl_martian(struct xdp_md *ctx, const struct pkt *pk)
 {
 	void *data, *end;
-	struct sl_lpm_key lk;
 	const __u8 *a;
 	__u8 *p;
 
@@ -848,19 +863,15 @@ __noinline int sl_martian(struct xdp_md *ctx, const struct pkt *pk)
 		    (w2 != 0 || w3 == 0 || w3 == bpf_htonl(1)))
 			return 1;
 	}
-	lpm_key_of(&lk, pk->s.saddr, pk->s.family);
-	return bpf_map_lookup_elem(&sl_local, &lk) != NULL;
+	return local_addr(pk->s.saddr, pk->s.family);
 }
 
 /* Is the segment's destination an address this node serves? */
 __noinline int sl_is_local(const struct pkt *pk)
 {
-	struct sl_lpm_key lk;
-
 	if (!pk)
 		return 0;
-	lpm_key_of(&lk, pk->s.daddr, pk->s.family);
-	return bpf_map_lookup_elem(&sl_local, &lk) != NULL;
+	return local_addr(pk->s.daddr, pk->s.family);
 }
 
 /*
@@ -934,9 +945,19 @@ __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 __noinline int sl_read_ts(struct xdp_md *ctx, struct pkt *pk)
 {
 	struct seg_opts so = {};
+	__u8 o[12];
 
 	if (!ctx || !pk || pk->doff <= 5)
 		return 0;
+	/* What every stack that speaks timestamps sends after the handshake: NOP NOP TS, alone
+	 * (doff 8). Read at once; anything else takes the option walk. */
+	if (pk->doff == 8 && !bpf_xdp_load_bytes(ctx, (pk->th_off + 20) & 0x3fff, o, 12) &&
+	    o[0] == 1 && o[1] == 1 && o[2] == 8 && o[3] == 10) {
+		pk->ts = 1;
+		pk->tsval = ((__u32)o[4] << 24) | ((__u32)o[5] << 16) | ((__u32)o[6] << 8) | o[7];
+		pk->tsecr = ((__u32)o[8] << 24) | ((__u32)o[9] << 16) | ((__u32)o[10] << 8) | o[11];
+		return 0;
+	}
 	parse_tcp_opts(ctx, pk->th_off, pk->doff, &so);
 	pk->ts = so.ts;
 	pk->tsval = so.tsval;
@@ -1113,22 +1134,9 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	now = bpf_ktime_get_coarse_ns();
 	iss = pk->ack - 1;
 
-	/* The racing segments of an admitted first burst: the kernel's socket is on its way. */
-	if (pk->front == SL_FRONT_STATELESS) {
-		conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-		conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
-		if (conn && now < conn->expires_ns)
-			return record(SL_CLASS_NONE, SL_R_RACE_PASS, XDP_PASS);
-	}
+	/* The handshake ACK and the first request carry the cookie itself: checked first, since
+	 * they are most of what reaches here (the MAC needs the timestamp echo). */
 	sl_read_ts(ctx, pk);
-	conn = shed_entry(&ws->ck, pk, iss, now);
-	if (!conn)
-		conn = shed_entry(&ws->ck, pk, pk->ack - SL_429_LEN - 2, now);
-	if (conn) {
-		__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
-		return absorb(ctx, pk, conn, rp);
-	}
-
 	__builtin_memset(&ws->id, 0, sizeof(ws->id));
 	ws->id.family = pk->s.family;
 	ws->id.sport = pk->sport;
@@ -1139,14 +1147,37 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	ws->q.iss = iss;
 	ws->q.ts = pk->ts;
 	ws->q.tsecr = pk->tsecr;
-	if (!sl_cookie_ok(&ws->id, &ws->q, now, keys, &ws->o))
+	if (!sl_cookie_ok(&ws->id, &ws->q, now, keys, &ws->o)) {
+		/* Not a cookie's own segment: a racing segment of an admitted first burst (the
+		 * kernel's socket is on its way), a shed connection's leftover, or not ours. */
+		if (pk->front == SL_FRONT_STATELESS) {
+			conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+			conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
+			if (conn && now < conn->expires_ns)
+				return record(SL_CLASS_NONE, SL_R_RACE_PASS, XDP_PASS);
+		}
+		conn = shed_entry(&ws->ck, pk, iss, now);
+		if (!conn)
+			conn = shed_entry(&ws->ck, pk, pk->ack - SL_429_LEN - 2, now);
+		if (conn) {
+			__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
+			return absorb(ctx, pk, conn, rp);
+		}
 		return NOT_MINE;
+	}
+	/* The handshake's own ACK: nothing to answer, nothing to look up. */
+	if (!pk->payload && !(pk->flags & (TF_FIN | TF_RST)))
+		return record(SL_CLASS_NONE, SL_R_COOKIE_ACK, XDP_DROP);
+	/* A first request already decided (a retransmission): never decided twice. */
+	conn = shed_entry(&ws->ck, pk, iss, now);
+	if (conn) {
+		__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
+		return absorb(ctx, pk, conn, rp);
+	}
 
 	/* A cookie connection's own segment: its source is proven. */
 	if (pk->flags & TF_RST)
 		return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
-	if (!pk->payload && !(pk->flags & TF_FIN))
-		return record(SL_CLASS_NONE, SL_R_COOKIE_ACK, XDP_DROP);
 	if (sl_martian(ctx, pk))
 		return record(SL_CLASS_NONE, SL_R_MARTIAN, XDP_DROP);
 	if (!pk->payload) {

@@ -255,7 +255,8 @@ struct sl_settings {
 				  * (SL_MAX_TENANTS: none, charge by destination) */
 	__u32 pend_ttl_s;        /* SYN front: how long a passed SYN's handshake can still
 				  * complete (request socket or kernel cookie), in seconds */
-	__u32 pad1;
+	__u32 local_nets;        /* local prefixes wider than one address (AnyIP), loopback
+				  * aside: 0 lets the datapath skip the LPM trie */
 	__u64 reserved[3];
 };
 

@@ -776,17 +776,71 @@ int sl_maps_read_outcomes(int fd, uint32_t n, struct sl_outcome *out)
 	return 0;
 }
 
+/* Remove from @fd every key not among @keep (@n). Collected first: deleting while walking a
+ * map restarts the walk. */
+static int prune(int fd, const struct sl_lpm_key *keep, size_t n)
+{
+	struct sl_lpm_key k, next, *gone;
+	size_t j, nkeys = 0, cap = 64;
+	void *prev = NULL;
+	int found;
+
+	gone = calloc(cap, sizeof(*gone));
+	if (!gone)
+		return -ENOMEM;
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		found = 0;
+		for (j = 0; j < n && !found; j++)
+			found = !memcmp(&next, &keep[j], sizeof(next));
+		if (!found) {
+			if (nkeys == cap) {
+				struct sl_lpm_key *g = realloc(gone, 2 * cap * sizeof(*g));
+
+				if (!g)
+					break;
+				gone = g;
+				cap *= 2;
+			}
+			gone[nkeys++] = next;
+		}
+		k = next;
+		prev = &k;
+	}
+	for (j = 0; j < nkeys; j++)
+		bpf_map_delete_elem(fd, &gone[j]);
+	free(gone);
+	return 0;
+}
+
+/* Loopback prefixes are local and still never answered from a wire (the datapath calls them
+ * martian), so they need no trie walk. */
+static bool is_loopback(const struct sl_prefix *p)
+{
+	static const uint8_t one[16] = { [15] = 1 };
+
+	if (p->family == SL_FAM_V4)
+		return p->addr[0] == 127;
+	return !memcmp(p->addr, one, 16);
+}
+
 int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v, size_t n)
 {
-	struct sl_lpm_key k, next, *keep;
+	struct sl_lpm_key *keep, *hosts;
 	struct sl_local_val val;
-	size_t i, j, nkeys = 0, cap = 64;
-	int ret = 0, found;
+	struct sl_settings set;
+	size_t i, nh = 0;
+	uint32_t nets = 0;
+	int ret = 0;
 
 	keep = calloc(n ? n : 1, sizeof(*keep));
-	if (!keep)
-		return -ENOMEM;
+	hosts = calloc(n ? n : 1, sizeof(*hosts));
+	if (!keep || !hosts) {
+		ret = -ENOMEM;
+		goto out;
+	}
 	for (i = 0; i < n; i++) {
+		bool host = v[i].p.plen == (v[i].p.family == SL_FAM_V4 ? 32 : 128);
+
 		sl_prefix_to_lpm(&v[i].p, &keep[i]);
 		memset(&val, 0, sizeof(val));
 		val.ifindex = v[i].ifindex;
@@ -794,41 +848,31 @@ int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v
 			ret = -errno;
 			goto out;
 		}
-	}
-	/* Then remove what the kernel no longer has. Collected first: deleting while
-	 * walking an LPM trie restarts the walk. */
-	{
-		struct sl_lpm_key *gone = calloc(cap, sizeof(*gone));
-		void *prev = NULL;
-
-		if (!gone) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		while (!bpf_map_get_next_key(m->local, prev, &next)) {
-			found = 0;
-			for (j = 0; j < n && !found; j++)
-				found = !memcmp(&next, &keep[j], sizeof(next));
-			if (!found) {
-				if (nkeys == cap) {
-					struct sl_lpm_key *g = realloc(gone, 2 * cap * sizeof(*g));
-
-					if (!g)
-						break;
-					gone = g;
-					cap *= 2;
-				}
-				gone[nkeys++] = next;
+		if (host) {
+			hosts[nh] = keep[i];
+			if (bpf_map_update_elem(m->local_host, &hosts[nh], &val, BPF_ANY)) {
+				ret = -errno;
+				goto out;
 			}
-			k = next;
-			prev = &k;
+			nh++;
+		} else if (!is_loopback(&v[i].p)) {
+			nets++;
 		}
-		for (j = 0; j < nkeys; j++)
-			bpf_map_delete_elem(m->local, &gone[j]);
-		free(gone);
 	}
+	/* New prefixes are in the trie before the count says to ask it, and the count drops
+	 * before old ones leave it: the trie is never skipped while it holds a live prefix. */
+	if (!sl_maps_read_settings(m, &set) && set.local_nets != nets) {
+		set.local_nets = nets;
+		if (bpf_map_update_elem(m->settings, &(__u32){ 0 }, &set, BPF_ANY))
+			ret = -errno;
+	}
+	if (!ret)
+		ret = prune(m->local, keep, n);
+	if (!ret)
+		ret = prune(m->local_host, hosts, nh);
 out:
 	free(keep);
+	free(hosts);
 	return ret;
 }
 
