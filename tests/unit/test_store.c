@@ -1,13 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * The counter store without a Redis server: the in-process GCRA table (peek, refund, clear,
- * a full table), the fallbacks when the configured Redis cannot be reached (fail open at
- * limit / N, fail closed at the static budget, the breaker), and the keyed hash. The Redis
- * paths against a real server are in tests/net/test_store.sh and test_counters.sh.
+ * The counter store without a Redis server: the in-process GCRA tables (peek, refund, clear;
+ * one table per counter and tenant bounded by max_keys, refilled slots reused, a flood of
+ * fresh keys that never makes a spent key full, a table that grows), the fallbacks when the
+ * configured Redis cannot be reached (fail open at limit / N, fail closed at the static
+ * budget, the breaker), and the keyed hash. The Redis paths against a real server are in
+ * tests/net/test_store.sh and test_counters.sh.
  */
 #include "unit.h"
 
 #include <string.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -114,25 +117,229 @@ static void peek_refund_and_clear(void **state)
 	event_base_free(base);
 }
 
-static void a_full_table_keeps_answering(void **state)
+static void a_full_table_never_forgets_a_spent_key(void **state)
 {
 	struct event_base *base = event_base_new();
 	struct sl_store *s = store_new(base, NULL, 1);
 	struct sl_limit l = { .name = "t", .rate = 0.001, .burst = 1 };
-	struct answers a = { 0 };
+	struct answers a = { 0 }, again = { 0 };
+	struct sl_store_stats st;
 	char key[32];
 	int i;
 
 	(void)state;
-	/* 16 slots, 200 keys: new keys evict the least spent; every key's first charge passes. */
+	/* No max_keys: the table holds local_max_keys = 16. 200 keys, each spending its whole
+	 * burst at once: at most 16 get one, and no later key makes an earlier one full. */
 	for (i = 0; i < 200; i++) {
 		snprintf(key, sizeof(key), "key-%d", i);
 		charge(s, &l, "acme", key, 1, 1, &a);
 	}
-	assert_int_equal(a.admitted, 200);
-	/* The most recent key is still remembered, spent. */
-	charge(s, &l, "acme", "key-199", 1, 1, &a);
-	assert_int_equal(a.refused, 1);
+	assert_in_range(a.admitted, 1, 16);
+	for (i = 0; i < 200; i++) {
+		snprintf(key, sizeof(key), "key-%d", i);
+		charge(s, &l, "acme", key, 1, 1, &again);
+	}
+	assert_int_equal(again.refused, 200);
+	sl_store_get_stats(s, &st);
+	assert_true(st.local_keys <= 16);
+	assert_true(st.local_table_full >= 200 - 16);
+	sl_store_free(s);
+	event_base_free(base);
+}
+
+/* The attacker's test: a spent (alice, address) pair stays spent through a flood of fresh
+ * keys several times max_keys, lightly spent (alice stays in the table) or fully spent (she
+ * is evicted, and comes back no fuller than she left). */
+static void a_spent_pair_survives_a_flood_of_fresh_keys(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct sl_store *s = store_new(base, NULL, 1);
+	struct sl_limit l = { .name = "login_fail", .rate = 0.001, .burst = 5, .max_keys = 64 };
+	struct answers a = { 0 }, flood = { 0 }, fresh = { 0 };
+	struct sl_store_stats st;
+	char key[32];
+	int i, round;
+
+	(void)state;
+	charge(s, &l, "acme", "alice|203.0.113.9", 1, 6, &a);
+	assert_int_equal(a.admitted, 5);
+	for (round = 0; round < 2; round++) {
+		/* Round 0: 640 fresh keys charged once each; round 1: 640 more spending all 5. */
+		for (i = 0; i < 640; i++) {
+			snprintf(key, sizeof(key), "flood-%d-%d", round, i);
+			charge(s, &l, "acme", key, 1, round ? 5 : 1, &flood);
+		}
+		memset(&a, 0, sizeof(a));
+		charge(s, &l, "acme", "alice|203.0.113.9", 1, 1, &a);
+		assert_int_equal(a.refused, 1);
+		charge(s, &l, "acme", "alice|203.0.113.9", 0, 1, &a);
+		assert_int_equal(a.refused, 2); /* a peek says so too */
+	}
+	sl_store_get_stats(s, &st);
+	assert_true(st.local_evictions > 0);
+	assert_true(st.local_keys <= 64);
+	/* A key admitted fresh gets no more than an unseen key: with the table full of spent
+	 * keys, 100 fresh keys start spent as well (a full burst each would be 500). */
+	for (i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "late-%d", i);
+		charge(s, &l, "acme", key, 1, 6, &fresh);
+	}
+	assert_true(fresh.admitted < 100);
+	sl_store_free(s);
+	event_base_free(base);
+}
+
+static void counters_and_tenants_have_tables_of_their_own(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct sl_store *s = store_new(base, NULL, 1);
+	struct sl_limit login = { .name = "login_fail", .rate = 0.001, .burst = 3, .max_keys = 32 };
+	struct sl_limit reset = { .name = "reset_prefix", .rate = 0.001, .burst = 3,
+				  .max_keys = 32 };
+	struct answers a = { 0 }, b = { 0 };
+	struct sl_store_stats st;
+	char key[32];
+	int i;
+
+	(void)state;
+	charge(s, &login, "acme", "alice", 1, 3, &a);
+	/* 4,000 reset requests from 1,000 addresses spend every reset key: that table evicts;
+	 * so does the login table of another tenant. */
+	for (i = 0; i < 4000; i++) {
+		snprintf(key, sizeof(key), "198.51.%d.%d", i / 250 % 4, i % 250);
+		charge(s, &reset, "acme", key, 1, 1, &b);
+		snprintf(key, sizeof(key), "k%d", i);
+		charge(s, &login, "other", key, 1, 1, &b);
+	}
+	sl_store_get_stats(s, &st);
+	assert_true(st.local_evictions > 0);
+	memset(&a, 0, sizeof(a));
+	charge(s, &login, "acme", "alice", 1, 1, &a);
+	assert_int_equal(a.refused, 1); /* alice's pair is still spent */
+	/* ... and acme's login table was not touched: a new key there has its whole burst. */
+	memset(&a, 0, sizeof(a));
+	charge(s, &login, "acme", "bob", 1, 4, &a);
+	assert_int_equal(a.admitted, 3);
+	sl_store_free(s);
+	event_base_free(base);
+}
+
+static void max_keys_bounds_each_table(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct sl_store *s = store_new(base, NULL, 1);
+	struct sl_limit l = { .name = "t", .rate = 0.001, .burst = 2, .max_keys = 100 };
+	struct sl_limit big = { .name = "u", .rate = 0.001, .burst = 2, .max_keys = 5000 };
+	struct answers a = { 0 }, b = { 0 };
+	struct sl_store_stats st;
+	char key[32];
+	int i;
+
+	(void)state;
+	/* 1,000 keys into a table of 100 (it starts at 64 slots and grows to its bound), each
+	 * spending half its burst: past 100, a new key takes the place of a half-spent one and
+	 * starts half spent (so it may spend one more), until every resident is spent. */
+	for (i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		charge(s, &l, "acme", key, 1, 1, &a);
+	}
+	sl_store_get_stats(s, &st);
+	assert_int_equal(st.local_keys, 100); /* max_keys, not the store's 16 */
+	assert_true(st.local_evictions > 0);
+	assert_in_range(a.admitted, 100, 200);
+	assert_true(st.local_table_full >= 900); /* only 100 found a free slot */
+	/* Evicted or not, no key gets more than its burst of 2 in all. */
+	for (i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		charge(s, &l, "acme", key, 1, 2, &a);
+	}
+	assert_true(a.admitted <= 2000);
+	/* A table below its bound grows instead of evicting: 1,000 keys in a table of 5,000
+	 * (their two buckets of 8 at a fifth of the load) keep all their budgets. */
+	sl_store_get_stats(s, &st);
+	for (i = 0; i < 1000; i++) {
+		snprintf(key, sizeof(key), "k%d", i);
+		charge(s, &big, "acme", key, 1, 2, &b);
+	}
+	assert_int_equal(b.admitted, 2000);
+	{
+		struct sl_store_stats st2;
+
+		sl_store_get_stats(s, &st2);
+		assert_int_equal(st2.local_keys - st.local_keys, 1000);
+		assert_int_equal(st2.local_evictions, st.local_evictions);
+	}
+	sl_store_free(s);
+	event_base_free(base);
+}
+
+/* An evicted key returns exactly as spent as it left, through a reload that raises
+ * max_keys and the growth that follows (its floor moves with its buckets). */
+static void an_evicted_key_returns_as_spent_through_a_growth(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct sl_store *s = store_new(base, NULL, 1);
+	struct sl_limit l = { .name = "t", .rate = 0.001, .burst = 3, .max_keys = 16 };
+	struct answers a = { 0 }, b = { 0 };
+	struct sl_store_stats st;
+	char key[32];
+	int i;
+
+	(void)state;
+	charge(s, &l, "acme", "alice", 1, 2, &a);
+	/* 100 keys spending all 3: once the 16 slots are taken, a new key inherits the least
+	 * debt of its buckets; it can spend 1 more only from alice's, which it evicts. */
+	for (i = 0; i < 100; i++) {
+		snprintf(key, sizeof(key), "spent-%d", i);
+		charge(s, &l, "acme", key, 1, 3, &b);
+	}
+	sl_store_get_stats(s, &st);
+	assert_int_equal(st.local_evictions, 1);
+	/* A reload: max_keys 4,096. 2,000 fresh keys grow the table, and all get their unit. */
+	l.max_keys = 4096;
+	memset(&b, 0, sizeof(b));
+	for (i = 0; i < 2000; i++) {
+		snprintf(key, sizeof(key), "fresh-%d", i);
+		charge(s, &l, "acme", key, 1, 1, &b);
+	}
+	assert_int_equal(b.admitted, 2000);
+	sl_store_get_stats(s, &st);
+	assert_true(st.local_keys > 1000);
+	/* alice had one unit left when she was evicted: she gets one, not a new burst of 3. */
+	memset(&a, 0, sizeof(a));
+	charge(s, &l, "acme", "alice", 1, 3, &a);
+	assert_int_equal(a.admitted, 1);
+	sl_store_free(s);
+	event_base_free(base);
+}
+
+static void refilled_entries_are_reused(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct sl_store *s = store_new(base, NULL, 1);
+	/* One unit per ms, burst 1: a charged key is full again 1 ms later. */
+	struct sl_limit l = { .name = "t", .rate = 1000, .burst = 1, .max_keys = 16 };
+	struct timespec ms5 = { 0, 5000000 };
+	struct answers a = { 0 };
+	struct sl_store_stats st;
+	char key[32];
+	int i, round;
+
+	(void)state;
+	for (round = 0; round < 20; round++) {
+		for (i = 0; i < 8; i++) {
+			snprintf(key, sizeof(key), "r%d-%d", round, i);
+			charge(s, &l, "acme", key, 1, 1, &a);
+		}
+		nanosleep(&ms5, NULL);
+	}
+	/* 160 keys through 16 slots, 8 at a time (a bucket's worth, so none can find both of
+	 * its buckets full): every slot that came back was refilled, and reused. */
+	assert_int_equal(a.admitted, 160);
+	sl_store_get_stats(s, &st);
+	assert_int_equal(st.local_evictions, 0);
+	assert_int_equal(st.local_table_full, 0);
+	assert_true(st.local_keys <= 16);
 	sl_store_free(s);
 	event_base_free(base);
 }
@@ -202,7 +409,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(in_process_limits_exactly),
 		cmocka_unit_test(peek_refund_and_clear),
-		cmocka_unit_test(a_full_table_keeps_answering),
+		cmocka_unit_test(a_full_table_never_forgets_a_spent_key),
+		cmocka_unit_test(a_spent_pair_survives_a_flood_of_fresh_keys),
+		cmocka_unit_test(counters_and_tenants_have_tables_of_their_own),
+		cmocka_unit_test(max_keys_bounds_each_table),
+		cmocka_unit_test(an_evicted_key_returns_as_spent_through_a_growth),
+		cmocka_unit_test(refilled_entries_are_reused),
 		cmocka_unit_test(unreachable_redis_fails_open_at_limit_over_n),
 		cmocka_unit_test(unreachable_redis_fails_closed_at_the_static_budget),
 		cmocka_unit_test(keyed_hash_is_fixed_width_and_separates_parts),

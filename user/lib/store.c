@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * The counter store (see store.h): an in-process GCRA table, and a Redis client on the
+ * The counter store (see store.h): in-process GCRA tables, and a Redis client on the
  * caller's libevent loop with per-call timeouts, a circuit breaker and per-counter fallbacks.
  */
 #include <errno.h>
@@ -21,7 +21,10 @@
 
 #define KEY_MAX 192
 #define MAX_SCRIPTS 4
-#define PROBE 16 /* slots looked at before the in-process table evicts */
+#define WAYS 8              /* slots per bucket of an in-process table */
+#define FIRST_SLOTS 64      /* a table's first size; it doubles up to its bound */
+#define UNCAPPED_KEYS 65536 /* the bound of a counter with max_keys 0, by default */
+#define WARN_EVERY_NS (60ull * 1000000000ull)
 
 /*
  * GCRA in one round trip, atomically: one value per key (its TAT in microseconds of the
@@ -69,9 +72,28 @@ static const char gcra_lua[] =
 	"end\n"
 	"return {1, 0, 0}\n";
 
-struct entry {
-	char key[KEY_MAX];
-	uint64_t tat; /* ns, CLOCK_MONOTONIC; 0: empty */
+struct slot {
+	uint64_t h;   /* the key's keyed hash */
+	uint64_t tat; /* ns, CLOCK_MONOTONIC; 0: empty; <= now: refilled (free, still the key's) */
+};
+
+/* One counter's keys for one tenant (see "the in-process tables" below). */
+struct table {
+	uint8_t kind;        /* TK_*: exact, or which fallback */
+	bool nogrow;         /* an allocation failed: evict from here on */
+	uint32_t nb;         /* buckets of WAYS slots */
+	uint64_t idh;        /* hash of (kind, tenant, name), for the directory */
+	uint64_t cap;        /* the most keys it holds: max_keys */
+	uint64_t used;       /* slots holding a key */
+	uint64_t evictions;
+	uint64_t warned;     /* ns of the last "full" warning */
+	struct slot *slot;   /* nb * WAYS */
+	uint64_t *floor;     /* per bucket: the largest TAT evicted from it */
+	/* While it grows: the slots it grows from, whose buckets below mig have moved. */
+	struct slot *oslot;
+	uint64_t *ofloor;
+	uint32_t onb, mig;
+	char *tenant, *name;
 };
 
 struct script {
@@ -95,8 +117,9 @@ struct sl_store {
 	struct script scripts[MAX_SCRIPTS];
 	int n_scripts;
 	int gcra;             /* index of the GCRA script */
-	struct entry *tab;
-	size_t cap;           /* power of two */
+	struct table **dir;   /* the in-process tables, open addressing by idh */
+	size_t dir_cap, dir_n; /* dir_cap: a power of two */
+	uint8_t hkey[crypto_shorthash_KEYBYTES]; /* keys the slots' hashes, random */
 	struct sl_store_stats st;
 	bool closing;
 };
@@ -141,102 +164,573 @@ void sl_store_hash(const uint8_t *key, const char *const *parts, int n, char *ou
 	sodium_bin2hex(out, 33, h, sizeof(h));
 }
 
-/* ---- the in-process table ------------------------------------------------------------ */
+/* ---- the in-process tables ----------------------------------------------------------- */
 
-static uint64_t fnv(const char *k)
+/*
+ * Why the tables are built this way (issue 14): one table for every counter and tenant once
+ * forgot spent budgets. A flood of fresh keys on any counter (80,000 password resets from
+ * 4,000 addresses) evicted the least-spent entry of the shared table, and an evicted key
+ * came back full: a spent (alice, address) pair was wiped. The rules now:
+ *
+ *   - One table per (counter, tenant, and which answer: exact, fail-open fallback,
+ *     fail-closed fallback), holding at most the counter's max_keys keys (the store's
+ *     local_max_keys, 65,536 by default, for a counter without one). A flood on
+ *     /password-reset fills the reset tables and no other.
+ *   - A key is a keyed SipHash-2-4 (a random key per process, so a flood cannot aim at a
+ *     bucket) naming two buckets of 8 slots; the less loaded one takes a new key, and when
+ *     both are full an entry of theirs may move to its own other bucket. A check reads 16
+ *     slots (32 while the table grows; at most 144 to make room), so it is O(1), and a
+ *     table fills to about 90 % of its slots before anything is evicted.
+ *   - A refilled entry (TAT <= now) holds no information: any new key may take its slot.
+ *   - Below its bound a table grows instead of evicting: it doubles (up to the bound), and
+ *     the old slots move two buckets per check, so no check pays for the whole move.
+ *   - At its bound, a new key whose two buckets hold only live entries replaces the one
+ *     with the least debt (TAT - now) and starts where that one was: at least as spent as
+ *     the least-spent resident, never full. The evicted TAT becomes its bucket's floor (the
+ *     largest TAT evicted from it), and a key a table does not hold starts at max(now, the
+ *     floors of its two buckets). A key only ever comes back to its own buckets, so an
+ *     evicted key returns at least as spent as it left: no sequence of fresh keys turns a
+ *     spent key full, and a key admitted fresh gets no more than any unseen key would.
+ *     Floors decay like any TAT: one burst's refill after the last eviction they are gone.
+ *   - So when a table is too small for its live keys, new keys pay (they start spent,
+ *     counted as table_full) rather than spent keys being forgotten. That is the safe
+ *     direction for every counter here, fail open or closed alike: the keys count attempts,
+ *     and a full budget bought with a flood could be bought again and again. Refusing every
+ *     new key instead (what Redis does at max_keys) would let a flood lock out everyone new
+ *     even while the residents are barely spent; inheriting a debt costs a new key only what
+ *     the least-spent resident has already used.
+ *   - A refund reaches only a key the table holds (what a forgotten key was charged sits in
+ *     a shared floor, and is outwaited); a clear marks its key refilled but keeps the slot,
+ *     so the key's own record, not a floor, answers for it until the slot is reused.
+ */
+
+enum { TK_EXACT = 0, TK_LOCAL = 1, TK_STATIC = 2 };
+
+static const char *const kind_name[] = { "", " (fail-open fallback)",
+					 " (fail-closed fallback)" };
+
+static uint64_t id_hash(uint8_t kind, const char *tenant, const char *name)
 {
-	uint64_t h = 1469598103934665603ull;
+	uint64_t h = (1469598103934665603ull ^ kind) * 1099511628211ull;
+	const char *p;
 
-	for (; *k; k++)
-		h = (h ^ (uint8_t)*k) * 1099511628211ull;
+	for (p = tenant; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	h *= 1099511628211ull; /* the NUL between the two */
+	for (p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
 	return h;
 }
 
+/* The most keys a table of @l may hold. */
+static uint64_t bound_of(const struct sl_store *s, const struct sl_limit *l)
+{
+	if (l->max_keys)
+		return l->max_keys;
+	return s->o.local_max_keys ? s->o.local_max_keys : UNCAPPED_KEYS;
+}
+
+static void table_free(struct table *t)
+{
+	if (!t)
+		return;
+	free(t->slot);
+	free(t->floor);
+	free(t->oslot);
+	free(t->ofloor);
+	free(t->tenant);
+	free(t->name);
+	free(t);
+}
+
+static struct table *table_new(uint8_t kind, const char *tenant, const char *name,
+			       uint64_t cap, uint64_t idh)
+{
+	struct table *t = calloc(1, sizeof(*t));
+	uint64_t first = cap < FIRST_SLOTS ? cap : FIRST_SLOTS;
+
+	if (!t)
+		return NULL;
+	t->kind = kind;
+	t->idh = idh;
+	t->cap = cap;
+	t->nb = (uint32_t)((first + WAYS - 1) / WAYS);
+	t->tenant = strdup(tenant);
+	t->name = strdup(name);
+	t->slot = calloc((size_t)t->nb * WAYS, sizeof(*t->slot));
+	t->floor = calloc(t->nb, sizeof(*t->floor));
+	if (!t->tenant || !t->name || !t->slot || !t->floor) {
+		table_free(t);
+		return NULL;
+	}
+	return t;
+}
+
 /*
- * Charge the in-process bucket of @key. The table is bounded: a new key takes an empty slot
- * in its probe window, or one whose bucket has refilled (nothing lost), or else the least
- * spent one (it forgets the least).
+ * The table of @l for @tenant, made on first use when @create (NULL: out of memory, or none
+ * yet). A larger max_keys (a reload) lets the table grow to it; a smaller one applies to
+ * tables made after it: a table never shrinks.
  */
-static int local_charge(struct sl_store *s, const char *key, double rate, double burst,
+static struct table *table_of(struct sl_store *s, uint8_t kind, const char *tenant,
+			      const struct sl_limit *l, bool create)
+{
+	uint64_t idh = id_hash(kind, tenant, l->name), cap;
+	size_t mask = s->dir_cap - 1, i;
+	struct table *t;
+
+	for (i = idh & mask; s->dir[i]; i = (i + 1) & mask) {
+		t = s->dir[i];
+		if (t->idh == idh && t->kind == kind && !strcmp(t->tenant, tenant) &&
+		    !strcmp(t->name, l->name)) {
+			cap = bound_of(s, l);
+			if (cap > t->cap) {
+				t->cap = cap;
+				t->nogrow = false;
+			}
+			return t;
+		}
+	}
+	if (!create)
+		return NULL;
+	if ((s->dir_n + 1) * 2 > s->dir_cap) {
+		size_t ncap = s->dir_cap * 2, j, k;
+		struct table **nd = calloc(ncap, sizeof(*nd));
+
+		if (!nd)
+			return NULL;
+		for (j = 0; j < s->dir_cap; j++) {
+			if (!s->dir[j])
+				continue;
+			for (k = s->dir[j]->idh & (ncap - 1); nd[k]; k = (k + 1) & (ncap - 1))
+				;
+			nd[k] = s->dir[j];
+		}
+		free(s->dir);
+		s->dir = nd;
+		s->dir_cap = ncap;
+		mask = ncap - 1;
+		for (i = idh & mask; s->dir[i]; i = (i + 1) & mask)
+			;
+	}
+	t = table_new(kind, tenant, l->name, bound_of(s, l), idh);
+	if (!t)
+		return NULL;
+	s->dir[i] = t;
+	s->dir_n++;
+	return t;
+}
+
+static uint64_t key_hash(const struct sl_store *s, const char *key)
+{
+	uint8_t out[crypto_shorthash_BYTES];
+	uint64_t h;
+
+	crypto_shorthash(out, (const uint8_t *)key, strlen(key), s->hkey);
+	memcpy(&h, out, sizeof(h));
+	return h;
+}
+
+/* A key's two buckets among @nb: the two halves of its hash, each mapped onto the range. */
+static void buckets_of(uint32_t nb, uint64_t h, uint32_t *b1, uint32_t *b2)
+{
+	*b1 = (uint32_t)(((h & 0xffffffffu) * nb) >> 32);
+	*b2 = (uint32_t)(((h >> 32) * nb) >> 32);
+}
+
+/* Where a key may be: two buckets of the table, and while it grows, those of its old slots
+ * that have not moved yet. */
+struct where {
+	uint32_t b1, b2, o1, o2;
+	bool old1, old2;
+};
+
+static struct slot *bucket_find(struct slot *bucket, uint64_t h)
+{
+	unsigned i;
+
+	for (i = 0; i < WAYS; i++)
+		if (bucket[i].tat && bucket[i].h == h)
+			return &bucket[i];
+	return NULL;
+}
+
+static struct slot *slot_find(struct table *t, uint64_t h, struct where *w)
+{
+	struct slot *e = NULL;
+
+	buckets_of(t->nb, h, &w->b1, &w->b2);
+	w->old1 = w->old2 = false;
+	if (t->oslot) {
+		buckets_of(t->onb, h, &w->o1, &w->o2);
+		w->old1 = w->o1 >= t->mig;
+		w->old2 = w->o2 >= t->mig && w->o2 != w->o1;
+	}
+	if (w->old1)
+		e = bucket_find(&t->oslot[(size_t)w->o1 * WAYS], h);
+	if (!e && w->old2)
+		e = bucket_find(&t->oslot[(size_t)w->o2 * WAYS], h);
+	if (!e)
+		e = bucket_find(&t->slot[(size_t)w->b1 * WAYS], h);
+	if (!e && w->b2 != w->b1)
+		e = bucket_find(&t->slot[(size_t)w->b2 * WAYS], h);
+	return e;
+}
+
+/* The TAT a key the table does not hold starts from (before now is taken into account):
+ * the floors of its buckets, and of its old buckets that have not moved yet. */
+static uint64_t floor_of(const struct table *t, const struct where *w)
+{
+	uint64_t f = t->floor[w->b1];
+
+	if (t->floor[w->b2] > f)
+		f = t->floor[w->b2];
+	if (w->old1 && t->ofloor[w->o1] > f)
+		f = t->ofloor[w->o1];
+	if (w->old2 && t->ofloor[w->o2] > f)
+		f = t->ofloor[w->o2];
+	return f;
+}
+
+struct scan {
+	struct slot *free;  /* refilled, or empty while the table is below its bound */
+	struct slot *least; /* the live entry with the least debt */
+	unsigned live;
+};
+
+static void bucket_scan(const struct table *t, uint32_t b, uint64_t now, struct scan *sc)
+{
+	struct slot *e = &t->slot[(size_t)b * WAYS];
+	unsigned i;
+
+	memset(sc, 0, sizeof(*sc));
+	for (i = 0; i < WAYS; i++, e++) {
+		if (e->tat > now) {
+			sc->live++;
+			if (!sc->least || e->tat < sc->least->tat)
+				sc->least = e;
+		} else if (e->tat) {
+			if (!sc->free || !sc->free->tat)
+				sc->free = e; /* a refilled slot first: it adds no key */
+		} else if (!sc->free && t->used < t->cap) {
+			sc->free = e;
+		}
+	}
+}
+
+/* The first free slot of bucket @b, if any. */
+static struct slot *bucket_free(const struct table *t, uint32_t b, uint64_t now)
+{
+	struct slot *e = &t->slot[(size_t)b * WAYS];
+	unsigned i;
+
+	for (i = 0; i < WAYS; i++, e++)
+		if (e->tat ? e->tat <= now : t->used < t->cap)
+			return e;
+	return NULL;
+}
+
+/* A key's two buckets: the free slot of the less loaded, the least-spent live entry. */
+static void pair_scan(const struct table *t, uint32_t b1, uint32_t b2, uint64_t now,
+		      struct scan *out)
+{
+	struct scan s2;
+
+	bucket_scan(t, b1, now, out);
+	if (b2 == b1)
+		return;
+	bucket_scan(t, b2, now, &s2);
+	if (s2.free && (!out->free || s2.live < out->live))
+		out->free = s2.free;
+	if (s2.least && (!out->least || s2.least->tat < out->least->tat))
+		out->least = s2.least;
+	out->live += s2.live;
+}
+
+/* Forget the live entry @e of the table (not of the old slots), keeping its TAT as its
+ * bucket's floor. */
+static void evict(struct sl_store *s, struct table *t, struct slot *e, uint64_t now)
+{
+	uint32_t b = (uint32_t)((size_t)(e - t->slot) / WAYS);
+
+	if (e->tat > t->floor[b])
+		t->floor[b] = e->tat;
+	s->st.local_evictions++;
+	t->evictions++;
+	if (!t->warned || now - t->warned >= WARN_EVERY_NS) {
+		t->warned = now;
+		log_warn("counter %s of tenant %s%s: its in-process table is full (max_keys %llu): "
+			 "the least-spent keys are evicted and new keys start as spent as what "
+			 "they replace (%llu evictions so far)", t->name, t->tenant,
+			 kind_name[t->kind], (unsigned long long)t->cap,
+			 (unsigned long long)t->evictions);
+	}
+}
+
+/* Slot bookkeeping: @used and local_keys count the slots that hold a key. */
+static void slot_put(struct sl_store *s, struct table *t, struct slot *e, uint64_t h,
+		     uint64_t tat)
+{
+	if (!e->tat) {
+		t->used++;
+		s->st.local_keys++;
+	}
+	e->h = h;
+	e->tat = tat;
+}
+
+static void slot_clear(struct sl_store *s, struct table *t, struct slot *e)
+{
+	if (e->tat) {
+		t->used--;
+		s->st.local_keys--;
+	}
+	e->h = 0;
+	e->tat = 0;
+}
+
+/*
+ * Both of a key's buckets are full: move one of their live entries to its own other
+ * bucket, if that one has a free slot, and return the slot it left (NULL: none can move).
+ * A move changes no key's state (an entry is found in either of its buckets), and lets a
+ * table fill to over 90 % of its slots before anything is evicted.
+ */
+static struct slot *make_room(struct sl_store *s, struct table *t, uint32_t b1, uint32_t b2,
+			      uint64_t now)
+{
+	uint32_t bs[2] = { b1, b2 };
+	unsigned k, i;
+
+	for (k = 0; k < (b1 == b2 ? 1u : 2u); k++) {
+		struct slot *e = &t->slot[(size_t)bs[k] * WAYS];
+
+		for (i = 0; i < WAYS; i++, e++) {
+			uint32_t r1, r2, other;
+			struct slot *to;
+
+			if (e->tat <= now)
+				continue; /* an empty slot (the table is at its bound) */
+			buckets_of(t->nb, e->h, &r1, &r2);
+			other = r1 == bs[k] ? r2 : r1;
+			if (other == b1 || other == b2)
+				continue;
+			to = bucket_free(t, other, now);
+			if (!to)
+				continue;
+			slot_put(s, t, to, e->h, e->tat);
+			slot_clear(s, t, e);
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/* Move old bucket @b into the table: its floor onto every new bucket a key of it can map
+ * to (a key's bucket is a fixed fraction of the range: old bucket b of M becomes buckets
+ * b*N/M up to (b+1)*N/M of N), its live entries by the rule a new key follows (both buckets
+ * full and no room to be made: the lesser of the two goes to a floor), its refilled entries
+ * nowhere. */
+static void migrate_bucket(struct sl_store *s, struct table *t, uint32_t b, uint64_t now)
+{
+	struct slot *e = &t->oslot[(size_t)b * WAYS];
+	unsigned i;
+
+	if (t->ofloor[b] > now) {
+		uint64_t lo = (uint64_t)b * t->nb / t->onb, n;
+		uint64_t hi = ((uint64_t)(b + 1) * t->nb + t->onb - 1) / t->onb - 1;
+
+		for (n = lo; n <= hi; n++)
+			if (t->ofloor[b] > t->floor[n])
+				t->floor[n] = t->ofloor[b];
+	}
+	for (i = 0; i < WAYS; i++, e++) {
+		struct slot moving = *e;
+		uint32_t b1, b2;
+		struct scan sc;
+
+		slot_clear(s, t, e); /* it leaves the old slots, for the new or for good */
+		if (moving.tat <= now)
+			continue;
+		buckets_of(t->nb, moving.h, &b1, &b2);
+		pair_scan(t, b1, b2, now, &sc);
+		if (!sc.free)
+			sc.free = make_room(s, t, b1, b2, now);
+		if (!sc.free && sc.least && sc.least->tat < moving.tat) {
+			evict(s, t, sc.least, now);
+			sc.free = sc.least;
+		}
+		if (sc.free) {
+			slot_put(s, t, sc.free, moving.h, moving.tat);
+			continue;
+		}
+		/* The entry moving is the least spent of them: it is the one forgotten. */
+		if (moving.tat > t->floor[b1])
+			t->floor[b1] = moving.tat;
+		s->st.local_evictions++;
+		t->evictions++;
+	}
+}
+
+/*
+ * Move the next two old buckets, or all that are left when the table could otherwise reach
+ * its bound before they have moved: a key always finds a free slot among empty buckets.
+ * (Each check adds at most one key and moves two buckets, so that happens only where the
+ * old slots had 16 buckets or fewer; see table_grow.) The old slots are freed once all moved.
+ */
+static void table_step(struct sl_store *s, struct table *t, uint64_t now)
+{
+	uint32_t n = 2;
+
+	if (!t->oslot)
+		return;
+	if (t->cap - t->used <= (uint64_t)(t->onb - t->mig) / 2 + 1)
+		n = t->onb - t->mig;
+	while (t->oslot && n--) {
+		migrate_bucket(s, t, t->mig++, now);
+		if (t->mig == t->onb) {
+			free(t->oslot);
+			free(t->ofloor);
+			t->oslot = NULL;
+			t->ofloor = NULL;
+		}
+	}
+}
+
+/* Start doubling @t, up to its bound (straight to it when a last step would add less
+ * than an eighth): the present slots become the old ones. */
+static int table_grow(struct table *t)
+{
+	uint64_t want = (t->cap + WAYS - 1) / WAYS, nb64 = (uint64_t)t->nb * 2;
+	uint32_t nb = (uint32_t)(nb64 >= want || (want - nb64) * 8 < nb64 ? want : nb64);
+	struct slot *slot = calloc((size_t)nb * WAYS, sizeof(*slot));
+	uint64_t *fl = calloc(nb, sizeof(*fl));
+
+	if (!slot || !fl) {
+		free(slot);
+		free(fl);
+		t->nogrow = true;
+		log_warn("counter %s of tenant %s%s: cannot grow its in-process table past %llu "
+			 "slots (out of memory): it evicts from here on", t->name, t->tenant,
+			 kind_name[t->kind], (unsigned long long)t->nb * WAYS);
+		return -1;
+	}
+	t->oslot = t->slot;
+	t->ofloor = t->floor;
+	t->onb = t->nb;
+	t->mig = 0;
+	t->slot = slot;
+	t->floor = fl;
+	t->nb = nb;
+	return 0;
+}
+
+/*
+ * Charge @key's bucket in its counter's table (see the why-comment above). A key the table
+ * holds is charged as it stands; a new one starts at max(now, its floors), or, when the
+ * table is at its bound with both its buckets live, where the least-spent of them is.
+ */
+static int local_charge(struct sl_store *s, uint8_t kind, const char *tenant,
+			const struct sl_limit *l, const char *key, double rate, double burst,
 			double cost, uint32_t *retry_ms)
 {
 	uint64_t T = sl_gcra_emission(rate), tau = sl_gcra_tolerance(burst, T), now = now_ns();
-	uint64_t h = fnv(key);
+	struct table *t = table_of(s, kind, tenant, l, cost > 0);
+	uint64_t h, start, units, over;
+	struct slot *e, *victim = NULL;
+	struct scan sc = { 0 };
+	struct where w;
 	__u64 next = 0;
-	size_t i, victim = SIZE_MAX, empty = SIZE_MAX;
-	uint64_t victim_tat = UINT64_MAX;
-	struct entry *e = NULL;
-	uint64_t units;
 	int ok;
 
-	for (i = 0; i < PROBE; i++) {
-		struct entry *c = &s->tab[(h + i) & (s->cap - 1)];
-
-		if (c->tat && !strcmp(c->key, key)) {
-			e = c;
-			break;
-		}
-		if (!c->tat || c->tat <= now) {
-			if (empty == SIZE_MAX)
-				empty = (h + i) & (s->cap - 1);
-		} else if (c->tat < victim_tat) {
-			victim_tat = c->tat;
-			victim = (h + i) & (s->cap - 1);
-		}
+	*retry_ms = 0;
+	if (!t && cost <= 0)
+		return 1; /* a peek at, or a refund to, a counter nobody charged */
+	if (!t) {
+		/* Out of memory for a table: nothing can be counted, so nothing passes. */
+		s->st.errors++;
+		*retry_ms = 1000;
+		return 0;
 	}
-	if (!e && cost <= 0) {
-		*retry_ms = 0; /* a peek at, or a refund to, a key nobody charged */
+	table_step(s, t, now);
+	h = key_hash(s, key);
+	e = slot_find(t, h, &w);
+	if (e && cost < 0) {
+		uint64_t back = sl_mul_sat((uint64_t)ceil(-cost), T);
+
+		e->tat = e->tat > sl_add_sat(now, back) ? e->tat - back : now;
 		return 1;
 	}
-	if (cost < 0) {
-		uint64_t back = (uint64_t)ceil(-cost) * T;
-
-		e->tat = e->tat > now + back ? e->tat - back : now;
-		*retry_ms = 0;
-		return 1;
-	}
-	if (!e) {
-		size_t slot = empty != SIZE_MAX ? empty : victim;
-
-		e = &s->tab[slot];
-		if (!e->tat || e->tat <= now)
-			s->st.local_keys += e->tat ? 0 : 1;
-		snprintf(e->key, sizeof(e->key), "%s", key);
-		e->tat = now;
-	}
-	/* A peek (cost 0) asks about one unit and writes nothing. */
-	units = cost > 0 ? (uint64_t)ceil(cost) : 1;
-	ok = sl_gcra_charge(e->tat, now, units, T, tau, &next);
-	if (ok && cost > 0)
-		e->tat = next ? next : 1;
-	if (ok) {
-		*retry_ms = 0;
+	if (!e && cost < 0)
+		return 1; /* what it took has refilled, or sits in a floor: nothing to give back */
+	units = cost > 0 ? (uint64_t)ceil(cost) : 1; /* a peek asks about one unit */
+	if (e) {
+		start = e->tat;
 	} else {
-		uint64_t over = (e->tat > now ? e->tat : now) + units * T - now;
+		bool can_grow;
 
-		*retry_ms = over > tau ? (uint32_t)((over - tau + 999999) / 1000000) : 0;
+		for (;;) {
+			pair_scan(t, w.b1, w.b2, now, &sc);
+			can_grow = !t->nogrow && !t->oslot && (uint64_t)t->nb * WAYS < t->cap;
+			if (sc.free || !can_grow || cost <= 0)
+				break;
+			if (!table_grow(t)) { /* a failure sets nogrow: the next turn ends */
+				table_step(s, t, now);
+				slot_find(t, h, &w);
+			}
+		}
+		/* A peek is answered as the charge after it would be: from a slot that a growth
+		 * would make, or a move (a peek may move: it changes no key's state). */
+		if (!sc.free && !can_grow)
+			sc.free = make_room(s, t, w.b1, w.b2, now);
+		if (!sc.free && !can_grow)
+			victim = sc.least;
+		start = floor_of(t, &w);
+		if (start < now)
+			start = now;
+		/* Full: start where the entry it would replace is. */
+		if (victim && victim->tat > start)
+			start = victim->tat;
+		if (start > now)
+			s->st.local_table_full++;
 	}
-	return ok;
+	ok = sl_gcra_charge(start, now, units, T, tau, &next);
+	if (ok && cost > 0) {
+		if (!e) {
+			/* No free slot: its buckets hold only live entries, or the table is at its
+			 * bound, and then fewer than WAYS of all its slots are empty (it has fewer
+			 * than cap + WAYS; table_step keeps a growing table below its bound), so
+			 * a bucket holds a live entry (a refilled one would be free). */
+			e = sc.free ? sc.free : victim;
+			if (e == victim)
+				evict(s, t, e, now);
+		}
+		slot_put(s, t, e, h, next ? next : 1);
+		return 1;
+	}
+	if (ok)
+		return 1;
+	over = sl_add_sat(start > now ? start - now : 0, sl_mul_sat(units, T));
+	if (over > tau)
+		*retry_ms = (over - tau) / 1000000 >= UINT32_MAX ? UINT32_MAX :
+			    (uint32_t)((over - tau + 999999) / 1000000);
+	return 0;
 }
 
 static void answer_fallback(struct sl_store *s, const struct sl_limit *l, const char *tenant,
 			    const char *key, double cost, sl_store_cb cb, void *arg)
 {
-	char k[KEY_MAX];
 	uint32_t retry = 0;
 	int ok;
 
 	if (l->fail == SL_FAIL_CLOSED) {
-		snprintf(k, sizeof(k), "S|%s|%s|%s", tenant, l->name, key);
-		ok = local_charge(s, k, l->static_rate, l->static_burst, cost, &retry);
+		ok = local_charge(s, TK_STATIC, tenant, l, key, l->static_rate, l->static_burst,
+				  cost, &retry);
 		s->st.fallback_static++;
 		cb(arg, ok, retry, SL_ANS_STATIC);
 	} else {
 		double n = s->o.nodes ? s->o.nodes : 1;
 
-		snprintf(k, sizeof(k), "L|%s|%s|%s", tenant, l->name, key);
-		ok = local_charge(s, k, l->rate / n, l->burst / n < 1 ? 1 : l->burst / n, cost,
-				  &retry);
+		ok = local_charge(s, TK_LOCAL, tenant, l, key, l->rate / n,
+				  l->burst / n < 1 ? 1 : l->burst / n, cost, &retry);
 		s->st.fallback_local++;
 		cb(arg, ok, retry, SL_ANS_LOCAL);
 	}
@@ -536,8 +1030,7 @@ void sl_store_charge(struct sl_store *s, const struct sl_limit *l, const char *t
 		uint32_t retry = 0;
 		int ok;
 
-		snprintf(k, sizeof(k), "%s|%s|%s", tenant, l->name, key);
-		ok = local_charge(s, k, l->rate, l->burst, cost, &retry);
+		ok = local_charge(s, TK_EXACT, tenant, l, key, l->rate, l->burst, cost, &retry);
 		s->st.exact++;
 		cb(arg, ok, retry, SL_ANS_EXACT);
 		return;
@@ -578,26 +1071,21 @@ void sl_store_clear(struct sl_store *s, const struct sl_limit *l, const char *te
 		    const char *key)
 {
 	char k[KEY_MAX];
-	size_t i;
+	uint64_t now = now_ns(), h = key_hash(s, key);
+	uint8_t kind;
 
-	/* The local tables too: a fallback answer may have charged them. */
-	for (i = 0; i < 3; i++) {
-		static const char *const pre[] = { "", "L|", "S|" };
-		uint64_t h;
-		size_t j;
+	/* The local tables too: a fallback answer may have charged them. The slot stays the
+	 * key's, refilled: its own record answers for it, not a floor. */
+	for (kind = TK_EXACT; kind <= TK_STATIC; kind++) {
+		struct table *t = table_of(s, kind, tenant, l, false);
+		struct slot *e;
+		struct where w;
 
-		snprintf(k, sizeof(k), "%s%s|%s|%s", pre[i], tenant, l->name, key);
-		h = fnv(k);
-		for (j = 0; j < PROBE; j++) {
-			struct entry *e = &s->tab[(h + j) & (s->cap - 1)];
-
-			if (e->tat && !strcmp(e->key, k)) {
-				e->tat = 0;
-				if (s->st.local_keys)
-					s->st.local_keys--;
-				break;
-			}
-		}
+		if (!t)
+			continue;
+		e = slot_find(t, h, &w);
+		if (e && e->tat > now)
+			e->tat = now;
 	}
 	if (s->redis_addr[0] && s->connected && s->breaker == SL_BREAKER_CLOSED) {
 		char zk[KEY_MAX];
@@ -679,7 +1167,6 @@ struct sl_store *sl_store_new(struct event_base *base, const struct sl_store_opt
 			      char *err, size_t errlen)
 {
 	struct sl_store *s = calloc(1, sizeof(*s));
-	size_t cap = 1024;
 
 	if (!s) {
 		snprintf(err, errlen, "out of memory");
@@ -698,12 +1185,11 @@ struct sl_store *sl_store_new(struct event_base *base, const struct sl_store_opt
 		s->o.breaker_open_ms = 1000;
 	snprintf(s->prefix, sizeof(s->prefix), "%s", o->prefix ? o->prefix : "sluice");
 	snprintf(s->redis_addr, sizeof(s->redis_addr), "%s", o->redis ? o->redis : "");
-	while (cap < (o->local_max_keys ? o->local_max_keys : 65536))
-		cap <<= 1;
-	s->cap = cap;
-	s->tab = calloc(cap, sizeof(*s->tab));
-	if (!s->tab) {
-		snprintf(err, errlen, "cannot allocate %zu counter slots", cap);
+	randombytes_buf(s->hkey, sizeof(s->hkey));
+	s->dir_cap = 64;
+	s->dir = calloc(s->dir_cap, sizeof(*s->dir));
+	if (!s->dir) {
+		snprintf(err, errlen, "out of memory");
 		free(s);
 		return NULL;
 	}
@@ -721,6 +1207,7 @@ struct sl_store *sl_store_new(struct event_base *base, const struct sl_store_opt
 
 void sl_store_free(struct sl_store *s)
 {
+	size_t j;
 	int i;
 
 	if (!s)
@@ -732,7 +1219,9 @@ void sl_store_free(struct sl_store *s)
 		redisAsyncFree(s->ac);
 	for (i = 0; i < s->n_scripts; i++)
 		free(s->scripts[i].lua);
-	free(s->tab);
+	for (j = 0; j < s->dir_cap; j++)
+		table_free(s->dir[j]);
+	free(s->dir);
 	free(s);
 }
 

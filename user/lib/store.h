@@ -43,7 +43,8 @@ struct sl_limit {
 	double rate, burst;   /* units per second, units: the limit across all nodes */
 	uint8_t fail;         /* enum sl_fail_mode */
 	double static_rate, static_burst; /* fail closed: this node's budget meanwhile */
-	uint32_t max_keys;    /* live keys per tenant; 0: no cap */
+	uint32_t max_keys;    /* live keys per tenant; 0: no cap in Redis, in process the
+			       * store's local_max_keys */
 };
 
 struct sl_store_opts {
@@ -53,14 +54,20 @@ struct sl_store_opts {
 	uint32_t breaker_failures;
 	uint32_t breaker_open_ms;
 	const char *prefix;     /* key prefix, "sluice" */
-	size_t local_max_keys;  /* in-process table size */
+	size_t local_max_keys;  /* in process: the bound of a counter's table when its
+				 * max_keys is 0 (65536 when this is 0 too) */
 };
 
 struct sl_store_stats {
 	uint64_t calls, exact, timeouts, errors, fallback_local, fallback_static;
 	uint64_t short_circuits; /* answered from the fallback because the breaker was open */
-	uint64_t keys_capped;    /* checks refused because a tenant had max_keys live keys */
-	uint64_t local_keys;     /* live keys in the in-process table */
+	uint64_t keys_capped;    /* Redis: checks refused because a tenant had max_keys live keys */
+	uint64_t local_keys;     /* keys the in-process tables hold (refilled ones until reused) */
+	uint64_t local_evictions; /* live keys an in-process table at max_keys evicted (their
+				   * debt kept as their bucket's floor) */
+	uint64_t local_table_full; /* checks of a key a table did not hold that started spent:
+				    * its table, at max_keys, gave it the debt of what it evicts
+				    * or evicted before (never a full budget) */
 	uint8_t breaker;         /* enum sl_breaker */
 	bool redis;              /* a Redis is configured */
 	bool connected;
