@@ -284,13 +284,18 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 		evbuffer_add_printf(out, "\n  %llu checks: %llu exact, %llu timed out, %llu "
 				    "errors, %llu short-circuited by the breaker\n"
 				    "  fallbacks: %llu fail-open (local limit / %u), %llu fail-closed "
-				    "(static budget); %llu refused for the live-key cap\n",
+				    "(static budget); %llu refused for the live-key cap\n"
+				    "  in-process tables: %llu keys, %llu evicted at max_keys, "
+				    "%llu new keys started spent (table full)\n",
 				    (unsigned long long)st.calls, (unsigned long long)st.exact,
 				    (unsigned long long)st.timeouts, (unsigned long long)st.errors,
 				    (unsigned long long)st.short_circuits,
 				    (unsigned long long)st.fallback_local, d->cfg.cluster.nodes,
 				    (unsigned long long)st.fallback_static,
-				    (unsigned long long)st.keys_capped);
+				    (unsigned long long)st.keys_capped,
+				    (unsigned long long)st.local_keys,
+				    (unsigned long long)st.local_evictions,
+				    (unsigned long long)st.local_table_full);
 		for (i = 0; i < SL_CTR_N; i++) {
 			const struct sl_counter_cfg *cc = &d->cfg.counters[i];
 
@@ -315,7 +320,8 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 			    "\"nodes\":%u,\"calls\":%llu,\"exact\":%llu,"
 			    "\"timeouts\":%llu,\"errors\":%llu,\"fallback_local\":%llu,"
 			    "\"fallback_static\":%llu,\"short_circuits\":%llu,"
-			    "\"keys_capped\":%llu,\"local_keys\":%llu,\"counters\":{",
+			    "\"keys_capped\":%llu,\"local_keys\":%llu,\"local_evictions\":%llu,"
+			    "\"local_table_full\":%llu,\"counters\":{",
 			    st.redis ? "redis" : "in-process", d->cfg.redis.address,
 			    st.connected ? "true" : "false", sl_breaker_name(st.breaker),
 			    d->cfg.redis.timeout_ms, d->cfg.cluster.nodes,
@@ -325,7 +331,9 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 			    (unsigned long long)st.fallback_static,
 			    (unsigned long long)st.short_circuits,
 			    (unsigned long long)st.keys_capped,
-			    (unsigned long long)st.local_keys);
+			    (unsigned long long)st.local_keys,
+			    (unsigned long long)st.local_evictions,
+			    (unsigned long long)st.local_table_full);
 	for (i = 0; i < SL_CTR_N; i++) {
 		const struct sl_counter_cfg *cc = &d->cfg.counters[i];
 

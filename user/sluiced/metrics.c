@@ -279,6 +279,20 @@ void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct 
 	     "Checks refused because their tenant had max_keys live keys.");
 	evbuffer_add_printf(out, "sluice_store_keys_capped_total %llu\n",
 			    (unsigned long long)st.keys_capped);
+	head(out, "sluice_store_local_keys", "gauge",
+	     "Keys the in-process counter tables hold (a refilled key until its slot is reused).");
+	evbuffer_add_printf(out, "sluice_store_local_keys %llu\n",
+			    (unsigned long long)st.local_keys);
+	head(out, "sluice_store_local_evictions_total", "counter",
+	     "Live keys evicted by an in-process counter table full at max_keys (their debt kept "
+	     "for their buckets).");
+	evbuffer_add_printf(out, "sluice_store_local_evictions_total %llu\n",
+			    (unsigned long long)st.local_evictions);
+	head(out, "sluice_store_local_table_full_total", "counter",
+	     "Checks of a new key that started spent because its in-process counter table was "
+	     "full at max_keys (never full: the debt of what it replaces or what was evicted).");
+	evbuffer_add_printf(out, "sluice_store_local_table_full_total %llu\n",
+			    (unsigned long long)st.local_table_full);
 	head(out, "sluice_store_mode", "gauge",
 	     "What answers each counter now (1 for the mode in force): exact, local or static.");
 	for (i = 0; i < SL_CTR_N; i++) {
