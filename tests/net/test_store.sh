@@ -3,18 +3,29 @@
 #
 # The counter store against a real Redis (started here, on a private Unix socket): atomic
 # admission under concurrency, composite keys, and what happens when Redis dies or hangs.
+# Then a gateway on the in-process store: a spent (alice, address) pair stays spent through
+# floods of fresh keys on /password-reset and on /login (each counter's table bounded by its
+# max_keys), and the evictions are counted.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 . "$HERE/../lib/tap.sh"
+. "$HERE/../lib/gateway.sh"
 NT_DIR=$(mktemp -d /tmp/sluice-store.XXXXXX)
 . "$HERE/../lib/redis.sh"
 SC="$BUILD/tests/bin/store_check"
+PY=/usr/bin/python3
+SLUICED_PID=
 
 redis_available || { echo "1..0 # SKIP redis-server is not installed"; exit 0; }
-trap 'redis_stop; rm -rf "$NT_DIR"' EXIT
+cleanup() {
+	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
+	redis_stop
+	rm -rf "$NT_DIR"
+}
+trap cleanup EXIT
 redis_start || { echo "Bail out! redis-server did not start"; exit 1; }
 R="unix:$REDIS_SOCK"
 
@@ -102,5 +113,112 @@ adm=$(/usr/bin/python3 -c 'import sys,json; print(sum(json.loads(l)["admitted"] 
 expect_ge "in-process: burst 5 + 10/s over 1 s admits at least 14 ($adm)" "$adm" 14
 expect_le "in-process: and at most 16" "$adm" 16
 expect_match "in-process answers are exact" "$(head -1 "$NT_DIR/solo")" '"local":0,"static":0'
+
+# 6. A gateway with no Redis: its counters in process, each in a table of its own bounded by
+#    its max_keys (small here). alice's pair from the attacker's address is spent; then
+#    4,000 password resets from 2,000 addresses (fresh reset_prefix and reset_account keys,
+#    many times those tables' 256) leave the login table alone, and 400 failed logins from
+#    400 addresses (fresh login_failures keys, six times that table's 64) cannot make the
+#    pair full: a full table hands new keys the debt of what they replace, so all the flood
+#    can buy is the table's own 64 x 3 attempts.
+GW=$(free_port)
+MP=$(free_port)
+: >"$NT_DIR/creds.txt"
+chmod 600 "$NT_DIR/creds.txt"
+cat >"$NT_DIR/gw.conf" <<EOF
+tenants = ( { name = "default"; reservation = 0.0; } );
+routes = (
+  { name = "login"; method = "POST"; path = "/login"; cpu = 10.0; },
+  { name = "reset"; method = "POST"; path = "/password-reset"; cpu = 1.0; }
+);
+gateway: {
+  listen = "127.0.0.1:$GW";
+  credentials = "$NT_DIR/creds.txt";
+  capacity = { cpu = 1000000.0; };
+  argon2 = { m_cost_kib = 256; t_cost = 1; parallelism = 1; memory_budget_mib = 1; };
+  trusted_hops = 1;
+  reject_floor_ms = 0;
+  login_uniform = false;
+  delivery = "log";
+  delivery_log = "$NT_DIR/outbox.log";
+};
+counters: {
+  login_failures = { rate = 0.001; burst = 3.0; max_keys = 64; };
+  reset_prefix = { rate = 0.001; burst = 20.0; max_keys = 256; };
+  reset_account = { rate = 0.001; burst = 3.0; max_keys = 256; };
+  reset_tenant = { rate = 100000.0; burst = 100000.0; };
+  outbound = { rate = 100000.0; burst = 100000.0; };
+};
+stream: { enabled = false; };
+daemon: { control_socket = "$NT_DIR/gw.sock"; metrics_listen = "127.0.0.1:$MP"; };
+EOF
+gctl() { "$BUILD/sluicectl" -c "$NT_DIR/gw.conf" "$@"; }
+echo pw-alice | gctl user add default alice >/dev/null || { echo "Bail out! user add alice"; exit 1; }
+gw_start "$NT_DIR/gw.conf" "$NT_DIR/gw.log"
+# send.py PORT THREADS SPEC...: each SPEC is path,user,password,xff (or @FILE of them);
+# prints the statuses in order, one per line.
+cat >"$NT_DIR/send.py" <<'PYEOF'
+import concurrent.futures, http.client, sys
+port, threads = int(sys.argv[1]), int(sys.argv[2])
+specs = []
+for a in sys.argv[3:]:
+    specs += open(a[1:]).read().split() if a.startswith("@") else [a]
+def one(spec):
+    path, user, pw, xff = spec.split(",")
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
+    body = "username=%s" % user + ("&password=%s" % pw if path == "/login" else "")
+    c.request("POST", path, body=body, headers={"Host": "idp.test", "X-Forwarded-For": xff,
+              "Content-Type": "application/x-www-form-urlencoded"})
+    r = c.getresponse()
+    r.read()
+    c.close()
+    return r.status
+with concurrent.futures.ThreadPoolExecutor(threads) as ex:
+    print("\n".join(str(s) for s in ex.map(one, specs)))
+PYEOF
+send() { $PY "$NT_DIR/send.py" "$GW" "$@"; }
+tally() { sort | uniq -c | awk '{print $2 "x" $1}' | tr '\n' ' '; }
+ATK=203.0.113.9
+r=$(send 1 "/login,alice,bad1,$ATK" "/login,alice,bad2,$ATK" "/login,alice,bad3,$ATK" \
+	"/login,alice,pw-alice,$ATK" | tr '\n' ' ')
+expect_eq "in process: three wrong passwords spend (alice, attacker); the right one is then refused" \
+	"$r" "401 401 401 429 "
+$PY -c '
+for i in range(4000):
+    a = i % 2000
+    print("/password-reset,u%05d,-,10.%d.%d.%d" % (i, a >> 16, (a >> 8) & 255, a & 255))' \
+	>"$NT_DIR/resets"
+expect_eq "4,000 password resets from 2,000 addresses: every one answered 202" \
+	"$(send 8 "@$NT_DIR/resets" | tally)" "202x4000 "
+st=$(gctl status --json)
+ev=$(jget "$st" store.local_evictions)
+expect_ge "the reset tables, full, evicted (the least spent first: $ev)" "$ev" 1000
+expect_match "  ... and the log names them" "$(cat "$NT_DIR/gw.log")" \
+	'counter (reset_prefix|reset_acct) of tenant default: its in-process table is full \(max_keys 256\)'
+expect_eq "after the reset flood (alice, attacker) is still spent" \
+	"$(send 1 "/login,alice,pw-alice,$ATK")" 429
+expect_eq "  ... and the login table was not touched: alice from her own address signs in" \
+	"$(send 1 "/login,alice,pw-alice,198.51.100.7")" 200
+$PY -c '
+for i in range(400):
+    print("/login,nobody%03d,x,172.16.%d.%d" % (i, i >> 8, i & 255))' >"$NT_DIR/logins"
+send 8 "@$NT_DIR/logins" >"$NT_DIR/flood"
+n401=$(grep -c '^401$' "$NT_DIR/flood")
+expect_eq "400 failed logins from 400 addresses: each answered 401 (charged) or 429 (refused)" \
+	"$(grep -cE '^(401|429)$' "$NT_DIR/flood")" 400
+expect_le "  ... charged at most the table's 64 x 3 attempts, less alice's 3 ($n401)" "$n401" 189
+expect_ge "  ... and at least the free slots' worth (62)" "$n401" 62
+expect_eq "after the login flood (alice, attacker) is still spent: the right password is refused" \
+	"$(send 1 "/login,alice,pw-alice,$ATK")" 429
+st=$(gctl status --json)
+expect_eq "status: the counters are in process" "$(jget "$st" store.backend)" in-process
+ev2=$(jget "$st" store.local_evictions)
+expect_ge "status: the login table evicted too ($((ev2 - ev)))" "$((ev2 - ev))" 1
+expect_ge "status: new keys that started spent are counted" "$(jget "$st" store.local_table_full)" 1
+expect_le "status: the tables hold at most their max_keys (256 + 256 + 64, and the tenant's own)" \
+	"$(jget "$st" store.local_keys)" $((256 + 256 + 64 + 4))
+prom() { $PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$MP/metrics" "$@"; }
+expect_eq "metrics: the evictions" "$(prom sluice_store_local_evictions_total)" "$ev2"
+expect_ge "metrics: the new keys that started spent" "$(prom sluice_store_local_table_full_total)" 1
 
 tap_done
