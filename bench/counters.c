@@ -6,6 +6,11 @@
  * CLOCK_MONOTONIC, percentiles by nearest rank over the sorted samples) of:
  *   in-process  sl_store_charge() with no Redis: the baseline every ratio is taken against,
  *               measured at the start and again at the end of the run (the machine drifts);
+ *   in-process, table full
+ *               the same over a counter whose max_keys is a tenth of the keys cycled through:
+ *               nearly every check is of a key its full table does not hold, so it looks for
+ *               a move, evicts the least-spent entry and starts from its debt (the path a
+ *               flood of fresh keys takes);
  *   script      sl_store_charge() against Redis: one EVALSHA of the store's GCRA script per
  *               check, at 1 check in flight (the round trip) and at --concurrency;
  *   naive       a read-modify-write built here on hiredis: GET the TAT, run the same GCRA in
@@ -15,6 +20,8 @@
  * --keys keys with a limit that never refuses, so every check takes the writing path. Each
  * row also gives the CPU spent per check, in this process (getrusage) and in redis-server
  * (INFO cpu), over the whole case: what the bottleneck was on this machine.
+ *
+ * The table-full row prints what share of its checks evicted (from the store's counters).
  *
  * Over-admission: clients hammer ONE fresh key (burst --burst, a rate so small that nothing
  * refills during the run), each making 2 x burst checks. The store must admit exactly the
@@ -184,6 +191,9 @@ static const char *transport = "none";
 
 static const struct sl_limit tput_lim = { .name = "tput", .rate = TPUT_RATE,
 					  .burst = TPUT_RATE };
+/* The full table: one unit a second and a burst of 10^9 (nothing refills or refuses during
+ * a run), max_keys set in main() to a tenth of --keys. */
+static struct sl_limit full_lim = { .name = "full", .rate = 1, .burst = 1e9 };
 static struct sl_limit race_lim = { .name = "race", .rate = RACE_RATE };
 
 static struct event_base *new_base(void)
@@ -649,8 +659,9 @@ static void inproc_answer(void *arg, int allowed, uint32_t retry_ms, int answer)
 	}
 }
 
-static void run_inproc(struct sl_store *store, double secs, struct result *res,
-		       struct samples *s, uint64_t *untimed, double *untimed_secs)
+static void run_inproc(struct sl_store *store, const struct sl_limit *lim, double secs,
+		       struct result *res, struct samples *s, uint64_t *untimed,
+		       double *untimed_secs)
 {
 	struct inproc x = { .s = s };
 	uint64_t t_end, seq = 0, t0, t_start;
@@ -659,7 +670,7 @@ static void run_inproc(struct sl_store *store, double secs, struct result *res,
 	t_end = now_ns() + (uint64_t)(o.warmup * 1e9);
 	while (now_ns() < t_end)
 		for (i = 0; i < INPROC_BATCH; i++)
-			sl_store_charge(store, &tput_lim, "bench",
+			sl_store_charge(store, lim, "bench",
 					keynames[(seq++ * 2654435761u) % o.keys], 1, inproc_answer,
 					&x);
 	x.not_exact = 0;
@@ -669,7 +680,7 @@ static void run_inproc(struct sl_store *store, double secs, struct result *res,
 		x.timed = !(batch++ & 1);
 		if (!x.timed) {
 			for (i = 0; i < INPROC_BATCH; i++)
-				sl_store_charge(store, &tput_lim, "bench",
+				sl_store_charge(store, lim, "bench",
 						keynames[(seq++ * 2654435761u) % o.keys], 1,
 						inproc_answer, &x);
 			*untimed += INPROC_BATCH;
@@ -680,7 +691,7 @@ static void run_inproc(struct sl_store *store, double secs, struct result *res,
 			const char *key = keynames[(seq++ * 2654435761u) % o.keys];
 
 			x.sent = now_ns();
-			sl_store_charge(store, &tput_lim, "bench", key, 1, inproc_answer, &x);
+			sl_store_charge(store, lim, "bench", key, 1, inproc_answer, &x);
 		}
 	}
 	res->checks += x.checks;
@@ -770,7 +781,8 @@ static void usage(FILE *f)
 		"  --warmup       seconds run and discarded before each case (0.3)\n"
 		"  --concurrency  checks in flight, and clients in the over-admission race (32)\n"
 		"  --burst        the race's burst (100); each client makes 2 x burst checks\n"
-		"  --keys         distinct keys the throughput cases cycle through (10000)\n"
+		"  --keys         distinct keys the throughput cases cycle through (10000);\n"
+		"                 the full-table case's max_keys is a tenth of them\n"
 		"  --timeout-ms   the store's per-call timeout (1000: slow answers are results)\n");
 }
 
@@ -795,8 +807,12 @@ int main(int argc, char **argv)
 		{ .kase = "naive", .desc = "naive GET + SET" },
 		{ .kase = "naive", .desc = "naive GET + SET" },
 	};
+	struct result full = { .kase = "inproc-full", .desc = "in-process, table full" };
 	struct race races[4];
 	struct result half[2] = { { 0 } };
+	struct sl_store_stats st0, st1;
+	uint64_t full_untimed = 0;
+	double full_untimed_secs = 0;
 	struct sl_store *local = NULL, *remote = NULL;
 	struct samples s, sb;
 	uint64_t untimed[2] = { 0 };
@@ -829,6 +845,7 @@ int main(int argc, char **argv)
 	if (!o.label)
 		o.label = transport;
 	race_lim.burst = o.burst;
+	full_lim.max_keys = o.keys / 10 ? o.keys / 10 : 1;
 	log_set_level(LOG_LVL_ERROR);
 
 	keynames = calloc(o.keys, sizeof(*keynames));
@@ -851,7 +868,8 @@ int main(int argc, char **argv)
 	}
 
 	/* The baseline, first half. */
-	run_inproc(local, o.duration / 2, &half[0], &sb, &untimed[0], &untimed_secs[0]);
+	run_inproc(local, &tput_lim, o.duration / 2, &half[0], &sb, &untimed[0],
+		   &untimed_secs[0]);
 	if (o.redis) {
 		static const unsigned at[4] = { 1, 0, 1, 0 };
 
@@ -867,7 +885,8 @@ int main(int argc, char **argv)
 		nres = 5;
 	}
 	/* The baseline, second half: its latencies are those of both halves together. */
-	run_inproc(local, o.duration / 2, &half[1], &sb, &untimed[1], &untimed_secs[1]);
+	run_inproc(local, &tput_lim, o.duration / 2, &half[1], &sb, &untimed[1],
+		   &untimed_secs[1]);
 	res[0].inflight = 1;
 	res[0].checks = half[0].checks + half[1].checks;
 	res[0].not_exact = half[0].not_exact + half[1].not_exact;
@@ -875,6 +894,18 @@ int main(int argc, char **argv)
 	res[0].rate = (double)(untimed[0] + untimed[1]) / (untimed_secs[0] + untimed_secs[1]);
 	result_finish(&res[0], &sb);
 	base_rate = res[0].rate;
+
+	/* The full table: its warm-up fills it, then nearly every check evicts. */
+	sb.n = 0;
+	sb.seen = 0;
+	sb.stride = 1;
+	sl_store_get_stats(local, &st0);
+	run_inproc(local, &full_lim, o.duration / 2, &full, &sb, &full_untimed,
+		   &full_untimed_secs);
+	sl_store_get_stats(local, &st1);
+	full.inflight = 1;
+	full.rate = (double)full_untimed / full_untimed_secs;
+	result_finish(&full, &sb);
 
 	/* Over-admission: one key, the same workload for each. */
 	if (run_race(K_SCRIPT, local, false, o.concurrency, "in-process", "race-inproc", run_id,
@@ -898,13 +929,19 @@ int main(int argc, char **argv)
 	       "p50 us", "p99 us", "max us", "cli cpu", "srv cpu", "cost", "vs script");
 	for (i = 0; i < nres; i++)
 		print_row(&res[i], base_rate, script_rate_for(res, i));
+	print_row(&full, base_rate, 0);
 	printf("in-process baseline: %.0f checks/s at the start, %.0f at the end (drift %+.1f%%)\n"
+	       "table full: max_keys %u over %u keys; it evicted on %.1f%% of its %" PRIu64
+	       " checks, warm-up included\n"
 	       "cost: in-process checks/s over this row's; vs script: the script's checks/s at "
 	       "the same number in flight over this row's\n"
 	       "cli cpu, srv cpu: microseconds of CPU per check in this process (client and "
 	       "store) and in redis-server, over the whole case\n",
 	       untimed[0] / untimed_secs[0], untimed[1] / untimed_secs[1],
-	       100.0 * ((untimed[1] / untimed_secs[1]) / (untimed[0] / untimed_secs[0]) - 1));
+	       100.0 * ((untimed[1] / untimed_secs[1]) / (untimed[0] / untimed_secs[0]) - 1),
+	       full_lim.max_keys, o.keys,
+	       100.0 * (double)(st1.local_evictions - st0.local_evictions) /
+		       (double)(st1.calls - st0.calls), st1.calls - st0.calls);
 	printf("\nover-admission: one fresh key each, burst %u, %g/s (no refill during the "
 	       "run), every client making %u checks\n", o.burst, RACE_RATE, 2 * o.burst);
 	for (i = 0; i < nraces; i++) {
@@ -921,6 +958,7 @@ int main(int argc, char **argv)
 	printf("\n");
 	for (i = 0; i < nres; i++)
 		print_json(&res[i], base_rate, script_rate_for(res, i));
+	print_json(&full, base_rate, 0);
 	for (i = 0; i < nraces; i++)
 		print_race_json(&races[i]);
 	fflush(stdout);
