@@ -1,22 +1,51 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * BPF_PROG_TEST_RUN fixtures for the stateless front's request reader: every way a first
- * request can name (or fail to name) its route and tenant. Each row builds a cookie
- * connection the way a client would (the cookie is made with the installation's key, as the
- * datapath makes it), sends its first request segment, and checks the verdict and which route
- * and tenant row of the outcome counters moved.
+ * BPF_PROG_TEST_RUN fixtures for the stateless front's judgement, and for the cookie that
+ * makes it safe.
+ *
+ * Verify, then charge: a SYN gets a cookie SYN-ACK and costs nothing; the first request that
+ * proves the cookie is read (request line and Host, or the ClientHello's SNI) and charged its
+ * route's cost, or the port's unreadable_cost when it cannot be read whole, to the source's
+ * buckets and to its tenant (by Host or SNI, else by destination, else the default tenant).
+ * Every row here makes a connection the way a client does (SYN, our SYN-ACK, first request)
+ * and checks the verdict, the counters, which route and tenant row of the outcome counters
+ * moved, and exactly what was charged: the source bucket's TAT and the tenant's demand, in
+ * cost units.
+ *
+ * Also: the life of a decided connection (sl_conns, race_pass, sl_shed), a new handshake on
+ * the same 4-tuple being a new connection, the SYN front's uncharged peek, four-way ghost sets
+ * that keep the most spent keys, the cookie marker's fast path (measured: 15 of 16 random
+ * established segments leave on one compare, before any lookup, also after a key rotation),
+ * and the odds of forging a cookie, measured with the host's sl_cookie_check and printed as
+ * TAP comments for docs/design.md (SL_FORGERY_LOG2=30 for a run that sees the 2^-27 odds
+ * happen, about a minute; SL_FORGERY_SEED picks the random stream).
+ *
+ * Tests marked BUG (datapath) below fail on purpose: the datapath does not do what its own
+ * comments promise there, and the test says what it should do.
+ *
+ * Output is TAP. Without root or BPF, the suite is skipped with the reason.
  */
 #include "bpfenv.h"
 
-#include "sluice/cookie.h"
+#include <math.h>
+#include <time.h>
 
-#define CONF                                                                                 \
+#include "sluice/cookie.h"
+#include "sluice/hash.h"
+
+#define CONF_FMT                                                                             \
 	"edge: { interfaces = [\"lo\"];\n"                                                   \
-	"  ports = ( { port = 80; front = \"stateless\"; action = \"reply\"; cost = 7; },\n"  \
-	"            { port = 443; front = \"stateless\"; protocol = \"tls\"; cost = 3; } );\n" \
-	"  state_entries = 4096; new_key_credit = 1.0; };\n"                                 \
-	"classes = ( { name = \"unknown\"; rate = 0.001; burst = 100000.0;\n"                 \
-	"              parent_burst = 1000000.0; } );\n"                                     \
+	"  ports = ( { port = 80; action = \"reply\"; cost = 7; },\n"                         \
+	"            { port = 443; protocol = \"tls\"; cost = 3; },\n"                        \
+	"            { port = 8443; protocol = \"tls\"; cost = 3; unreadable_cost = 9; },\n"  \
+	"            { port = 8000; cost = 2; unreadable_cost = 11; },\n"                     \
+	"            { port = 81; front = \"syn\"; cost = 100; } );\n"                        \
+	"  state_entries = 4096; new_key_credit = 1.0; fragments = \"pass\"; };\n"           \
+	"classes = (\n"                                                                      \
+	"  { name = \"tight\"; v4_prefix = 32; v4_parent = 24; rate = 0.001; burst = 950.0;\n" \
+	"    parent_rate = 0.001; parent_burst = 1e6; },\n"                                  \
+	"  { name = \"unknown\"; rate = 0.001; burst = 1e6; parent_rate = 0.001;\n"          \
+	"    parent_burst = 2e6; } );\n"                                                     \
 	"routes = (\n"                                                                       \
 	"  { name = \"login\"; method = \"POST\"; path = \"/login\"; cpu = 950.0; },\n"       \
 	"  { name = \"token\"; method = \"GET\"; path = \"/token\"; cpu = 40.0; },\n"         \
@@ -24,76 +53,373 @@
 	"  { name = \"health\"; method = \"*\"; path = \"/health\"; cpu = 2.0; },\n"          \
 	"  { name = \"any-token\"; method = \"*\"; path = \"/token/validate/x\"; cpu = 5.0; }\n" \
 	");\n"                                                                               \
-	"tenants = ( { name = \"acme\"; hosts = [\"acme.example\"]; rate = 0.001; burst = 1e6; },\n" \
-	"            { name = \"beta\"; hosts = [\"beta.example\"]; rate = 0.001; burst = 1e6; } );\n"
+	"tenants = (\n"                                                                      \
+	"  { name = \"acme\"; hosts = [\"acme.example\"]; rate = 0.001; burst = 1e6;\n"       \
+	"    lease_ttl = 3600; },\n"                                                         \
+	"  { name = \"beta\"; hosts = [\"beta.example\"]; rate = 0.001; burst = 1e6;\n"       \
+	"    lease_ttl = 3600; },\n"                                                         \
+	"  { name = \"carol\"; listen = [\"10.0.0.3:80\", \"[2001:db8:ffff::3]:80\",\n"       \
+	"    \"10.0.0.3:443\"]; rate = 0.001; burst = 1e6; lease_ttl = 3600; },\n"           \
+	"  { name = \"dora\"; listen = [\"10.0.0.4:81\"]; rate = 0.001; burst = 1e6;\n"       \
+	"    lease_ttl = 3600; }%s\n"                                                        \
+	");\n"
+
+#define DEFAULT_TENANT                                                                       \
+	",\n  { name = \"default\"; rate = 0.001; burst = 1e6; lease_ttl = 3600; }"
 
 enum { R_LOGIN, R_TOKEN, R_VALIDATE, R_HEALTH, R_ANYTOKEN, R_DEFAULT = SL_EDGE_ROUTES };
-enum { T_ACME, T_BETA, T_DEST = SL_MAX_TENANTS };
+enum { T_ACME, T_BETA, T_CAROL, T_DORA, T_DEFAULT, T_NONE = SL_MAX_TENANTS };
 
-static uint16_t next_port = 30000;
+static const char *asn_csv = "198.18.0.0/15,64510,tight\n";
 
-/* The first request of a fresh cookie connection; returns the verdict. */
-static int first_request(struct env *e, uint16_t dport, const uint8_t *data, size_t n)
+static char conf_buf[8192];
+
+static const char *conf(int with_default)
 {
-	struct sl_cookie_keys keys;
-	struct sl_cookie_opts o = { 0 };
-	struct sl_conn_id id = { .family = SL_FAM_V4, .dport = dport, .isn = 1000 };
-	struct fspec f = { .family = 4, .src = "192.0.2.9", .dst = "10.0.0.2", .dport = dport,
-			   .flags = F_ACK | 0x08, .seq = 1001, .payload = 0 };
-	uint8_t frame[1400];
-	struct fbuilt b;
-	__u32 zero = 0;
-
-	id.sport = f.sport = next_port++;
-	inet_pton(AF_INET, f.src, id.saddr);
-	inet_pton(AF_INET, f.dst, id.daddr);
-	bpf_map_lookup_elem(e->maps.cookie_keys, &zero, &keys);
-	f.ack = sl_cookie_make(&id, sl_now_ns(), &o, &keys) + 1;
-	f.payload = 0;
-	b = build_frame(&f, frame);
-	if (b.len + n > sizeof(frame))
-		return -1;
-	memcpy(frame + b.len, data, n);
-	/* Fix the IP length for the payload appended after the builder. */
-	{
-		struct iphdr *ip = (struct iphdr *)(frame + b.l3);
-
-		ip->tot_len = htons((uint16_t)(ntohs(ip->tot_len) + n));
-	}
-	return run(e, frame, b.len + n);
+	snprintf(conf_buf, sizeof(conf_buf), CONF_FMT, with_default ? DEFAULT_TENANT : "");
+	return conf_buf;
 }
 
-static void expect_route(struct env *e, const char *what, uint16_t port, const char *req,
-			 size_t n, int want_act, uint32_t route, uint32_t tenant)
+/* One cost unit at rate 0.001/s: 10^12 ns of TAT. */
+static uint64_t unit_ns(void)
 {
-	static struct sl_outcome r0[SL_EDGE_ROUTES + 1], r1[SL_EDGE_ROUTES + 1];
-	static struct sl_outcome t0[SL_MAX_TENANTS + 1], t1[SL_MAX_TENANTS + 1];
+	return sl_gcra_emission(0.001);
+}
+
+/* ---- segments ------------------------------------------------------------------------ */
+
+struct conn {
+	int family;
+	const char *src, *dst;
+	uint16_t sport, dport;
+	uint32_t isn, iss;
+	int open;
+};
+
+#define SEG_MAX 2048
+
+static size_t seg(const struct conn *c, uint8_t flags, uint32_t seq, uint32_t ack,
+		  const void *data, size_t n, uint8_t *buf)
+{
+	struct fspec f = { .family = c->family, .src = c->src, .dst = c->dst, .sport = c->sport,
+			   .dport = c->dport, .flags = flags, .seq = seq, .ack = ack,
+			   .payload = (int)n };
+	struct fbuilt b = build_frame(&f, buf);
+
+	if (n)
+		memcpy(buf + b.l4 + 20, data, n);
+	return b.len;
+}
+
+static struct sl_counters snap_before[SL_STATS_ROWS], snap_after[SL_STATS_ROWS];
+static uint8_t out_frame[SEG_MAX];
+static size_t out_len;
+
+static int run_seg(struct env *e, const uint8_t *in, size_t len)
+{
 	int act;
-	bool ok;
 
-	sl_maps_read_outcomes(e->maps.route_stats, SL_EDGE_ROUTES + 1, r0);
-	sl_maps_read_outcomes(e->maps.tenant_stats, SL_MAX_TENANTS + 1, t0);
-	act = first_request(e, port, (const uint8_t *)req, n);
-	sl_maps_read_outcomes(e->maps.route_stats, SL_EDGE_ROUTES + 1, r1);
-	sl_maps_read_outcomes(e->maps.tenant_stats, SL_MAX_TENANTS + 1, t1);
-	ok = act == want_act &&
-	     r1[route].admitted + r1[route].shed == r0[route].admitted + r0[route].shed + 1 &&
-	     t1[tenant].admitted + t1[tenant].shed == t0[tenant].admitted + t0[tenant].shed + 1;
-	tap(ok, "%s -> route %u, tenant %u", what, route, tenant);
-	if (!ok) {
-		uint32_t i;
+	sl_maps_read_stats(&e->maps, snap_before);
+	out_len = 0;
+	act = run_out(e, in, len, out_frame, &out_len);
+	sl_maps_read_stats(&e->maps, snap_after);
+	return act;
+}
 
-		diag("  verdict %d (want %d)", act, want_act);
-		for (i = 0; i <= SL_EDGE_ROUTES; i++)
-			if (r1[i].admitted + r1[i].shed != r0[i].admitted + r0[i].shed)
-				diag("  route %u moved", i);
-		for (i = 0; i <= SL_MAX_TENANTS; i++)
-			if (t1[i].admitted + t1[i].shed != t0[i].admitted + t0[i].shed)
-				diag("  tenant %u moved", i);
+static unsigned int reason_by_name(const char *name, size_t n)
+{
+	unsigned int k;
+
+	for (k = 0; k < SL_R__MAX; k++)
+		if (strlen(sl_reason_name(k)) == n && !strncmp(sl_reason_name(k), name, n))
+			return k;
+	return SL_R__MAX;
+}
+
+/* Did exactly the counters of @spec ("row/reason" items joined by '+') move, each by one? */
+static bool moved_exactly(struct env *e, const char *spec, char *got, size_t gn)
+{
+	static long want[SL_STATS_ROWS][SL_REASON_SLOTS];
+	const char *p = spec;
+	size_t used = 0;
+	bool ok = true;
+	int r, k;
+
+	memset(want, 0, sizeof(want));
+	while (*p) {
+		const char *slash = strchr(p, '/'), *end = strchr(p, '+');
+		char row[32];
+		unsigned int reason;
+		int ri;
+
+		if (!end)
+			end = p + strlen(p);
+		if (!slash || slash > end || (size_t)(slash - p) >= sizeof(row)) {
+			snprintf(got, gn, "bad spec '%s'", spec);
+			return false;
+		}
+		memcpy(row, p, (size_t)(slash - p));
+		row[slash - p] = '\0';
+		ri = class_row(e, row);
+		reason = reason_by_name(slash + 1, (size_t)(end - slash - 1));
+		if (ri < 0 || reason >= SL_R__MAX) {
+			snprintf(got, gn, "bad spec '%s'", spec);
+			return false;
+		}
+		want[ri][reason]++;
+		p = *end ? end + 1 : end;
 	}
+	got[0] = '\0';
+	for (r = 0; r < SL_STATS_ROWS; r++)
+		for (k = 0; k < SL_REASON_SLOTS; k++) {
+			long d = (long)(snap_after[r].pkts[k] - snap_before[r].pkts[k]);
+
+			if (d != want[r][k])
+				ok = false;
+			if (d && used < gn)
+				used += (size_t)snprintf(got + used, gn - used, "%s%d/%s%+ld",
+							 used ? " " : "", r,
+							 sl_reason_name((unsigned)k), d);
+		}
+	if (!used)
+		snprintf(got, gn, "nothing");
+	return ok;
+}
+
+/* Send @in: its verdict and exactly @moves; a passed frame must leave untouched. */
+static bool step(struct env *e, const char *what, const uint8_t *in, size_t len, int want_act,
+		 const char *moves)
+{
+	char got[512];
+	int act = run_seg(e, in, len);
+	bool counters = moved_exactly(e, moves, got, sizeof(got));
+	bool untouched = act != XDP_PASS || (out_len == len && !memcmp(out_frame, in, len));
+	bool ok = act == want_act && counters && untouched;
+
+	tap(ok, "%s -> %s, %s", what, act_name(want_act), moves);
+	if (!ok)
+		diag("  got %s (%d), counters moved: %s%s", act_name(act), act, got,
+		     untouched ? "" : "; a passed frame was modified");
+	return ok;
+}
+
+/* The same, for a segment that may leave by either of two reasons that mean the same. */
+static bool step_either(struct env *e, const char *what, const uint8_t *in, size_t len,
+			int want_act, const char *moves, const char *or_moves)
+{
+	char got[512];
+	int act = run_seg(e, in, len);
+	bool counters = moved_exactly(e, moves, got, sizeof(got)) ||
+			moved_exactly(e, or_moves, got, sizeof(got));
+	bool untouched = act != XDP_PASS || (out_len == len && !memcmp(out_frame, in, len));
+	bool ok = act == want_act && counters && untouched;
+
+	tap(ok, "%s -> %s, %s or %s", what, act_name(want_act), moves, or_moves);
+	if (!ok)
+		diag("  got %s (%d), counters moved: %s%s", act_name(act), act, got,
+		     untouched ? "" : "; a passed frame was modified");
+	return ok;
+}
+
+static uint16_t next_sport = 30000;
+
+static struct conn conn_of(const char *src, const char *dst, uint16_t dport)
+{
+	struct conn c = { 0 };
+
+	c.family = strchr(src, ':') ? 6 : 4;
+	c.src = src;
+	c.dst = dst ? dst : c.family == 4 ? "10.0.0.2" : "2001:db8:ffff::2";
+	c.dport = dport;
+	c.sport = next_sport++;
+	c.isn = 0x20000000u + (uint32_t)c.sport * 104729u;
+	return c;
+}
+
+/* The SYN, and the cookie from our SYN-ACK. Quiet unless it fails. */
+static bool handshake(struct env *e, struct conn *c)
+{
+	uint8_t in[SEG_MAX];
+	size_t len = seg(c, F_SYN, c->isn, 0, NULL, 0, in), l4;
+	int act = run_seg(e, in, len);
+
+	l4 = 14 + (c->family == 4 ? (size_t)(out_frame[14] & 15) * 4 : 40);
+	if (act != XDP_TX || out_len < l4 + 20 || out_frame[l4 + 13] != (F_SYN | F_ACK)) {
+		tap(false, "the SYN from %s:%u is answered with a SYN-ACK (got %s)", c->src,
+		    c->sport, act_name(act));
+		return false;
+	}
+	memcpy(&c->iss, out_frame + l4 + 4, 4);
+	c->iss = ntohl(c->iss);
+	c->open = 1;
+	return true;
+}
+
+static size_t first_seg(const struct conn *c, const void *data, size_t n, uint8_t *buf)
+{
+	return seg(c, F_ACK | 0x08, c->isn + 1, c->iss + 1, data, n, buf);
+}
+
+/* ---- what a first request was charged -------------------------------------------------- */
+
+struct charges {
+	struct sl_outcome routes[SL_EDGE_ROUTES + 1];
+	struct sl_outcome tenants[SL_MAX_TENANTS + 1];
+	uint64_t demand[SL_MAX_TENANTS];
+	uint64_t tat;     /* the source's prefix bucket */
+	int have_tat;
+};
+
+static bool src_key(struct env *e, const char *src, const char *cls, struct sl_bkey *k)
+{
+	const struct sl_class_cfg *cc;
+	struct sl_prefix a;
+	char err[64];
+	int id = sl_config_class(&e->cfg, cls);
+
+	if (id < 0 || sl_prefix_parse(src, &a, 0, err, sizeof(err)))
+		return false;
+	cc = &e->cfg.classes[id];
+	sl_bkey_make(k, &a, a.family == SL_FAM_V4 ? cc->v4_prefix : cc->v6_prefix,
+		     SL_LEVEL_PREFIX, (uint8_t)id);
+	return true;
+}
+
+static void read_charges(struct env *e, const char *src, const char *cls, struct charges *ch)
+{
+	struct sl_bkey k;
+	struct sl_bucket b;
+
+	memset(ch, 0, sizeof(*ch));
+	sl_maps_read_outcomes(e->maps.route_stats, SL_EDGE_ROUTES + 1, ch->routes);
+	sl_maps_read_outcomes(e->maps.tenant_stats, SL_MAX_TENANTS + 1, ch->tenants);
+	sl_maps_read_demand(&e->maps, ch->demand);
+	if (src_key(e, src, cls, &k) && !sl_maps_lookup_bucket(&e->maps, &k, &b)) {
+		ch->tat = b.tat;
+		ch->have_tat = 1;
+	}
+}
+
+/* Preset the source's bucket part-spent (TAT ahead of now by @units), so that every charge
+ * after this shows as an exact TAT step of cost x 10^12 ns. */
+static void preset(struct env *e, const char *src, const char *cls, double units)
+{
+	struct sl_bkey k;
+	struct sl_bucket b = { 0 };
+
+	if (!src_key(e, src, cls, &k))
+		return;
+	b.tat = sl_now_ns() + (uint64_t)(units * (double)unit_ns());
+	bpf_map_update_elem(e->maps.buckets, &k, &b, BPF_ANY);
+}
+
+static const char *route_name(const struct env *e, uint32_t r)
+{
+	return r < (uint32_t)e->cfg.n_routes ? e->cfg.routes[r].name : "none";
+}
+
+static const char *tenant_name(const struct env *e, uint32_t t)
+{
+	return t < (uint32_t)e->cfg.n_tenants ? e->cfg.tenants[t].name : "none";
+}
+
+struct want {
+	int act;
+	const char *moves;
+	uint32_t route, tenant, cost;
+};
+
+/*
+ * Compare what moved between @a and @b with @w: one outcome in route row w->route and tenant
+ * row w->tenant (admitted when passed, shed otherwise), the prefix TAT up by cost units, the
+ * tenant's demand up by the cost and no other tenant's. Fills @why.
+ */
+static bool charged_as(const struct env *e, const struct charges *a, const struct charges *b,
+		       const struct want *w, int act, char *why, size_t n)
+{
+	int shed = act != XDP_PASS;
+	uint32_t i;
+	size_t u = 0;
+	bool ok = true;
+
+	why[0] = '\0';
+	for (i = 0; i <= SL_EDGE_ROUTES; i++) {
+		long da = (long)(b->routes[i].admitted - a->routes[i].admitted);
+		long ds = (long)(b->routes[i].shed - a->routes[i].shed);
+		long wa = i == w->route && !shed, ws = i == w->route && shed;
+
+		if (da != wa || ds != ws) {
+			ok = false;
+			u += (size_t)snprintf(why + u, n - u, " route %s %+ld admitted %+ld shed;",
+					      route_name(e, i), da, ds);
+		}
+	}
+	for (i = 0; i <= SL_MAX_TENANTS && u < n; i++) {
+		long da = (long)(b->tenants[i].admitted - a->tenants[i].admitted);
+		long ds = (long)(b->tenants[i].shed - a->tenants[i].shed);
+		long wa = i == w->tenant && !shed, ws = i == w->tenant && shed;
+
+		if (da != wa || ds != ws) {
+			ok = false;
+			u += (size_t)snprintf(why + u, n - u, " tenant %s %+ld admitted %+ld shed;",
+					      tenant_name(e, i), da, ds);
+		}
+	}
+	for (i = 0; i < SL_MAX_TENANTS && u < n; i++) {
+		uint64_t want = i == w->tenant ? w->cost : 0;
+
+		if (b->demand[i] - a->demand[i] != want) {
+			ok = false;
+			u += (size_t)snprintf(why + u, n - u, " demand of %s %+lld (want +%llu);",
+					      tenant_name(e, i),
+					      (long long)(b->demand[i] - a->demand[i]),
+					      (unsigned long long)want);
+		}
+	}
+	if (u < n) {
+		/* Shed: nothing stays charged (an empty prefix charges nothing, a later bucket's
+		 * refusal is refunded). */
+		uint64_t step = b->tat - a->tat, want = shed ? 0 : (uint64_t)w->cost * unit_ns();
+
+		if (a->have_tat != b->have_tat || step != want) {
+			ok = false;
+			snprintf(why + u, n - u, " prefix charged %.3f units (want %.0f)",
+				 (double)step / (double)unit_ns(), (double)want / (double)unit_ns());
+		}
+	}
+	return ok;
+}
+
+/* A fresh connection's first request from @src to @dst:@port carrying @data, judged as @w. */
+static bool expect_req(struct env *e, const char *what, const char *src, const char *dst,
+		       uint16_t port, const void *data, size_t n, const struct want *w)
+{
+	struct conn c = conn_of(src, dst, port);
+	struct charges a, b;
+	char why[1024], got[512];
+	uint8_t in[SEG_MAX];
+	size_t len;
+	bool ok, counters;
+	int act;
+
+	if (!handshake(e, &c))
+		return false;
+	len = first_seg(&c, data, n, in);
+	read_charges(e, src, "unknown", &a);
+	act = run_seg(e, in, len);
+	read_charges(e, src, "unknown", &b);
+	counters = moved_exactly(e, w->moves, got, sizeof(got));
+	ok = charged_as(e, &a, &b, w, act, why, sizeof(why)) && counters && act == w->act;
+	tap(ok, "%s -> %s, route %s, tenant %s, cost %u", what, act_name(w->act),
+	    route_name(e, w->route), tenant_name(e, w->tenant), w->cost);
+	if (!ok)
+		diag("  got %s; counters moved: %s;%s", act_name(act), got, why);
+	return ok;
 }
 
 #define HTTP(req) req, sizeof(req) - 1
+#define ADMIT(route, tenant, cost)                                                   \
+	(&(struct want){ XDP_PASS, "unknown/first_admitted", (route), (tenant), (cost) })
 
 /* A TLS 1.2-style ClientHello carrying @sni (or none when NULL). */
 static size_t client_hello(uint8_t *b, const char *sni)
@@ -136,12 +462,1022 @@ static size_t client_hello(uint8_t *b, const char *sni)
 	return n;
 }
 
+/* ---- the request reader: route, tenant, cost ---------------------------------------------- */
+
+#define SRC "192.0.2.9"
+
+static void request_reader(struct env *e)
+{
+	char big[1400];
+	uint8_t hello[512];
+	size_t n;
+
+	/* Part-spent, so each row's charge shows as an exact TAT step. */
+	preset(e, SRC, "unknown", 10);
+	preset(e, "2001:db8:77::9", "unknown", 10);
+
+	expect_req(e, "POST /login, Host acme.example", SRC, NULL, 80,
+		   HTTP("POST /login HTTP/1.1\r\nHost: acme.example\r\nContent-Length: 0\r\n\r\n"),
+		   ADMIT(R_LOGIN, T_ACME, 950));
+	expect_req(e, "POST /login?next=/x (the query ends the path)", SRC, NULL, 80,
+		   HTTP("POST /login?next=/x HTTP/1.1\r\nHost: acme.example\r\n\r\n"),
+		   ADMIT(R_LOGIN, T_ACME, 950));
+	expect_req(e, "GET /login (no GET route: the port's cost)", SRC, NULL, 80,
+		   HTTP("GET /login HTTP/1.1\r\nHost: acme.example\r\n\r\n"),
+		   ADMIT(R_DEFAULT, T_ACME, 7));
+	expect_req(e, "GET /token/validate beats /token (longer prefix)", SRC, NULL, 80,
+		   HTTP("GET /token/validate HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
+		   ADMIT(R_VALIDATE, T_BETA, 1));
+	expect_req(e, "GET /token/refresh falls back to /token", SRC, NULL, 80,
+		   HTTP("GET /token/refresh HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_BETA, 40));
+	expect_req(e, "GET /token/validate/x: the longer any-method route wins", SRC, NULL, 80,
+		   HTTP("GET /token/validate/x HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
+		   ADMIT(R_ANYTOKEN, T_BETA, 5));
+	expect_req(e, "DELETE /health: an any-method route", SRC, NULL, 80,
+		   HTTP("DELETE /health HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
+		   ADMIT(R_HEALTH, T_BETA, 2));
+	expect_req(e, "OPTIONS /health", SRC, NULL, 80,
+		   HTTP("OPTIONS /health HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
+		   ADMIT(R_HEALTH, T_BETA, 2));
+	expect_req(e, "Host in capitals with a port", SRC, NULL, 80,
+		   HTTP("GET / HTTP/1.1\r\nHOST:   ACME.Example:8443\r\n\r\n"),
+		   ADMIT(R_DEFAULT, T_ACME, 7));
+	expect_req(e, "Host after other headers", SRC, NULL, 80,
+		   HTTP("GET / HTTP/1.1\r\nUser-Agent: x\r\nAccept: */*\r\nhost: beta.example\r\n\r\n"),
+		   ADMIT(R_DEFAULT, T_BETA, 7));
+	expect_req(e, "Host acme.example to carol's address: the Host names the tenant", SRC,
+		   "10.0.0.3", 80, HTTP("GET /token HTTP/1.1\r\nHost: acme.example\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_ACME, 40));
+	expect_req(e, "no Host, to carol's listen address: carol", SRC, "10.0.0.3", 80,
+		   HTTP("GET /token HTTP/1.1\r\nAccept: */*\r\n\r\n"), ADMIT(R_TOKEN, T_CAROL, 40));
+	expect_req(e, "no Host, IPv6, to carol's listen address: carol", "2001:db8:77::9",
+		   "2001:db8:ffff::3", 80, HTTP("GET /token HTTP/1.1\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_CAROL, 40));
+	expect_req(e, "no Host, to an address no tenant listens on: the default tenant", SRC, NULL,
+		   80, HTTP("GET /token HTTP/1.1\r\nAccept: */*\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_DEFAULT, 40));
+	expect_req(e, "a Host no tenant lists: the default tenant", SRC, NULL, 80,
+		   HTTP("GET / HTTP/1.1\r\nHost: nobody.example\r\n\r\n"),
+		   ADMIT(R_DEFAULT, T_DEFAULT, 7));
+	expect_req(e, "a Host no tenant lists, to carol's address: the default tenant takes it",
+		   SRC, "10.0.0.3", 80, HTTP("GET / HTTP/1.1\r\nHost: nobody.example\r\n\r\n"),
+		   ADMIT(R_DEFAULT, T_DEFAULT, 7));
+	expect_req(e, "a complete request line, Host cut short: the route's cost, by destination",
+		   SRC, "10.0.0.3", 80, HTTP("GET /token HTTP/1.1\r\nHost: acme.exa"),
+		   ADMIT(R_TOKEN, T_CAROL, 40));
+
+	/* Unreadable: the port's unreadable_cost, by default its dearest route (950). */
+	expect_req(e, "request line cut short: unreadable, the dearest route's 950", SRC, NULL, 80,
+		   HTTP("POST /lo"), ADMIT(R_DEFAULT, T_DEFAULT, 950));
+	expect_req(e, "request line without its end: unreadable (950)", SRC, NULL, 80,
+		   HTTP("POST /login HTTP/1.1"), ADMIT(R_DEFAULT, T_DEFAULT, 950));
+	expect_req(e, "request line cut short, to carol's address: 950 for carol", SRC,
+		   "10.0.0.3", 80, HTTP("GET /tok"), ADMIT(R_DEFAULT, T_CAROL, 950));
+	expect_req(e, "not HTTP: unreadable (950)", SRC, NULL, 80,
+		   HTTP("\x16\x03\x01garbage\r\n\r\n"), ADMIT(R_DEFAULT, T_DEFAULT, 950));
+	expect_req(e, "a lowercase method is not a method: unreadable (950)", SRC, NULL, 80,
+		   HTTP("post /login HTTP/1.1\r\nHost: acme.example\r\n\r\n"),
+		   ADMIT(R_DEFAULT, T_DEFAULT, 950));
+	expect_req(e, "port 8000, GET /: its cost 2", SRC, NULL, 8000,
+		   HTTP("GET / HTTP/1.1\r\nHost: acme.example\r\n\r\n"), ADMIT(R_DEFAULT, T_ACME, 2));
+	expect_req(e, "port 8000, GET /token: the route's 40", SRC, NULL, 8000,
+		   HTTP("GET /token HTTP/1.1\r\nHost: acme.example\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_ACME, 40));
+	expect_req(e, "port 8000, cut short: its unreadable_cost 11", SRC, NULL, 8000,
+		   HTTP("GET /tok"), ADMIT(R_DEFAULT, T_DEFAULT, 11));
+
+	/* The scan bound: the Host header must start within the first 512 bytes. */
+	memset(big, 0, sizeof(big));
+	n = (size_t)snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nX-Pad: ");
+	memset(big + n, 'p', 460 - n);
+	n = 460;
+	n += (size_t)snprintf(big + n, sizeof(big) - n, "\r\nHost: acme.example\r\n\r\n");
+	expect_req(e, "Host inside the scan bound", SRC, NULL, 80, big, n,
+		   ADMIT(R_DEFAULT, T_ACME, 7));
+	memset(big, 0, sizeof(big));
+	n = (size_t)snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nX-Pad: ");
+	memset(big + n, 'p', 600 - n);
+	n = 600;
+	n += (size_t)snprintf(big + n, sizeof(big) - n, "\r\nHost: acme.example\r\n\r\n");
+	expect_req(e, "Host past the scan bound: the port's cost, by destination", SRC, NULL, 80,
+		   big, n, ADMIT(R_DEFAULT, T_DEFAULT, 7));
+	memset(big, 0, sizeof(big));
+	n = (size_t)snprintf(big, sizeof(big), "GET /");
+	memset(big + n, 'a', 200);
+	n += 200;
+	n += (size_t)snprintf(big + n, sizeof(big) - n, " HTTP/1.1\r\nHost: beta.example\r\n\r\n");
+	expect_req(e, "a path longer than the route key: still read, Host still found", SRC, NULL,
+		   80, big, n, ADMIT(R_DEFAULT, T_BETA, 7));
+	memset(big, 0, sizeof(big));
+	n = (size_t)snprintf(big, sizeof(big), "POST /login");
+	memset(big + n, 'a', 600);
+	n += 600;
+	n += (size_t)snprintf(big + n, sizeof(big) - n, " HTTP/1.1\r\nHost: beta.example\r\n\r\n");
+	expect_req(e, "a request line past the scan window: unreadable (950)", SRC, NULL, 80, big,
+		   n, ADMIT(R_DEFAULT, T_DEFAULT, 950));
+
+	/* TLS: the SNI names the tenant; a ClientHello names no route, so it costs the port's
+	 * cost, or unreadable_cost when its SNI cannot be read (443: the port cost, 3). */
+	n = client_hello(hello, "acme.example");
+	expect_req(e, "TLS ClientHello with SNI acme.example", SRC, NULL, 443, hello, n,
+		   ADMIT(R_DEFAULT, T_ACME, 3));
+	n = client_hello(hello, "BETA.example");
+	expect_req(e, "TLS ClientHello with SNI in capitals", SRC, NULL, 443, hello, n,
+		   ADMIT(R_DEFAULT, T_BETA, 3));
+	n = client_hello(hello, NULL);
+	expect_req(e, "TLS ClientHello without SNI, to carol's address: by destination", SRC,
+		   "10.0.0.3", 443, hello, n, ADMIT(R_DEFAULT, T_CAROL, 3));
+	n = client_hello(hello, "acme.example");
+	expect_req(e, "TLS ClientHello cut before its SNI: the default tenant", SRC, NULL, 443,
+		   hello, 60, ADMIT(R_DEFAULT, T_DEFAULT, 3));
+	expect_req(e, "port 8443, SNI read: the port's cost 3", SRC, NULL, 8443, hello, n,
+		   ADMIT(R_DEFAULT, T_ACME, 3));
+	expect_req(e, "port 8443, cut before its SNI: its unreadable_cost 9", SRC, NULL, 8443,
+		   hello, 60, ADMIT(R_DEFAULT, T_DEFAULT, 9));
+	n = client_hello(hello, NULL);
+	expect_req(e, "port 8443, no SNI at all: unreadable_cost 9 (leaving it out costs more)",
+		   SRC, NULL, 8443, hello, n, ADMIT(R_DEFAULT, T_DEFAULT, 9));
+}
+
+/* Without a tenant named "default", what names no tenant is charged to none. */
+static void no_default_tenant(void)
+{
+	struct env e;
+
+	if (env_open(&e, conf(0), asn_csv)) {
+		tap(false, "the env without a default tenant loads");
+		env_close(&e);
+		return;
+	}
+	preset(&e, SRC, "unknown", 10);
+	expect_req(&e, "no default tenant: no Host, no listener: no tenant, no demand", SRC, NULL,
+		   80, HTTP("GET /token HTTP/1.1\r\n\r\n"), ADMIT(R_TOKEN, T_NONE, 40));
+	expect_req(&e, "no default tenant: a Host no tenant lists: no tenant", SRC, NULL, 80,
+		   HTTP("GET / HTTP/1.1\r\nHost: nobody.example\r\n\r\n"),
+		   ADMIT(R_DEFAULT, T_NONE, 7));
+	expect_req(&e, "no default tenant: an unlisted Host to carol's address: by destination",
+		   SRC, "10.0.0.3", 80, HTTP("GET / HTTP/1.1\r\nHost: nobody.example\r\n\r\n"),
+		   ADMIT(R_DEFAULT, T_CAROL, 7));
+	expect_req(&e, "no default tenant: unreadable, no tenant: 950 to the source alone", SRC,
+		   NULL, 80, HTTP("POST /lo"), ADMIT(R_DEFAULT, T_NONE, 950));
+	env_close(&e);
+}
+
+/* A first request in the first fragment of its datagram: the edge cannot know what the rest
+ * says, so it costs unreadable_cost; with fragments = "drop" it is dropped uncharged. */
+static void fragments(struct env *e)
+{
+	static const char req[] = "GET /token/validate HTTP/1.1\r\nHost: acme.example\r\n\r\n";
+	struct conn c;
+	struct charges a, b;
+	struct fspec f;
+	uint8_t in[SEG_MAX];
+	struct fbuilt fb;
+	char why[1024], got[512];
+	bool ok;
+	int act, i;
+
+	for (i = 0; i < 3; i++) {
+		const struct want w = { i < 2 ? XDP_PASS : XDP_DROP,
+					i < 2 ? "unknown/first_admitted" : "none/fragment",
+					R_DEFAULT, i < 2 ? T_DEFAULT : T_NONE, i < 2 ? 950 : 0 };
+		const char *src = i == 1 ? "2001:db8:77::9" : SRC;
+		const char *what = i == 0 ? "IPv4 first fragment carrying the request: unreadable "
+					    "(950), though its line says validate (1)" :
+				   i == 1 ? "IPv6 first fragment carrying the request: unreadable "
+					    "(950)" :
+					    "fragments = \"drop\": a first fragment is dropped, "
+					    "nothing charged";
+
+		if (i == 2) {
+			e->cfg.fragment_action = SL_ACT_DROP;
+			sl_maps_write_config(&e->maps, &e->cfg, 2);
+		}
+		c = conn_of(src, NULL, 80);
+		if (!handshake(e, &c))
+			continue;
+		memset(&f, 0, sizeof(f));
+		f.family = c.family;
+		f.src = c.src;
+		f.dst = c.dst;
+		f.sport = c.sport;
+		f.dport = c.dport;
+		f.flags = F_ACK | 0x08;
+		f.seq = c.isn + 1;
+		f.ack = c.iss + 1;
+		f.data = req;
+		if (c.family == 4)
+			f.ip4_mf = 1;
+		else
+			f.ip6_frag = 1;
+		fb = build_frame(&f, in);
+		read_charges(e, src, "unknown", &a);
+		act = run_seg(e, in, fb.len);
+		read_charges(e, src, "unknown", &b);
+		ok = moved_exactly(e, w.moves, got, sizeof(got));
+		if (i == 2) {
+			/* Dropped before the judgement: no outcome row moves at all. */
+			ok = ok && !memcmp(a.routes, b.routes, sizeof(a.routes)) &&
+			     !memcmp(a.tenants, b.tenants, sizeof(a.tenants)) &&
+			     !memcmp(a.demand, b.demand, sizeof(a.demand)) && a.tat == b.tat;
+			snprintf(why, sizeof(why), " outcome, demand or TAT moved");
+		} else {
+			ok = charged_as(e, &a, &b, &w, act, why, sizeof(why)) && ok;
+		}
+		ok = ok && act == w.act;
+		tap(ok, "%s -> %s, %s", what, act_name(w.act), w.moves);
+		if (!ok)
+			diag("  got %s; counters moved: %s;%s", act_name(act), got, why);
+	}
+	e->cfg.fragment_action = SL_ACT_PASS;
+	sl_maps_write_config(&e->maps, &e->cfg, 3);
+}
+
+/* Route costs decide, not connection counts: a /32 with 950 units has one login in it, or
+ * 950 token checks. Shed on a reply port: one 429, counted as the route's and tenant's shed. */
+static void costs_decide(struct env *e)
+{
+	static const char login[] = "POST /login HTTP/1.1\r\nHost: acme.example\r\n\r\n";
+	static const char check[] = "GET /token/validate HTTP/1.1\r\nHost: acme.example\r\n\r\n";
+	struct charges a, b;
+	struct conn c;
+	uint8_t in[SEG_MAX];
+	char why[1024], got[512];
+	int i, act, admitted = 0;
+	bool ok;
+
+	c = conn_of("198.18.1.1", NULL, 80);
+	handshake(e, &c);
+	step(e, "tight /32 (burst 950): one login fits", in,
+	     first_seg(&c, HTTP(login), in), XDP_PASS, "tight/first_admitted");
+	c = conn_of("198.18.1.1", NULL, 80);
+	handshake(e, &c);
+	read_charges(e, "198.18.1.1", "tight", &a);
+	act = run_seg(e, in, first_seg(&c, HTTP(login), in));
+	read_charges(e, "198.18.1.1", "tight", &b);
+	/* BUG (datapath): sl_decide() counts the tenant outcome under ws->d.tenant, which only
+	 * a judgement that reached the tenant's bucket fills; a request shed by its prefix or
+	 * parent lands in the "none" row although its Host named acme (pk->tenant). */
+	ok = moved_exactly(e, "tight/shed_prefix+tight/replied_429", got, sizeof(got)) &&
+	     charged_as(e, &a, &b, &(struct want){ XDP_TX, "", R_LOGIN, T_ACME, 0 }, act, why,
+			sizeof(why)) && act == XDP_TX;
+	tap(ok, "the second login is shed with a 429: route login and tenant acme count a shed, "
+	    "nothing charged");
+	if (!ok)
+		diag("  got %s; counters moved: %s;%s", act_name(act), got, why);
+	c = conn_of("198.18.1.1", NULL, 80);
+	handshake(e, &c);
+	step(e, "... and a token check (1 unit) from the same /32 is shed too", in,
+	     first_seg(&c, HTTP(check), in), XDP_TX, "tight/shed_prefix+tight/replied_429");
+
+	for (i = 0; i < 200; i++) {
+		c = conn_of("198.18.1.2", NULL, 80);
+		if (!handshake(e, &c))
+			break;
+		admitted += run_seg(e, in, first_seg(&c, HTTP(check), in)) == XDP_PASS;
+	}
+	tap(admitted == 200, "another tight /32: 200 token checks (200 units of 950) all admitted "
+	    "(%d)", admitted);
+}
+
+/* ---- the life of a decided connection ------------------------------------------------------ */
+
+static bool conn_entry(int fd, const struct conn *c, uint32_t iss, struct sl_conn *out)
+{
+	struct sl_conn_key k;
+
+	memset(&k, 0, sizeof(k));
+	k.family = c->family == 4 ? SL_FAM_V4 : SL_FAM_V6;
+	k.iss = iss;
+	k.sport = c->sport;
+	k.dport = c->dport;
+	inet_pton(c->family == 4 ? AF_INET : AF_INET6, c->src, k.saddr);
+	inet_pton(c->family == 4 ? AF_INET : AF_INET6, c->dst, k.daddr);
+	memset(out, 0, sizeof(*out));
+	return !bpf_map_lookup_elem(fd, &k, out);
+}
+
+static void lifecycle(struct env *e)
+{
+	static const char req[] = "GET /token HTTP/1.1\r\nHost: acme.example\r\n\r\n";
+	struct conn c = conn_of("192.0.2.20", NULL, 80);
+	struct charges a, b;
+	struct sl_conn sc;
+	uint8_t in[SEG_MAX];
+	uint64_t now;
+	bool found, same;
+
+	preset(e, "192.0.2.20", "unknown", 10);
+	handshake(e, &c);
+	step(e, "an admitted first request", in, first_seg(&c, HTTP(req), in), XDP_PASS,
+	     "unknown/first_admitted");
+	now = sl_now_ns();
+	found = conn_entry(e->maps.conns, &c, c.iss, &sc);
+	tap(found && sc.state == SL_CONN_ADMITTED && sc.expires_ns > now &&
+	    sc.expires_ns <= now + 3000000000ull,
+	    "sl_conns holds (tuple, ISS) as admitted, for 3 s (state %u, %.2f s left)", sc.state,
+	    found ? (double)(int64_t)(sc.expires_ns - now) / 1e9 : 0.0);
+	tap(!conn_entry(e->maps.shed, &c, c.iss, &sc), "... and sl_shed does not");
+	read_charges(e, "192.0.2.20", "unknown", &a);
+	step(e, "the next segment of its first burst races the kernel's socket: passed", in,
+	     seg(&c, F_ACK | 0x08, c.isn + 1 + sizeof(req) - 1, c.iss + 1, "more", 4, in),
+	     XDP_PASS, "none/race_pass");
+	step(e, "a bare ACK of the admitted connection: passed", in,
+	     seg(&c, F_ACK, c.isn + 1 + sizeof(req) - 1, c.iss + 1, NULL, 0, in), XDP_PASS,
+	     "none/race_pass");
+	read_charges(e, "192.0.2.20", "unknown", &b);
+	same = a.tat == b.tat && !memcmp(a.demand, b.demand, sizeof(a.demand)) &&
+	       !memcmp(a.routes, b.routes, sizeof(a.routes));
+	tap(same, "the racing segments charged nothing and counted no outcome");
+
+	/*
+	 * The first request itself, again (a retransmission, or a duplicate the NIC handed
+	 * over before the kernel made the socket): one connection, one charge. BUG
+	 * (datapath, since d26496c): sl_cookie_segment() checks sl_conns only for segments
+	 * whose cookie does not verify, so the first request's own copy is judged again.
+	 */
+	read_charges(e, "192.0.2.20", "unknown", &a);
+	step_either(e, "its retransmitted first request: passed as the admitted connection's", in,
+		    first_seg(&c, HTTP(req), in), XDP_PASS, "none/race_pass", "none/established");
+	read_charges(e, "192.0.2.20", "unknown", &b);
+	same = a.tat == b.tat && !memcmp(a.demand, b.demand, sizeof(a.demand)) &&
+	       !memcmp(a.routes, b.routes, sizeof(a.routes));
+	tap(same, "... and not charged a second time (prefix %+.0f units, demand of acme %+lld)",
+	    (double)(int64_t)(b.tat - a.tat) / (double)unit_ns(),
+	    (long long)(b.demand[T_ACME] - a.demand[T_ACME]));
+	/* Worse where the budget ran out in between: a 429 into a connection the kernel took. */
+	preset(e, "198.18.5.1", "tight", 950 - 7);
+	c = conn_of("198.18.5.1", NULL, 80);
+	handshake(e, &c);
+	step(e, "a first request takes a tight /32's last 7 units", in,
+	     first_seg(&c, HTTP("GET / HTTP/1.1\r\nHost: acme.example\r\n\r\n"), in),
+	     XDP_PASS, "tight/first_admitted");
+	step_either(e, "its retransmission, the /32 now empty: passed, never a 429 on an admitted "
+		    "connection", in,
+		    first_seg(&c, HTTP("GET / HTTP/1.1\r\nHost: acme.example\r\n\r\n"), in),
+		    XDP_PASS, "none/race_pass", "none/established");
+
+	/* Shed on a drop port: remembered in sl_shed, so its retransmission is absorbed. */
+	preset(e, "192.0.2.21", "unknown", 1e6);
+	c = conn_of("192.0.2.21", NULL, 8000);
+	handshake(e, &c);
+	step(e, "a first request shed on a drop port", in, first_seg(&c, HTTP(req), in), XDP_DROP,
+	     "unknown/shed_prefix");
+	found = conn_entry(e->maps.shed, &c, c.iss, &sc);
+	tap(found && sc.state == SL_CONN_SHED && !conn_entry(e->maps.conns, &c, c.iss, &sc),
+	    "it is in sl_shed under (tuple, ISS), not in sl_conns");
+	step(e, "its retransmission is absorbed, not judged again", in,
+	     first_seg(&c, HTTP(req), in), XDP_DROP, "none/cookie_drop");
+}
+
+/* ---- a new handshake on the same 4-tuple is a new connection ------------------------------- */
+
+static void same_tuple(struct env *e)
+{
+	static const char req[] = "GET / HTTP/1.1\r\nHost: beta.example\r\n\r\n";
+	struct conn a = conn_of("198.18.2.1", NULL, 80), b, d;
+	struct sl_bkey k;
+	struct sl_bucket bk;
+	uint8_t in[SEG_MAX];
+	uint64_t tat0;
+	char what[128];
+
+	/* A tuple shed once: its next connection is judged afresh. */
+	preset(e, "198.18.2.1", "tight", 950);
+	b = a;
+	b.isn += 0x01000000;
+	handshake(e, &a);
+	handshake(e, &b);
+	tap(a.iss != b.iss, "two handshakes on one 4-tuple, two client ISNs: two cookies (%#x, "
+	    "%#x), so two connection keys", a.iss, b.iss);
+	step(e, "same tuple: the first connection, its bucket empty, gets a 429", in,
+	     first_seg(&a, HTTP(req), in), XDP_TX, "tight/shed_prefix+tight/replied_429");
+	step(e, "same tuple: the second connection is no leftover of the first: its own 429", in,
+	     first_seg(&b, HTTP(req), in), XDP_TX, "tight/shed_prefix+tight/replied_429");
+	d = a;
+	d.isn += 0x02000000;
+	handshake(e, &d);
+	src_key(e, "198.18.2.1", "tight", &k);
+	bk.tat = 1;
+	bk.streak = 0;
+	bk.last_shed_s = 0;
+	bpf_map_update_elem(e->maps.buckets, &k, &bk, BPF_ANY);
+	step(e, "same tuple, bucket refilled: the third connection is admitted, not absorbed", in,
+	     first_seg(&d, HTTP(req), in), XDP_PASS, "tight/first_admitted");
+
+	/* A tuple admitted once: its next connection pays again. Port 8000 costs 2; the
+	 * /32 has room for exactly one. */
+	a = conn_of("198.18.2.2", NULL, 8000);
+	preset(e, "198.18.2.2", "tight", 948);
+	handshake(e, &a);
+	step(e, "same tuple: the first connection uses the /32's last 2 units", in,
+	     first_seg(&a, HTTP(req), in), XDP_PASS, "tight/first_admitted");
+	b = a;
+	b.isn += 0x01000000;
+	handshake(e, &b);
+	step(e, "same tuple: a new connection is charged, not let through as the old one's", in,
+	     first_seg(&b, HTTP(req), in), XDP_DROP, "tight/shed_prefix");
+	step(e, "the first connection's own racing segment still passes", in,
+	     seg(&a, F_ACK | 0x08, a.isn + 1 + sizeof(req) - 1, a.iss + 1, "x", 1, in), XDP_PASS,
+	     "none/race_pass");
+	preset(e, "198.18.2.2", "tight", 948);
+	src_key(e, "198.18.2.2", "tight", &k);
+	sl_maps_lookup_bucket(&e->maps, &k, &bk);
+	tat0 = bk.tat;
+	d = a;
+	d.isn += 0x02000000;
+	handshake(e, &d);
+	snprintf(what, sizeof(what), "same tuple, room again: the next connection is admitted");
+	step(e, what, in, first_seg(&d, HTTP(req), in), XDP_PASS, "tight/first_admitted");
+	sl_maps_lookup_bucket(&e->maps, &k, &bk);
+	tap(bk.tat - tat0 == 2 * unit_ns(), "... and charged its 2 units (%.3f)",
+	    (double)(bk.tat - tat0) / (double)unit_ns());
+}
+
+/* ---- the SYN front: weighed, never charged, at the SYN ------------------------------------ */
+
+static int pending_changed(struct env *e, const uint32_t *before, uint32_t n, uint32_t *val)
+{
+	uint32_t i, v, changed = 0;
+
+	for (i = 0; i < n; i++) {
+		v = 0;
+		bpf_map_lookup_elem(e->maps.pending, &i, &v);
+		if (v != before[i]) {
+			changed++;
+			*val = v;
+		}
+	}
+	return (int)changed;
+}
+
+/* Wait until the datapath's clock is in an even (@odd = 0) or odd second, with at least
+ * 300 ms of it left. */
+static void wait_second(int odd)
+{
+	struct timespec ts = { 0, 10000000 };
+	int i;
+
+	for (i = 0; i < 300; i++) {
+		uint64_t now = sl_now_ns();
+
+		if ((int)((now / 1000000000ull) & 1) == odd && now % 1000000000ull < 700000000ull)
+			return;
+		nanosleep(&ts, NULL);
+	}
+}
+
+static void syn_front(struct env *e)
+{
+	uint32_t n = sl_ghost_entries(e->cfg.state_entries), i, *pend, val = 0;
+	uint64_t d0[SL_MAX_TENANTS], d1[SL_MAX_TENANTS];
+	struct sl_bucket bk, tb;
+	struct sl_bkey k;
+	struct conn c;
+	uint8_t in[SEG_MAX];
+	int passed = 0, changed;
+	__u32 tid = T_DORA, secs;
+	uint64_t tat0;
+	bool none;
+
+	/* Port 81 costs 100 against a tight /32's 950: charged, the tenth SYN would be shed. */
+	sl_maps_read_demand(&e->maps, d0);
+	memset(&tb, 0, sizeof(tb));
+	bpf_map_lookup_elem(e->maps.tenant_state, &tid, &tb);
+	tat0 = tb.tat;
+	for (i = 0; i < 100; i++) {
+		c = conn_of("198.18.3.1", "10.0.0.4", 81);
+		passed += run_seg(e, in, seg(&c, F_SYN, c.isn, 0, NULL, 0, in)) == XDP_PASS &&
+			  moved_exactly(e, "tight/syn_peeked", (char[64]){ 0 }, 64);
+	}
+	tap(passed == 100, "SYN front: 100 SYNs from one /32 (cost 100, burst 950) all pass to the "
+	    "kernel as syn_peeked (%d)", passed);
+	none = !src_key(e, "198.18.3.1", "tight", &k) || sl_maps_lookup_bucket(&e->maps, &k, &bk);
+	sl_maps_read_demand(&e->maps, d1);
+	bpf_map_lookup_elem(e->maps.tenant_state, &tid, &tb);
+	tap(none, "SYN front: weighing them made no bucket for the /32");
+	tap(d1[T_DORA] == d0[T_DORA] && tb.tat == tat0,
+	    "SYN front: the destination tenant's demand and bucket did not move (demand %+lld)",
+	    (long long)(d1[T_DORA] - d0[T_DORA]));
+	c = conn_of("198.18.3.1", NULL, 80);
+	handshake(e, &c);
+	step(e, "after 100 SYN-front SYNs the /32 still has its whole burst: a login (950) fits", in,
+	     first_seg(&c, HTTP("POST /login HTTP/1.1\r\nHost: acme.example\r\n\r\n"), in),
+	     XDP_PASS, "tight/first_admitted");
+
+	/* A passed SYN marks its tuple's pending slot, which the handshake's ACK is checked by. */
+	pend = calloc(n, sizeof(*pend));
+	if (!pend) {
+		tap(false, "memory");
+		return;
+	}
+	/* Forget the slots the SYNs above marked: one of them may be this tuple's too. */
+	for (i = 0; i < n; i++)
+		bpf_map_update_elem(e->maps.pending, &i, &pend[i], BPF_ANY);
+	c = conn_of("198.18.3.2", "10.0.0.4", 81);
+	step(e, "SYN front: a SYN with room", in, seg(&c, F_SYN, c.isn, 0, NULL, 0, in), XDP_PASS,
+	     "tight/syn_peeked");
+	changed = pending_changed(e, pend, n, &val);
+	secs = (uint32_t)(sl_now_ns() / 1000000000ull);
+	tap(changed == 1 && (val & 1) && val + 2 >= secs && val <= (secs | 1),
+	    "SYN front: it marked one pending slot, with the second it came (%d changed, %u)",
+	    changed, val);
+	free(pend);
+	/*
+	 * The ACK that completes a handshake comes within a round trip of its SYN: it must find
+	 * the slot warm, in whatever second the SYN came. BUG (datapath): sl_syn() stores
+	 * secs | 1, one second ahead on an even second, and sl_syn_verify() reads secs - slot,
+	 * which then wraps to 2^32 - 1 > pend_ttl_s: the handshake goes unverified (not_syn),
+	 * and on a real kernel the connection is never charged.
+	 */
+	for (i = 0; i < 2; i++) {
+		char what[128];
+
+		wait_second(i);
+		c = conn_of("198.18.3.2", "10.0.0.4", 81);
+		run_seg(e, in, seg(&c, F_SYN, c.isn, 0, NULL, 0, in));
+		snprintf(what, sizeof(what), "SYN front: the ACK right after its SYN, in an %s "
+			 "second, is checked against the kernel's handshake (none here: passed)",
+			 i ? "odd" : "even");
+		step(e, what, in, seg(&c, F_ACK, c.isn + 1, 0x5555, NULL, 0, in), XDP_PASS,
+		     "none/verify_ack");
+	}
+	c = conn_of("198.18.3.3", "10.0.0.4", 81);
+	step(e, "SYN front: an ACK on a tuple with no SYN pending passes on one load", in,
+	     seg(&c, F_ACK, c.isn + 1, 0x5555, NULL, 0, in), XDP_PASS, "none/not_syn");
+
+	/* Buckets already empty shed at once, charging nothing. */
+	preset(e, "198.18.3.4", "tight", 950);
+	c = conn_of("198.18.3.4", "10.0.0.4", 81);
+	step(e, "SYN front: an empty prefix sheds the SYN", in,
+	     seg(&c, F_SYN, c.isn, 0, NULL, 0, in), XDP_DROP, "tight/shed_prefix");
+	{
+		struct sl_prefix a;
+		char err[64];
+
+		sl_prefix_parse("198.18.4.0", &a, 0, err, sizeof(err));
+		sl_bkey_make(&k, &a, 24, SL_LEVEL_PARENT,
+			     (uint8_t)sl_config_class(&e->cfg, "tight"));
+		bk.tat = sl_now_ns() + (uint64_t)(1e6 * (double)unit_ns());
+		bk.streak = 0;
+		bk.last_shed_s = 0;
+		bpf_map_update_elem(e->maps.buckets, &k, &bk, BPF_ANY);
+	}
+	c = conn_of("198.18.4.7", "10.0.0.4", 81);
+	step(e, "SYN front: an empty parent sheds the SYN", in,
+	     seg(&c, F_SYN, c.isn, 0, NULL, 0, in), XDP_DROP, "tight/shed_parent");
+	bpf_map_lookup_elem(e->maps.tenant_state, &tid, &tb);
+	tb.tat = sl_now_ns() + (uint64_t)(1e6 * (double)unit_ns());
+	bpf_map_update_elem(e->maps.tenant_state, &tid, &tb, BPF_ANY);
+	c = conn_of("198.18.3.5", "10.0.0.4", 81);
+	step(e, "SYN front: an empty tenant sheds the SYN", in,
+	     seg(&c, F_SYN, c.isn, 0, NULL, 0, in), XDP_DROP, "tight/shed_tenant");
+	tb.tat = 1;
+	bpf_map_update_elem(e->maps.tenant_state, &tid, &tb, BPF_ANY);
+	c = conn_of("198.18.3.6", "10.0.0.4", 81);
+	step(e, "SYN front: a SYN carrying data (TFO) is dropped", in,
+	     seg(&c, F_SYN, c.isn, 0, "early data", 10, in), XDP_DROP, "none/syn_data");
+	{
+		struct fspec f = { .family = 4, .src = "198.18.3.6", .dst = "10.0.0.4", .dport = 81,
+				   .sport = next_sport++, .ip4_mf = 1 };
+		struct fbuilt fb = build_frame(&f, in);
+
+		step(e, "SYN front: a SYN in a first fragment is dropped", in, fb.len, XDP_DROP,
+		     "none/fragment");
+	}
+}
+
+/* ---- ghosts: spent keys stay spent -------------------------------------------------------- */
+
+#define GHOST_CONF                                                                           \
+	"edge: { interfaces = [\"lo\"]; ports = ( { port = 80; cost = 1; } );\n"              \
+	"  state_entries = 64; new_key_credit = 1.0; };\n"                                   \
+	"classes = ( { name = \"unknown\"; v4_prefix = 24; v4_parent = 16; rate = 0.001;\n"   \
+	"              burst = 10.0; parent_rate = 1e9; parent_burst = 1e9; } );\n"
+
+/* The /24 of candidate @i, in 100.64.0.0/10 (not martian, not local). */
+static void cand(uint32_t i, char *buf, size_t n)
+{
+	snprintf(buf, n, "100.%u.%u.1", 64 + i / 256, i % 256);
+}
+
+static uint64_t ghost_hash_of(struct env *e, const char *src, uint32_t seed)
+{
+	struct sl_bkey k;
+
+	src_key(e, src, "unknown", &k);
+	return sl_ghost_hash(&k, seed);
+}
+
+/* Which of @tags (4 keys) sit in ghost set @set, and with what TAT. */
+static int ways_holding(struct env *e, uint32_t set, const uint32_t *tags, int ntags,
+			uint64_t *tat, uint32_t *held)
+{
+	struct sl_ghost_set gs;
+	int i, w, n = 0;
+
+	memset(&gs, 0, sizeof(gs));
+	bpf_map_lookup_elem(e->maps.ghosts, &set, &gs);
+	*held = 0;
+	for (i = 0; i < ntags; i++) {
+		tat[i] = 0;
+		for (w = 0; w < SL_GHOST_WAYS; w++)
+			if (gs.way[w].tag == tags[i]) {
+				tat[i] = gs.way[w].tat;
+				*held |= 1u << i;
+				n++;
+			}
+	}
+	return n;
+}
+
+static void spend(struct env *e, const char *src, int n, int *admitted)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		struct conn c = conn_of(src, NULL, 80);
+		uint8_t in[SEG_MAX];
+
+		if (!handshake(e, &c))
+			return;
+		*admitted += run_seg(e, in, first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in)) ==
+			     XDP_PASS;
+	}
+}
+
+static void ghost_sets(void)
+{
+	/* How much each of the six keys aimed at one set spends of its burst of 10. */
+	static const int spent[6] = { 2, 4, 10, 8, 1, 9 };
+	struct sl_settings set;
+	struct sl_counters rows[SL_STATS_ROWS];
+	char src[6][32], buf[32], what[160];
+	uint32_t tags[6], target = 0, sets, mask, held, i, aimed = 0;
+	uint64_t tat[6], before[6];
+	struct env e;
+	int k, n, admitted = 0, flood = 0;
+
+	if (env_open(&e, GHOST_CONF, "")) {
+		tap(false, "the ghost env loads");
+		env_close(&e);
+		return;
+	}
+	sl_maps_read_settings(&e.maps, &set);
+	sets = sl_ghost_sets(e.cfg.state_entries);
+	mask = sets - 1;
+	/* Six /24s whose keys hash to one set (that of the first candidate). */
+	for (i = 0, k = 0; i < 16384 && k < 6; i++) {
+		uint64_t h;
+
+		cand(i, buf, sizeof(buf));
+		h = ghost_hash_of(&e, buf, set.hash_seed);
+		if (k == 0)
+			target = (uint32_t)h & mask;
+		if (((uint32_t)h & mask) != target)
+			continue;
+		snprintf(src[k], sizeof(src[k]), "%s", buf);
+		tags[k] = (uint32_t)(h >> 32);
+		k++;
+	}
+	if (k < 6) {
+		tap(false, "six keys for one ghost set (found %d)", k);
+		env_close(&e);
+		return;
+	}
+	diag("ghost set %u of %u; keys %s %s %s %s, then %s and %s", target, sets, src[0], src[1],
+	     src[2], src[3], src[4], src[5]);
+	for (k = 0; k < 4; k++)
+		spend(&e, src[k], spent[k], &admitted);
+	n = ways_holding(&e, target, tags, 4, tat, &held);
+	tap(n == 4 && admitted == 24, "four keys spent 2, 4, 10 and 8 units: all four in their "
+	    "set's four ways (%d; %d admitted)", n, admitted);
+	spend(&e, src[4], 1, &admitted);
+	n = ways_holding(&e, target, tags, 5, tat, &held);
+	tap(held == 0xf, "a fifth key, spent 1 unit, is less spent than all four: it takes no way "
+	    "(ways hold %#x of keys 0..4)", held);
+	spend(&e, src[5], spent[5], &admitted);
+	n = ways_holding(&e, target, tags, 6, tat, &held);
+	tap(held == 0x2e, "a sixth, spent 9, pushes out the least spent (2 units): the set keeps "
+	    "4, 10, 8 and 9 (ways hold %#x of keys 0..5, want 0x2e)", held);
+	memcpy(before, tat, sizeof(before));
+
+	/* The flood: fresh keys aimed at the same set, then 2000 more anywhere, each charged
+	 * once (less spent than any of the four). */
+	for (i = 16384; i < 65536 && aimed < 200; i++) {
+		cand(i, buf, sizeof(buf));
+		if (((uint32_t)ghost_hash_of(&e, buf, set.hash_seed) & mask) != target)
+			continue;
+		aimed++;
+		spend(&e, buf, 1, &flood);
+	}
+	for (i = 0; i < 2000; i++) {
+		snprintf(buf, sizeof(buf), "100.%u.%u.9", 100 + i / 250, i % 250);
+		spend(&e, buf, 1, &flood);
+	}
+	n = ways_holding(&e, target, tags, 6, tat, &held);
+	tap(held == 0x2e && !memcmp(tat, before, sizeof(tat)),
+	    "%u fresh keys aimed at the set and 2000 more (%d admitted) leave its four spent "
+	    "ghosts exactly as they were (ways hold %#x)", aimed, flood, held);
+
+	/* The flood pushed the spent keys out of the 64-entry table; their ghosts bring them
+	 * back as spent as they left. */
+	{
+		struct sl_bkey key;
+		struct sl_bucket b;
+
+		src_key(&e, src[2], "unknown", &key);
+		tap(sl_maps_lookup_bucket(&e.maps, &key, &b) != 0,
+		    "the key spent 10 of 10 was evicted from the 64-entry bucket table");
+	}
+	{
+		struct conn c = conn_of(src[2], NULL, 80);
+		uint8_t in[SEG_MAX];
+
+		handshake(&e, &c);
+		snprintf(what, sizeof(what), "it returns: still shed, never a fresh burst (%s)",
+			 src[2]);
+		step(&e, what, in, first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_DROP,
+		     "unknown/shed_prefix");
+		c = conn_of(src[5], NULL, 80);
+		handshake(&e, &c);
+		step(&e, "the key spent 9 returns with 1 unit left: one request", in,
+		     first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_PASS,
+		     "unknown/first_admitted");
+		c = conn_of(src[5], NULL, 80);
+		handshake(&e, &c);
+		step(&e, "... and then none", in,
+		     first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_DROP,
+		     "unknown/shed_prefix");
+	}
+	sl_maps_read_stats(&e.maps, rows);
+	tap(rows[sl_config_class(&e.cfg, "unknown")].key_returned >= 2,
+	    "their returns are counted as keys_returned (%llu)",
+	    (unsigned long long)rows[sl_config_class(&e.cfg, "unknown")].key_returned);
+	env_close(&e);
+}
+
+/* ---- the cookie marker's fast path --------------------------------------------------------- */
+
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+
+static uint32_t rnd32(void)
+{
+	rng ^= rng >> 12;
+	rng ^= rng << 25;
+	rng ^= rng >> 27;
+	return (uint32_t)((rng * 0x2545f4914f6cdd1dull) >> 32);
+}
+
+/*
+ * @n random segments of established connections (ACKs and ACK|PSH with data, random ports,
+ * sequence and acknowledgment numbers) to port 80 of @dst. Those whose ack - 1 misses the
+ * marker must leave as not_syn on the one compare; the rest are looked up (to a local address:
+ * no cookie, no socket, so cookie_bad; to one this node does not serve: not_local).
+ */
+static void fast_path(struct env *e, const char *label, const char *dst, unsigned int looked,
+		      int warm)
+{
+	static struct sl_counters b[SL_STATS_ROWS], a[SL_STATS_ROWS];
+	const int n = 16000;
+	struct sl_cookie_keys k;
+	uint32_t zero = 0;
+	long marked = 0, fast, slow, other = 0, buckets0 = sl_maps_count_buckets(&e->maps);
+	char src[32];
+	double frac;
+	int i, r, j;
+
+	bpf_map_lookup_elem(e->maps.cookie_keys, &zero, &k);
+	{
+		/* Every SYN-front pending slot cold, or (@warm) every one warm, as if a SYN had
+		 * just gone to the kernel on each: a stateless port must not even look. */
+		uint32_t slots = sl_ghost_entries(e->cfg.state_entries), v;
+
+		v = warm ? (uint32_t)(sl_now_ns() / 1000000000ull) | 1 : 0;
+		for (zero = 0; zero < slots; zero++)
+			bpf_map_update_elem(e->maps.pending, &zero, &v, BPF_ANY);
+		zero = 0;
+	}
+	sl_maps_read_stats(&e->maps, b);
+	for (i = 0; i < n; i++) {
+		struct conn c;
+		uint8_t in[SEG_MAX];
+		uint32_t ack = rnd32();
+		int data = rnd32() & 1;
+
+		snprintf(src, sizeof(src), "192.0.%u.%u", 100 + (rnd32() & 15), 1 + (rnd32() % 250));
+		c = conn_of(src, dst, 80);
+		c.sport = (uint16_t)(1024 + rnd32() % 60000);
+		marked += ((ack - 1) & SL_COOKIE_MARKER_MASK) == k.cur_marker;
+		run(e, in, seg(&c, data ? F_ACK | 0x08 : F_ACK, rnd32(), ack,
+			       "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx", data ? 50 : 0, in));
+	}
+	sl_maps_read_stats(&e->maps, a);
+	fast = (long)(a[SL_CLASS_NONE].pkts[SL_R_NOT_SYN] - b[SL_CLASS_NONE].pkts[SL_R_NOT_SYN]);
+	slow = (long)(a[SL_CLASS_NONE].pkts[looked] - b[SL_CLASS_NONE].pkts[looked]);
+	for (r = 0; r < SL_STATS_ROWS; r++)
+		for (j = 0; j < SL_REASON_SLOTS; j++)
+			other += (long)(a[r].pkts[j] - b[r].pkts[j]);
+	other -= fast + slow;
+	frac = (double)fast / n;
+	diag("fast path, %s: %ld of %d random established segments (%.2f %%; 15/16 = 93.75 %%) "
+	     "left on the marker compare as not_syn; %ld (%.2f %%) carried the marker and were "
+	     "looked up (%s)", label, fast, n, 100.0 * frac, slow, 100.0 * slow / n,
+	     sl_reason_name(looked));
+	tap(fast == n - marked && slow == marked && other == 0,
+	    "fast path, %s: exactly the %ld segments whose ack - 1 misses the marker left as "
+	    "not_syn, the %ld others as %s (not_syn %ld, %s %ld, other %ld)", label, n - marked,
+	    marked, sl_reason_name(looked), fast, sl_reason_name(looked), slow, other);
+	/* 15/16 +- 5 sigma of a binomial(16000, 1/16): 0.9279 .. 0.9471 */
+	tap(frac > 0.9279 && frac < 0.9471, "fast path, %s: %.2f %% of established segments pass "
+	    "on one compare (15/16 = 93.75 %%, within 5 sigma)", label, 100.0 * frac);
+	tap(sl_maps_count_buckets(&e->maps) == buckets0, "fast path, %s: none of them made or "
+	    "touched a bucket", label);
+	if (warm) {
+		uint32_t slots = sl_ghost_entries(e->cfg.state_entries), v = 0;
+
+		for (zero = 0; zero < slots; zero++)
+			bpf_map_update_elem(e->maps.pending, &zero, &v, BPF_ANY);
+	}
+}
+
+/* ---- cookie forgery odds --------------------------------------------------------------------- */
+
+/* P(X <= k) for X ~ Poisson(@lambda), summed in log space (exp(-lambda) alone underflows). */
+static double poisson_cdf(uint64_t k, double lambda)
+{
+	double cdf = 0.0;
+	uint64_t i;
+
+	if (lambda <= 0.0)
+		return 1.0;
+	for (i = 0; i <= k; i++)
+		cdf += exp(-lambda + (double)i * log(lambda) - lgamma((double)i + 1.0));
+	return cdf;
+}
+
+/* The 95 % upper bound of a Poisson mean, having seen @k. */
+static double poisson_upper95(uint64_t k)
+{
+	double lo = 0.0, hi = (double)k + 10.0 + 10.0 * sqrt((double)k + 1.0);
+	int it;
+
+	for (it = 0; it < 100; it++) {
+		double mid = (lo + hi) / 2;
+
+		if (poisson_cdf(k, mid) > 0.05)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return hi;
+}
+
+static struct sl_conn_id forge_id(int family)
+{
+	struct sl_conn_id id = { 0 };
+
+	id.family = family == 4 ? SL_FAM_V4 : SL_FAM_V6;
+	id.sport = 40000;
+	id.dport = 80;
+	id.isn = 1000;
+	inet_pton(family == 4 ? AF_INET : AF_INET6, family == 4 ? "198.51.100.1" : "2001:db8::1",
+		  id.saddr);
+	inet_pton(family == 4 ? AF_INET : AF_INET6, family == 4 ? "10.0.0.2" : "2001:db8:ffff::2",
+		  id.daddr);
+	return id;
+}
+
+static void print_odds(const char *what, uint64_t tries, uint64_t got, double per_try,
+		       const char *per_try_str)
+{
+	double ub = poisson_upper95(got) / (double)tries;
+
+	diag("  %s: %llu of %llu (2^%.0f) accepted; expected %s = %.3g per try, %.3g in all; "
+	     "measured %.3g per try, 95 %% upper bound %.3g (2^%.1f)", what,
+	     (unsigned long long)got, (unsigned long long)tries, log2((double)tries), per_try_str,
+	     per_try, per_try * (double)tries, (double)got / (double)tries, ub, log2(ub));
+}
+
+static void forgery(struct env *e)
+{
+	struct sl_cookie_keys keys, k;
+	struct sl_cookie_opts o;
+	struct sl_conn_id id = forge_id(4);
+	const char *env_n = getenv("SL_FORGERY_LOG2"), *env_seed = getenv("SL_FORGERY_SEED");
+	int log2n = env_n ? atoi(env_n) : 24, i, flips_ok = 1, bits_ok = 1;
+	uint64_t now = sl_now_ns(), slot = now >> SL_COOKIE_SLOT_SHIFT, n, t, got = 0, got19 = 0;
+	uint64_t mac_s, mac_p, bound;
+	uint32_t zero = 0, iss_s, iss_p, tsval, m19s, m19p;
+	struct sl_cookie_opts to = { 6, 8, 1, 1 };
+
+	if (log2n < 16 || log2n > 34)
+		log2n = 24;
+	if (env_seed)
+		rng = strtoull(env_seed, NULL, 0) | 1;
+	n = 1ull << log2n;
+	bpf_map_lookup_elem(e->maps.cookie_keys, &zero, &keys);
+	k = keys;
+	k.prev_until_ns = 0; /* one live key */
+
+	/* The acceptance set for this tuple now: the cookie of this slot and of the last, and
+	 * not one of their 28 MAC bits or 4 marker bits can be off. */
+	mac_s = sl_cookie_mac(&id, slot, 0, 0, k.cur);
+	mac_p = sl_cookie_mac(&id, slot - 1, 0, 0, k.cur);
+	iss_s = sl_cookie_iss_of(mac_s, k.cur_marker);
+	iss_p = sl_cookie_iss_of(mac_p, k.cur_marker);
+	tap(sl_cookie_check(&id, iss_s, 0, 0, now, &k, &o) &&
+	    sl_cookie_check(&id, iss_p, 0, 0, now, &k, &o),
+	    "forgery control: the cookies of this slot and the last are accepted");
+	tap(!sl_cookie_check(&id, sl_cookie_iss_of(sl_cookie_mac(&id, slot - 2, 0, 0, k.cur),
+						   k.cur_marker), 0, 0, now, &k, &o) &&
+	    !sl_cookie_check(&id, sl_cookie_iss_of(sl_cookie_mac(&id, slot + 1, 0, 0, k.cur),
+						   k.cur_marker), 0, 0, now, &k, &o),
+	    "forgery control: the cookies of two slots back and of the next slot are not");
+	for (i = 0; i < 32; i++)
+		if (sl_cookie_check(&id, iss_s ^ (1u << i), 0, 0, now, &k, &o) &&
+		    (iss_s ^ (1u << i)) != iss_p)
+			flips_ok = 0;
+	tap(flips_ok, "forgery control: each of the ISS's 32 bits flipped (28 MAC, 4 marker) is "
+	    "refused: no slack bit");
+	t = sl_cookie_make(&id, now, &to, &k, &tsval);
+	for (i = 0; i < 32; i++)
+		if (sl_cookie_check(&id, (uint32_t)t, 1, tsval ^ (1u << i), now, &k, &o))
+			bits_ok = 0;
+	tap(sl_cookie_check(&id, (uint32_t)t, 1, tsval, now, &k, &o) && bits_ok &&
+	    !sl_cookie_check(&id, (uint32_t)t, 0, 0, now, &k, &o),
+	    "forgery control: a timestamp cookie is accepted with its TSval echoed, refused with "
+	    "any of TSval's 32 bits flipped (24 MAC, 8 options) or without timestamps");
+
+	/* Blind first requests: random ISS with the (public) marker right. */
+	m19s = (uint32_t)mac_s & 0x7ffff;
+	m19p = (uint32_t)mac_p & 0x7ffff;
+	for (t = 0; t < n; t++) {
+		uint32_t iss = rnd32() << 4 | k.cur_marker;
+
+		got += (uint64_t)sl_cookie_check(&id, iss, 0, 0, now, &k, &o);
+		got19 += ((iss >> 4) & 0x7ffff) == m19s || ((iss >> 4) & 0x7ffff) == m19p;
+	}
+	/* A bound the real cookie keeps and a 19-bit one breaks many times over. */
+	bound = 4 + (uint64_t)(4.0 * (double)n * 2.0 / 268435456.0);
+	diag("cookie forgery odds (seed %#llx; SL_FORGERY_LOG2=%d tries), measured with "
+	     "sl_cookie_check on one IPv4 tuple, every ISS carrying the installation's marker "
+	     "(public: every SYN-ACK shows it):", (unsigned long long)rng, log2n);
+	print_odds("no timestamps, one key", n, got, 2.0 / 268435456.0, "2 x 2^-28 = 2^-27");
+	print_odds("control: the same tries against a 19-bit MAC, two slots", n, got19,
+		   2.0 / 524288.0, "2 x 2^-19 = 2^-18");
+	diag("  (the old 19-bit cookie, its slot chosen by a parity bit in the ISS: 2^-19 per "
+	     "try, %.0f expected here; %.0f while two keys overlapped)", (double)n / 524288.0,
+	     2.0 * (double)n / 524288.0);
+	tap(got <= bound, "cookie forgery, no timestamps: %llu of 2^%d blind marked ISS accepted, "
+	    "at most %llu allowed (a 2^-19 cookie: ~%.0f)", (unsigned long long)got, log2n,
+	    (unsigned long long)bound, (double)n / 524288.0);
+	tap(got19 >= 4 * bound, "cookie forgery control: the same harness catches a 19-bit MAC "
+	    "(%llu accepted, expected %.0f)", (unsigned long long)got19, 2.0 * (double)n / 524288.0);
+
+	/* While a rotation's two keys overlap: four MACs, twice the odds. */
+	k = keys;
+	k.prev[0] ^= 0x0123456789abcdefull; /* a previous key unlike the current one */
+	k.prev_until_ns = now + 1000000000000ull;
+	got = 0;
+	for (t = 0; t < n / 4; t++)
+		got += (uint64_t)sl_cookie_check(&id, rnd32() << 4 | k.cur_marker, 0, 0, now, &k,
+						 &o);
+	print_odds("no timestamps, two keys live (rotation overlap)", n / 4, got,
+		   4.0 / 268435456.0, "4 x 2^-28 = 2^-26");
+	tap(got <= bound, "cookie forgery during a rotation: %llu of 2^%d accepted (at most %llu)",
+	    (unsigned long long)got, log2n - 2, (unsigned long long)bound);
+
+	/* With timestamps the echo carries 24 more MAC bits: a random TSecr too. */
+	k = keys;
+	k.prev_until_ns = 0;
+	got = 0;
+	for (t = 0; t < n / 4; t++) {
+		uint32_t iss = rnd32() << 4 | k.cur_marker;
+
+		got += (uint64_t)sl_cookie_check(&id, iss, 1, rnd32(), now, &k, &o);
+	}
+	print_odds("timestamps, random TSecr", n / 4, got, 2.0 / 4503599627370496.0,
+		   "2 x 2^-52 = 2^-51");
+	tap(got == 0, "cookie forgery with timestamps: %llu of 2^%d accepted (expected 0)",
+	    (unsigned long long)got, log2n - 2);
+
+	/* IPv6: the MAC covers the 16-byte addresses; the same odds. */
+	id = forge_id(6);
+	got = 0;
+	for (t = 0; t < n / 4; t++)
+		got += (uint64_t)sl_cookie_check(&id, rnd32() << 4 | k.cur_marker, 0, 0, now, &k,
+						 &o);
+	print_odds("IPv6, no timestamps, one key", n / 4, got, 2.0 / 268435456.0,
+		   "2 x 2^-28 = 2^-27");
+	tap(got <= bound, "cookie forgery, IPv6: %llu of 2^%d accepted (at most %llu)",
+	    (unsigned long long)got, log2n - 2, (unsigned long long)bound);
+}
+
 int main(void)
 {
-	char big[1200];
-	uint8_t hello[512];
 	struct env e;
-	size_t n;
 	int ret;
 
 	log_set_level(LOG_LVL_ERROR);
@@ -150,7 +1486,7 @@ int main(void)
 		printf("1..0 # SKIP BPF_PROG_TEST_RUN needs root\n");
 		return 0;
 	}
-	ret = env_open(&e, CONF, "");
+	ret = env_open(&e, conf(1), asn_csv);
 	if (ret == -EBADMSG) {
 		printf("Bail out! the fixture config does not load\n");
 		return 1;
@@ -160,91 +1496,24 @@ int main(void)
 		env_close(&e);
 		return 0;
 	}
-
-	expect_route(&e, "POST /login", 80,
-		     HTTP("POST /login HTTP/1.1\r\nHost: acme.example\r\nContent-Length: 0\r\n\r\n"),
-		     XDP_PASS, R_LOGIN, T_ACME);
-	expect_route(&e, "POST /login?next=/x (query ends the path)", 80,
-		     HTTP("POST /login?next=/x HTTP/1.1\r\nHost: acme.example\r\n\r\n"),
-		     XDP_PASS, R_LOGIN, T_ACME);
-	expect_route(&e, "GET /login (no GET route: default)", 80,
-		     HTTP("GET /login HTTP/1.1\r\nHost: acme.example\r\n\r\n"),
-		     XDP_PASS, R_DEFAULT, T_ACME);
-	expect_route(&e, "GET /token/validate beats /token (longer prefix)", 80,
-		     HTTP("GET /token/validate HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
-		     XDP_PASS, R_VALIDATE, T_BETA);
-	expect_route(&e, "GET /token/refresh falls back to /token", 80,
-		     HTTP("GET /token/refresh HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
-		     XDP_PASS, R_TOKEN, T_BETA);
-	expect_route(&e, "GET /token/validate/x: the longer any-method route wins", 80,
-		     HTTP("GET /token/validate/x HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
-		     XDP_PASS, R_ANYTOKEN, T_BETA);
-	expect_route(&e, "DELETE /health: an any-method route", 80,
-		     HTTP("DELETE /health HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
-		     XDP_PASS, R_HEALTH, T_BETA);
-	expect_route(&e, "OPTIONS /health", 80,
-		     HTTP("OPTIONS /health HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
-		     XDP_PASS, R_HEALTH, T_BETA);
-	expect_route(&e, "Host in capitals with a port", 80,
-		     HTTP("GET / HTTP/1.1\r\nHOST:   ACME.Example:8443\r\n\r\n"),
-		     XDP_PASS, R_DEFAULT, T_ACME);
-	expect_route(&e, "Host after other headers", 80,
-		     HTTP("GET / HTTP/1.1\r\nUser-Agent: x\r\nAccept: */*\r\nhost: beta.example\r\n\r\n"),
-		     XDP_PASS, R_DEFAULT, T_BETA);
-	expect_route(&e, "missing Host: by destination", 80,
-		     HTTP("GET /token HTTP/1.1\r\nAccept: */*\r\n\r\n"),
-		     XDP_PASS, R_TOKEN, T_DEST);
-	expect_route(&e, "unknown Host: by destination", 80,
-		     HTTP("GET / HTTP/1.1\r\nHost: nobody.example\r\n\r\n"),
-		     XDP_PASS, R_DEFAULT, T_DEST);
-	expect_route(&e, "request line cut short: default cost, by destination", 80,
-		     HTTP("POST /lo"), XDP_PASS, R_DEFAULT, T_DEST);
-	expect_route(&e, "request line without its end: default", 80,
-		     HTTP("POST /login HTTP/1.1"), XDP_PASS, R_DEFAULT, T_DEST);
-	expect_route(&e, "Host value cut short: by destination", 80,
-		     HTTP("GET /token HTTP/1.1\r\nHost: acme.exa"), XDP_PASS, R_TOKEN, T_DEST);
-	expect_route(&e, "not HTTP: default", 80, HTTP("\x16\x03\x01garbage\r\n\r\n"),
-		     XDP_PASS, R_DEFAULT, T_DEST);
-	expect_route(&e, "lowercase method is not a method: default", 80,
-		     HTTP("post /login HTTP/1.1\r\nHost: acme.example\r\n\r\n"),
-		     XDP_PASS, R_DEFAULT, T_DEST);
-
-	/* The scan bound: the Host header must start within the first 512 bytes. */
-	memset(big, 0, sizeof(big));
-	n = (size_t)snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nX-Pad: ");
-	memset(big + n, 'p', 460 - n);
-	n = 460;
-	n += (size_t)snprintf(big + n, sizeof(big) - n, "\r\nHost: acme.example\r\n\r\n");
-	expect_route(&e, "Host inside the scan bound", 80, big, n, XDP_PASS, R_DEFAULT, T_ACME);
-	memset(big, 0, sizeof(big));
-	n = (size_t)snprintf(big, sizeof(big), "GET / HTTP/1.1\r\nX-Pad: ");
-	memset(big + n, 'p', 600 - n);
-	n = 600;
-	n += (size_t)snprintf(big + n, sizeof(big) - n, "\r\nHost: acme.example\r\n\r\n");
-	expect_route(&e, "Host past the scan bound: by destination", 80, big, n, XDP_PASS,
-		     R_DEFAULT, T_DEST);
-	memset(big, 0, sizeof(big));
-	n = (size_t)snprintf(big, sizeof(big), "GET /");
-	memset(big + n, 'a', 200);
-	n += 200;
-	n += (size_t)snprintf(big + n, sizeof(big) - n, " HTTP/1.1\r\nHost: beta.example\r\n\r\n");
-	expect_route(&e, "a path longer than the route key: still read, Host still found", 80,
-		     big, n, XDP_PASS, R_DEFAULT, T_BETA);
-
-	n = client_hello(hello, "acme.example");
-	expect_route(&e, "TLS ClientHello with SNI acme.example", 443, (char *)hello, n, XDP_PASS,
-		     R_DEFAULT, T_ACME);
-	n = client_hello(hello, "BETA.example");
-	expect_route(&e, "TLS ClientHello with SNI in capitals", 443, (char *)hello, n, XDP_PASS,
-		     R_DEFAULT, T_BETA);
-	n = client_hello(hello, NULL);
-	expect_route(&e, "TLS ClientHello without SNI: by destination", 443, (char *)hello, n,
-		     XDP_PASS, R_DEFAULT, T_DEST);
-	n = client_hello(hello, "acme.example");
-	expect_route(&e, "TLS ClientHello cut before its SNI: by destination", 443, (char *)hello,
-		     60, XDP_PASS, R_DEFAULT, T_DEST);
-
+	request_reader(&e);
+	fragments(&e);
+	costs_decide(&e);
+	lifecycle(&e);
+	same_tuple(&e);
+	syn_front(&e);
+	fast_path(&e, "to a local address", "10.0.0.2", SL_R_COOKIE_BAD, 0);
+	fast_path(&e, "to an address this node does not serve (the compare comes before the "
+		  "local-address lookup)", "10.9.9.9", SL_R_NOT_LOCAL, 0);
+	fast_path(&e, "every SYN-front pending slot warm (a stateless port does not look)",
+		  "10.0.0.2", SL_R_COOKIE_BAD, 1);
+	if (sl_maps_cookie_keys(&e.maps, 1, 3600) != 1)
+		tap(false, "the cookie key rotates");
+	fast_path(&e, "after a key rotation (both keys live)", "10.0.0.2", SL_R_COOKIE_BAD, 0);
+	forgery(&e);
 	env_close(&e);
+	no_default_tenant();
+	ghost_sets();
 	printf("1..%d\n", n_test);
 	return n_fail ? 1 : 0;
 }
