@@ -181,9 +181,13 @@ $(BUILD)/bench/h1load: bench/h1load.c | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
 
+$(BUILD)/bench/synflood: bench/synflood.c | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
 # Other benchmark programs: one C file each, linked with the libraries (bench/*.c that
 # are not xdp_cost or h1load).
-BENCH_C := $(filter-out bench/xdp_cost.c bench/h1load.c,$(wildcard bench/*.c))
+BENCH_C := $(filter-out bench/xdp_cost.c bench/h1load.c bench/synflood.c,$(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_C))
 $(BENCH_BINS): $(BUILD)/bench/%: bench/%.c $(GW_A) $(LIB_A) $(HDRS) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
@@ -194,6 +198,12 @@ bench: $(BUILD)/bench/xdp_cost bench-reply bench-counters bench-stream
 
 bench-reply: $(BINS) $(BUILD)/bench/h1load $(BUILD)/bpf/bare_pass.bpf.o
 	$(Q)BUILD=$(BUILD) bench/reply_rate.sh
+
+# A real client's goodput while spoofed SYNs flood its port (bench/attack_goodput.sh): the
+# kernel alone, sluice's stateless front and its SYN front, at several flood rates.
+.PHONY: bench-attack
+bench-attack: $(BINS) $(BUILD)/bench/h1load $(BUILD)/bench/synflood $(BUILD)/bpf/sink.bpf.o
+	$(Q)BUILD=$(BUILD) bench/attack_goodput.sh
 
 # The gateway's figures (bench/gateway.sh): goodput on Monday morning with admission on and
 # off, and the noisy neighbour with per-tenant admission, one global budget, and none.

@@ -1012,7 +1012,10 @@ static __always_inline struct sl_conn *shed_entry(struct sl_conn_key *ck, const 
 static __always_inline int absorb(struct xdp_md *ctx, const struct pkt *pk, struct sl_conn *c,
 				  struct reply *rp)
 {
-	if ((pk->flags & TF_FIN) && !(pk->flags & TF_RST) && !sl_martian(ctx, pk)) {
+	/* A dropped connection was sent nothing, so it gets nothing: its FIN too is dropped,
+	 * as a drop port's silence promises. */
+	if ((pk->flags & TF_FIN) && !(pk->flags & TF_RST) && c->state == SL_CONN_SHED &&
+	    !sl_martian(ctx, pk)) {
 		if (reply_from(rp, ctx, pk))
 			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
 		rp->kind = REPLY_ACK;
@@ -1065,7 +1068,7 @@ static __always_inline int answer_429(struct xdp_md *ctx, const struct pkt *pk,
 static __always_inline void remember_drop(struct req_scratch *ws, const struct pkt *pk,
 					  __u32 iss, __u64 now)
 {
-	struct sl_conn c = { .expires_ns = now + SL_SHED_TTL_NS, .state = SL_CONN_SHED };
+	struct sl_conn c = { .expires_ns = now + SL_SHED_TTL_NS, .state = SL_CONN_DROPPED };
 
 	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
 	bpf_map_update_elem(&sl_shed, &ws->ck, &c, BPF_ANY);
@@ -1096,6 +1099,7 @@ static __always_inline __u32 *pend_slot(const struct pkt *pk, const struct sl_se
 
 #define NOT_MINE (-1)
 #define NEED_JUDGE (-2)
+#define NOT_MINE_LOOKED (-3) /* not mine either, after a socket lookup found nothing */
 
 /* What sl_decide() is asked to decide, set by whoever proved the source. */
 enum stage {
@@ -1174,6 +1178,12 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 		__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
 		return absorb(ctx, pk, conn, rp);
 	}
+	if (pk->front == SL_FRONT_STATELESS) {
+		conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+		conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
+		if (conn && now < conn->expires_ns)
+			return record(SL_CLASS_NONE, SL_R_ESTABLISHED, XDP_PASS);
+	}
 
 	/* A cookie connection's own segment: its source is proven. */
 	if (pk->flags & TF_RST)
@@ -1233,7 +1243,10 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		if (pk->frag != FRAG_NONE && set->fragment_action == SL_ACT_DROP)
 			return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
 		sl_judge(pk, set, now, &ws->d, 0);
-		tix = ws->d.tenant < SL_MAX_TENANTS ? ws->d.tenant : SL_MAX_TENANTS;
+		/* The tenant the request named, even when a source bucket refused it before the
+		 * tenant's was asked. */
+		tix = ws->d.tenant < SL_MAX_TENANTS ? ws->d.tenant :
+		      pk->tenant < SL_MAX_TENANTS ? pk->tenant : SL_MAX_TENANTS;
 		if (!is_shed(ws->d.reason)) {
 			struct sl_conn c = { .expires_ns = now + SL_RACE_TTL_NS,
 					     .state = SL_CONN_ADMITTED };
@@ -1263,6 +1276,10 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		}
 		ws->d.action = SL_ACT_REPLY;
 	} else {
+		/* A stateless port's connection that went through the kernel (a tuple reused
+		 * over a socket it holds) costs what an unreadable request costs. */
+		if (pk->front == SL_FRONT_STATELESS && pk->unreadable_cost)
+			pk->cost = pk->unreadable_cost;
 		sl_judge(pk, set, now, &ws->d, 0);
 		if (!is_shed(ws->d.reason)) {
 			/* Admitted: this tuple's handshake needs no more looking at. */
@@ -1323,7 +1340,8 @@ __noinline int sl_syn_verify(struct xdp_md *ctx, struct pkt *pk)
 	slot = pend_slot(pk, set);
 	now = bpf_ktime_get_coarse_ns();
 	secs = (__u32)(now / NS_PER_S);
-	if (!slot || !*slot || secs - *slot > set->pend_ttl_s)
+	/* (A slot stamped a moment ahead by another CPU's clock reads as fresh.) */
+	if (!slot || !*slot || (*slot < secs && secs - *slot > set->pend_ttl_s))
 		return NOT_MINE; /* no handshake of the kernel's pending on this tuple */
 	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
 	ws = bpf_map_lookup_elem(&sl_reqbuf, &zero);
@@ -1391,8 +1409,11 @@ __noinline int sl_syn_verify(struct xdp_md *ctx, struct pkt *pk)
 		sl_read_ts(ctx, pk);
 		return absorb(ctx, pk, conn, rp);
 	}
+	/* Not the handshake's own segment: the kernel's request socket deals with it; with no
+	 * socket at all, it is the caller's (a cookie marker may make it a forgery). */
 	if (!proven || (pk->flags & TF_RST))
-		return record(SL_CLASS_NONE, SL_R_VERIFY_ACK, XDP_PASS);
+		return state == BPF_TCP_NEW_SYN_RECV ?
+			       record(SL_CLASS_NONE, SL_R_VERIFY_ACK, XDP_PASS) : NOT_MINE_LOOKED;
 	sl_read_ts(ctx, pk);
 	pk->iss = iss;
 	pk->our_tsval = pk->tsecr;
@@ -1497,6 +1518,21 @@ __noinline int sl_syn(struct xdp_md *ctx, struct pkt *pk)
 			if (v && now < v->expires_ns && v->action == SL_VERDICT_BLOCK)
 				return record(SL_CLASS_NONE, SL_R_SHED_VERDICT, XDP_DROP);
 		}
+		/*
+		 * A tuple the server still holds a socket for (its TIME_WAIT, most often: the
+		 * server closed first) is the kernel's to reopen by its own rules, which a cookie
+		 * would bypass. Its SYN goes to the kernel, and the connection is then proven and
+		 * charged like the SYN front's: at the ACK that completes the kernel's handshake,
+		 * at the port's unreadable cost, since its request is never read.
+		 */
+		if (sl_sock_state(ctx, pk) >= 0) {
+			if (pk->payload)
+				return record(SL_CLASS_NONE, SL_R_SYN_DATA, XDP_DROP);
+			slot = pend_slot(pk, set);
+			if (slot)
+				*slot = (__u32)(now / NS_PER_S) ?: 1; /* 0 marks a cold slot */
+			return record(SL_CLASS_NONE, SL_R_TW_REUSE, XDP_PASS);
+		}
 		return record(SL_CLASS_NONE, SL_R_HANDSHAKE, sl_send_synack(ctx, pk));
 	}
 
@@ -1522,7 +1558,7 @@ __noinline int sl_syn(struct xdp_md *ctx, struct pkt *pk)
 		/* Room, or a monitor-mode would-shed (counted at the charge, as it happens). */
 		slot = pend_slot(pk, set);
 		if (slot)
-			*slot = (__u32)(now / NS_PER_S) | 1;
+			*slot = (__u32)(now / NS_PER_S) ?: 1; /* 0 marks a cold slot */
 		return record(d->class_id, SL_R_SYN_PEEKED, XDP_PASS);
 	}
 }
@@ -1616,10 +1652,9 @@ int sluice_xdp(struct xdp_md *ctx)
 			keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
 			marked = keys && sl_cookie_marked(bpf_ntohl(th->ack_seq) - 1, keys);
 		}
-		if (!marked && port->front == SL_FRONT_STATELESS)
-			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
-		if (!marked && port->front == SL_FRONT_SYN) {
-			/* SYN front: one array load says whether a SYN on this tuple is pending. */
+		if (!marked) {
+			/* One array load says whether a SYN on this tuple went to the kernel
+			 * lately (SYN front; on a stateless port, a reused tuple). */
 			set = bpf_map_lookup_elem(&sl_settings, &zero);
 			if (!set)
 				return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
@@ -1698,15 +1733,16 @@ int sluice_xdp(struct xdp_md *ctx)
 			if (rc != NOT_MINE)
 				return rc;
 		}
-		if (port->front == SL_FRONT_SYN) {
-			rc = sl_syn_verify(ctx, pk);
-			if (rc == NEED_JUDGE)
-				return sl_decide(ctx, pk);
-			if (rc != NOT_MINE)
-				return rc;
-			if (!marked)
-				return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
-		}
+		/* A handshake of the kernel's, pending on this tuple? (SYN front, or a stateless
+		 * port's reused tuple.) */
+		rc = sl_syn_verify(ctx, pk);
+		if (rc == NEED_JUDGE)
+			return sl_decide(ctx, pk);
+		if (rc != NOT_MINE && rc != NOT_MINE_LOOKED)
+			return rc;
+		if (!marked || (port->front == SL_FRONT_SYN && port->action != SL_ACT_REPLY))
+			return record(SL_CLASS_NONE,
+				      rc == NOT_MINE_LOOKED ? SL_R_VERIFY_ACK : SL_R_NOT_SYN, XDP_PASS);
 		/*
 		 * Marked like our cookie but not one: a forged or stale ACK, or (one time in
 		 * sixteen) a segment of an established connection. Only a socket lookup tells

@@ -94,8 +94,10 @@ enum sl_reason {
 				  * first fragment, which is judged: passed */
 	SL_R_ESTABLISHED,        /* stateless front: a cookie-valid first request whose
 				  * connection exists already (a retransmission): passed */
-	SL_R_TW_REUSE,           /* TC: a tuple reused over a TIME_WAIT socket, handed to the
-				  * listener as the kernel would have accepted the new SYN */
+	SL_R_TW_REUSE,           /* stateless front: a SYN on a tuple the server still holds a
+				  * socket for (its TIME_WAIT): passed to the kernel, which reopens
+				  * it by its own rules; charged at the verified ACK like the SYN
+				  * front. (TC: a first request handed to the listener past one.) */
 	SL_R__MAX
 };
 _Static_assert(SL_R__MAX <= SL_REASON_SLOTS, "reasons outgrew the reserved counter slots");
@@ -333,6 +335,7 @@ struct sl_conn_key {
 enum sl_conn_state {
 	SL_CONN_SHED = 1,       /* answered (429) or dropped: absorb the rest */
 	SL_CONN_ADMITTED = 2,   /* stateless front: handed to the kernel, let the rest through */
+	SL_CONN_DROPPED = 3,    /* shed by a drop: we sent nothing, so we answer nothing */
 };
 
 struct sl_conn {

@@ -13,9 +13,6 @@
  * that was empty (prefix, parent, tenant; decay in seconds), key rotation, tenant budgets
  * and the demand leases follow, verdicts, the event ring, and the SYN front's reply port.
  *
- * Tests marked BUG (datapath) below fail on purpose: the datapath does not do what its own
- * comments promise there, and the test says what it should do.
- *
  * Output is TAP. Without root or BPF, the suite is skipped with the reason.
  */
 #include "bpfenv.h"
@@ -1118,14 +1115,15 @@ static void drop_port(struct env *e)
 		 "hosting/first_admitted");
 	first_request(e, &c, "drop port: a first request to an empty prefix is dropped", NULL,
 		      XDP_DROP, "hosting/shed_prefix", NULL);
-	tap(conn_entry(e->maps.shed, &c, c.iss, &sc) && sc.state == SL_CONN_SHED,
-	    "drop port: the dropped connection is remembered in sl_shed under (tuple, ISS)");
+	tap(conn_entry(e->maps.shed, &c, c.iss, &sc) && sc.state == SL_CONN_DROPPED,
+	    "drop port: the dropped connection is remembered in sl_shed under (tuple, ISS), as "
+	    "dropped (answered nothing, so it is answered nothing)");
 	step(e, "drop port: its retransmission is absorbed, not judged again", in,
 	     seg(&c, F_ACK | 0x08, c.isn + 1, c.iss + 1, request, in), XDP_DROP, "none/cookie_drop",
 	     NULL);
 	/* A client whose request is never acknowledged closes with the request and FIN. */
-	/* BUG (datapath): absorb() acknowledges the FIN of every sl_shed entry, and
-	 * remember_drop() leaves our_next at 0, so a drop port answers with seq 0. */
+	/* (A drop port once answered it with seq 0: absorb() acknowledged the FIN of every
+	 * sl_shed entry.) */
 	step(e, "drop port: the request retransmitted with FIN gets no answer", in,
 	     seg(&c, F_ACK | 0x08 | F_FIN, c.isn + 1, c.iss + 1, request, in), XDP_DROP,
 	     "none/cookie_drop", &v);
