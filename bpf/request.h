@@ -72,6 +72,23 @@ static long find_nl_step(__u32 idx, struct find_ctx *f)
 	return 0;
 }
 
+/* bpf_loop step: is there a '/' (found = 1) or a blank (found = 2) at ctx->at + idx? */
+static long find_path_step(__u32 idx, struct find_ctx *f)
+{
+	__u32 i = f->at + idx;
+	__u8 c;
+
+	if (i >= f->len)
+		return 1;
+	c = f->rb->b[i & SL_REQ_MASK];
+	if (c == '/' || c == ' ') {
+		f->at = i;
+		f->found = c == '/' ? 1 : 2;
+		return 1;
+	}
+	return 0;
+}
+
 /* bpf_loop step: does a header line "host:" start at ctx->at + idx (just after a '\n')? */
 static long find_host_step(__u32 idx, struct find_ctx *f)
 {
@@ -116,7 +133,8 @@ static long host_step(__u32 i, struct host_ctx *h)
 		return 1;
 	}
 	c = h->rb->b[at & SL_REQ_MASK];
-	if (!h->max && (c == '\r' || c == '\n' || c == ':' || c == ' ' || c == '\t')) {
+	if (!h->max && (c == '\r' || c == '\n' || c == ':' || c == ' ' || c == '\t' || c == '/' ||
+			c == '?')) {
 		h->done = h->n ? 1 : 2;
 		return 1;
 	}
@@ -177,7 +195,7 @@ __noinline int sl_http_path(const struct req_buf *rb, __u32 len, __u32 p,
 {
 	__u32 j, n = 0;
 
-	if (!rb || !rk || len > SL_REQ_SCAN || p > 16)
+	if (!rb || !rk || len > SL_REQ_SCAN || p > 127)
 		return -1;
 	for (j = 0; j < SL_ROUTE_KEY_PATH; j++) {
 		__u8 c;
@@ -204,7 +222,7 @@ __noinline int sl_parse_http(const struct req_buf *rb, __u32 len, struct sl_rout
 	struct find_ctx f = {};
 	__u32 p, n, line_end;
 	__u8 method;
-	int out = 0, ret;
+	int out = 0, ret, abs_host = 0;
 
 	if (!rb || !rk || !hk || len > SL_REQ_SCAN)
 		return 0;
@@ -233,15 +251,53 @@ __noinline int sl_parse_http(const struct req_buf *rb, __u32 len, struct sl_rout
 		return 0; /* not a request we can route: the default cost */
 	}
 	rk->data[0] = method;
+	f.rb = rb;
+	f.len = len;
+	if (p < len && rb->b[p & SL_REQ_MASK] != '/') {
+		/*
+		 * An absolute-form target, "http://host[:port]/path": routed by its path, and its
+		 * authority names the tenant ahead of any Host header (RFC 9112 section 3.2.2),
+		 * as the gateway does. Anything else that is not a path is not routable.
+		 */
+		__u32 a;
+
+		if (p + 8 > len || lc(rb->b[p & SL_REQ_MASK]) != 'h' ||
+		    lc(rb->b[(p + 1) & SL_REQ_MASK]) != 't' || lc(rb->b[(p + 2) & SL_REQ_MASK]) != 't' ||
+		    lc(rb->b[(p + 3) & SL_REQ_MASK]) != 'p')
+			return 0;
+		if (starts(rb, len, p + 4, "://", 3))
+			a = p + 7;
+		else if (lc(rb->b[(p + 4) & SL_REQ_MASK]) == 's' && starts(rb, len, p + 5, "://", 3))
+			a = p + 8;
+		else
+			return 0;
+		if (!copy_host(rb, len, a, hk, 0))
+			return 0;
+		lower_key(hk);
+		abs_host = 1;
+		f.at = a;
+		bpf_loop(SL_HOST_KEY_LEN + 8, find_path_step, &f, 0);
+		if (!f.found || f.at > 127)
+			return 0;
+		p = f.at;
+		if (f.found == 2) {
+			/* No path at all: the origin's "/" */
+			rk->data[1] = '/';
+			n = 0;
+			rk->prefixlen = 16;
+			goto line_end;
+		}
+		f.found = 0;
+	}
 	ret = sl_http_path(rb, len, p, rk);
 	if (ret < 0)
 		return 0; /* the request line is cut short */
 	n = (__u32)ret;
 	rk->prefixlen = 8 * (1 + n);
 
+line_end:
 	/* The end of the request line: where " HTTP/1.1\r\n" says it is, else scan for it. */
-	f.rb = rb;
-	f.len = len;
+	f.found = 0;
 	f.at = p + n;
 	if ((starts(rb, len, p + n, " HTTP/1.", 8)) && p + n + 10 < len &&
 	    rb->b[(p + n + 10) & SL_REQ_MASK] == '\n') {
@@ -255,6 +311,8 @@ __noinline int sl_parse_http(const struct req_buf *rb, __u32 len, struct sl_rout
 	out |= REQ_LINE;
 	line_end = f.at;
 
+	if (abs_host)
+		return out | REQ_HOST;
 	/* Host is the first header almost always: try there before scanning. */
 	f.found = 0;
 	f.at = line_end + 1;

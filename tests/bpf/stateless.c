@@ -520,6 +520,21 @@ static void request_reader(struct env *e)
 	expect_req(e, "a Host no tenant lists, to carol's address: the default tenant takes it",
 		   SRC, "10.0.0.3", 80, HTTP("GET / HTTP/1.1\r\nHost: nobody.example\r\n\r\n"),
 		   ADMIT(R_DEFAULT, T_DEFAULT, 7));
+	/* Absolute-form targets route as the gateway routes them: by their path, the authority
+	 * naming the tenant ahead of any Host header. */
+	expect_req(e, "absolute form: POST http://acme.example/login, Host beta: login for acme",
+		   SRC, NULL, 80,
+		   HTTP("POST http://acme.example/login HTTP/1.1\r\nHost: beta.example\r\n\r\n"),
+		   ADMIT(R_LOGIN, T_ACME, 950));
+	expect_req(e, "absolute form in capitals with a port: HTTPS://BETA.EXAMPLE:8443/token/validate",
+		   SRC, NULL, 80,
+		   HTTP("GET HTTPS://BETA.EXAMPLE:8443/token/validate HTTP/1.1\r\n\r\n"),
+		   ADMIT(R_VALIDATE, T_BETA, 1));
+	expect_req(e, "absolute form without a path: the origin's /", SRC, NULL, 80,
+		   HTTP("GET http://beta.example HTTP/1.1\r\n\r\n"), ADMIT(R_DEFAULT, T_BETA, 7));
+	expect_req(e, "a target that is neither a path nor http(s): cannot be routed, the dearest",
+		   SRC, NULL, 80, HTTP("POST ftp://acme.example/login HTTP/1.1\r\n\r\n"),
+		   ADMIT(R_DEFAULT, T_DEFAULT, 950));
 	expect_req(e, "a complete request line, Host cut short: the route's cost, by destination",
 		   SRC, "10.0.0.3", 80, HTTP("GET /token HTTP/1.1\r\nHost: acme.exa"),
 		   ADMIT(R_TOKEN, T_CAROL, 40));
