@@ -4,9 +4,12 @@
 # `sluicectl top` against a live sluiced with an edge (XDP on the server veth) and a gateway
 # (on the server namespace's loopback), driven inside a detached tmux session:
 #  - plain mode (stdout not a terminal): text frames with no escape bytes, --once, -n, --json;
-#  - on the terminal: after a SYN flood from a hosting /24 and a login flood at 8x one
-#    tenant's reservation, the captured pane has the tenant's row and the prefix's row with
-#    its class and reason;
+#  - on the terminal: while a hosting /24 opens connections far past its budget and a login
+#    flood runs at 8x one tenant's reservation, the captured pane has the tenant's row and the
+#    prefix's row with its class and reason. The /24's connections prove their source first
+#    (scapy completes each handshake, tests/lib/edge_probe.py: verify, then charge): its
+#    first few are charged and admitted, and once they have emptied its bucket the SYN front
+#    sheds its SYNs at once;
 #  - q, Ctrl-C and SIGTERM each end it with status 0 and give the terminal back (the normal
 #    screen, canonical mode and echo); a daemon that goes away ends it with status 1 and a
 #    clear message, the terminal restored too.
@@ -26,6 +29,9 @@ if [ ! -x "$BUILD/sluiced" ] || [ ! -x "$BUILD/sluicectl" ]; then
 	exit 1
 fi
 nt_setup || { echo "Bail out! cannot build the veth topology"; exit 1; }
+# Port 80 runs the SYN front, which passes a SYN with room to the kernel: a real listener
+# makes the request sockets whose handshakes the edge then charges.
+nt_http_server || { echo "Bail out! no HTTP server on port 80"; exit 1; }
 
 # A private tmux server, gone with the rest.
 TMUX_SOCK=sluice-top-$$
@@ -49,6 +55,9 @@ prefix,asn,class
 203.0.113.0/24,64501,residential
 EOF
 
+# The SYN front on port 80: a connection there costs the port's 1. On the stateless front
+# (the default) a first request is charged its route, and the login route's 450 units would
+# be more than these bursts of 10 and 20 hold (the config check refuses that).
 cat >"$NT_DIR/sluice.conf" <<EOF
 edge: {
   interfaces = ["vs"];
@@ -202,16 +211,18 @@ if run_top 1; then tap_ok "top 1 draws a frame in the pane"; else
 # Both floods run while the pane is read, so the rates on it are live.
 flood_logins 8 &
 FLOOD=$!
+# The /24's connections, 30 per round from 3 addresses, each round's outcome in syns.N.
 (
-	end=$((SECONDS + 8))
+	end=$((SECONDS + 8)) n=0
 	while [ $SECONDS -lt $end ]; do
-		probe --src 198.51.100.7 --src 198.51.100.8 --src 198.51.100.9 --count 10 \
-			--gap 0.02 >/dev/null
+		n=$((n + 1))
+		ip netns exec "$NS_C" $PY "$ROOT/tests/lib/edge_probe.py" --iface vc \
+			--dmac "$SERVER_MAC" --dst 10.200.0.2 --src 198.51.100.7 --src 198.51.100.8 \
+			--src 198.51.100.9 --count 10 --gap 0.02 --seed $n >"$NT_DIR/syns.$n"
 	done
 ) &
 SYNS=$!
 ok=0
-sleep 2
 for _ in $(seq 1 50); do
 	p=$(pane)
 	grep -Eq '^noisy +[1-9]' <<<"$p" &&
@@ -232,6 +243,15 @@ expect_match "pane: tenants come sorted by shed rate (noisy first)" \
 	"$(grep -A1 '^TENANT ' <<<"$p" | tail -1)" '^noisy '
 [ "$ok" = 1 ] || tap_diag "$p"
 wait "$FLOOD" "$SYNS"
+# What the /24 got over the whole flood: its bucket's new-key credit (5 of burst 10, the rate a
+# unit per 1000 s) in admitted connections, each charged at the ACK that proved it; nothing
+# after that, whatever the rounds' SYNs and handshakes raced.
+sum=$(cat "$NT_DIR"/syns.* | $PY -c 'import json, sys
+rs = [json.loads(l) for l in sys.stdin if l.strip()]
+print(sum(r["sent"] for r in rs), sum(r["admitted"] for r in rs))')
+tap_diag "the /24's rounds: $(ls "$NT_DIR"/syns.* | wc -l), connections tried and admitted: $sum"
+expect_ge "the /24 tried many connections" "${sum% *}" 30
+expect_eq "  ... and had its credit of 5 admitted, no more" "${sum#* }" 5
 if grep -q $'\033' <<<"$p"; then tap_not_ok "capture has no stray escapes"; else
 	tap_ok "capture has no stray escapes"; fi
 
