@@ -9,11 +9,14 @@
 #   1. A spray: 10,000 real accounts, one wrong password each (the same one), from 200
 #      addresses in one IPv6 /48 and 50 IPv4 /24s of a hosting ASN. Per-pair counters never
 #      trip (one attempt per pair); the stream job flags the /48, the /24s, the ASN and the
-#      password; the verdicts reach the XDP map and a SYN from the /48 is dropped there.
+#      password; the verdicts reach the XDP map, and there a block verdict drops the SYNs of
+#      the flagged prefixes (a verdict applies at the SYN, before any charge) while a source
+#      outside them completes its handshake and reaches the server behind port 80.
 #   2. A Manila morning: 22,000 accounts from 4 addresses, right passwords: no verdict, no
 #      record, no shed.
 #   3. Monitor mode: the same spray against a fresh daemon with stream.mode = "monitor"
-#      gives the same records as would-blocks, no verdict, nothing refused.
+#      gives the same records as would-blocks, no verdict, nothing refused (a connection from
+#      the /48 is admitted at the edge).
 #   4. Overload: the job stalled (SLUICED_STREAM_STALL_MS), a tiny queue: events are dropped
 #      and counted, logins never wait for it.
 set -u
@@ -23,6 +26,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 
 nt_require
 nt_setup || { echo "Bail out! cannot build the veth topology"; exit 1; }
+# Port 80 runs the stateless front (the default): XDP answers SYNs itself (XDP_TX, which a
+# veth delivers only to a peer running XDP) and hands admitted connections to this server.
+nt_client_xdp_pass || { echo "1..0 # SKIP cannot attach XDP to the client veth"; exit 0; }
+nt_http_server || { echo "Bail out! no HTTP server on port 80"; exit 1; }
 
 cat >"$NT_DIR/asn.csv" <<'EOF'
 prefix,asn,class
@@ -137,6 +144,12 @@ for t in threads: t.join()
 print(json.dumps({"status": status, "worst_ms": round(worst[0], 1), "sent": len(jobs)}))
 PYEOF
 load() { ip netns exec "$NS_S" $PY "$NT_DIR/load.py" "$PORT" "$1"; }
+# hs ARGS...: handshakes to port 80 from spoofed sources (tests/lib/edge_probe.py): a source
+# proves itself by completing one, then sends a request; prints what became of each.
+hs() {
+	ip netns exec "$NS_C" $PY "$ROOT/tests/lib/edge_probe.py" --iface vc --dmac "$SERVER_MAC" \
+		--dst 10.200.0.2 --dst6 fd00:5::2 "$@"
+}
 start() {
 	nt_start_sluiced || { echo "Bail out! sluiced did not start"; exit 1; }
 	for _ in $(seq 1 50); do grep -q "gateway listening" "$NT_DIR/sluiced.log" && break; sleep 0.1; done
@@ -170,14 +183,26 @@ expect_match "  ... and the ASN" "$rec" "asn_accounts AS64500"
 ls "$NT_DIR"/creds.txt >/dev/null
 grep -c "Winter2026" "$NT_DIR/sluiced.log" | grep -qx 0 && tap_ok "the password never appears in the log" ||
 	tap_not_ok "the password never appears in the log"
-# The verdict in the datapath: a SYN from the /48 is dropped by XDP.
+# The verdicts in the datapath. scapy tries to complete real handshakes (hs): a block verdict
+# drops a flagged source's SYN, so it never gets a SYN-ACK and has nothing to prove; a source
+# outside the flagged prefixes gets the cookie SYN-ACK, and its first request is charged and
+# handed to the server.
 before=$(jget "$(sluicectl stats --json)" by_reason.shed_verdict)
-p=$(probe --src 2001:db8:2a00:77::5 --count 3)
+p=$(hs --src 2001:db8:2a00:77::5 --count 3)
 after=$(jget "$(sluicectl stats --json)" by_reason.shed_verdict)
-expect_eq "SYNs from the flagged /48 get no answer from the server" "$(jget "$p" answered)" 0
-expect_eq "  ... because XDP dropped them on the verdict" "$((after - before))" 3
-p=$(probe --src 2001:db8:2b00::5 --count 1)
-expect_eq "a SYN from outside the flagged prefixes is answered" "$(jget "$p" answered)" 1
+expect_eq "connections from the flagged /48 get no SYN-ACK, so no handshake" "$(jget "$p" answered)" 0
+expect_eq "  ... because XDP dropped their 3 SYNs on the verdict" "$((after - before))" 3
+p=$(hs --src 100.64.7.9 --count 2)
+expect_eq "connections from a flagged /24 (100.64.7.0/24) get no SYN-ACK either" \
+	"$(jget "$p" answered)" 0
+expect_eq "  ... their 2 SYNs dropped on the verdict too" \
+	"$(( $(jget "$(sluicectl stats --json)" by_reason.shed_verdict) - after ))" 2
+a0=$(jget "$(sluicectl stats --json)" by_reason.first_admitted)
+p=$(hs --src 2001:db8:2b00::5 --count 1)
+expect_eq "a connection from outside the flagged prefixes is admitted to the server" \
+	"$(jget "$p" admitted)" 1
+expect_eq "  ... its first request charged and handed over by the edge" \
+	"$(( $(jget "$(sluicectl stats --json)" by_reason.first_admitted) - a0 ))" 1
 # The password step-up reaches the gateway: the right password of a sprayed account, tried
 # with the flagged one, gets step_up_required; and a new account trying it too.
 s=$(ip netns exec "$NS_S" $PY -c '
@@ -254,6 +279,9 @@ expect_eq "monitor: every spray login answered 401 (no step-up, nothing refused)
 	"$(echo "$r" | $PY -c 'import json,sys; print(json.load(sys.stdin)["status"].get("401", 0))')" 10000
 sleep 1
 expect_eq "monitor: no verdict in the XDP map" "$(vcount)" 0
+p=$(hs --src 2001:db8:2a00:77::5 --count 1)
+expect_eq "monitor: a connection from the sprayed /48 is admitted at the edge" \
+	"$(jget "$p" admitted)" 1
 monitor_records=$(records)
 expect_eq "monitor: the same (rule, key) records as enforcing produced ($(echo "$monitor_records" | wc -l))" \
 	"$monitor_records" "$enforce_records"
