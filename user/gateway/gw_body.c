@@ -48,21 +48,53 @@ bool gw_utf8_valid(const unsigned char *s, size_t n)
 	return true;
 }
 
+static bool is_alnum(unsigned char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
 bool gw_account_valid(const char *s, size_t n)
 {
 	size_t i;
 
-	if (!n || n > GW_USER_MAX || !gw_utf8_valid((const unsigned char *)s, n))
+	if (!n || n > GW_USER_MAX || !is_alnum((unsigned char)s[0]))
 		return false;
-	for (i = 0; i < n; i++) {
+	for (i = 1; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
 
-		/* The credential file is comma separated; controls have no business in a name
-		 * (and would forge log lines). */
-		if (c < 0x20 || c == 0x7f || c == ',')
+		/* No space, comma, '=', quote or anything beyond ASCII: a name is one token in
+		 * every format it is written to (the credential file, outbox records, logs). */
+		if (!is_alnum(c) && c != '.' && c != '_' && c != '-' && c != '+' && c != '@')
 			return false;
 	}
 	return true;
+}
+
+size_t gw_esc(char *out, size_t cap, const char *s, size_t n, unsigned flags)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i, o = 0;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		bool plain = (c > 0x20 && c < 0x7f && c != '\\' && c != '\'' && c != '"') ||
+			     (c == ' ' && (flags & GW_ESC_SPACE));
+
+		if (plain) {
+			if (o + 1 >= cap)
+				break;
+			out[o++] = (char)c;
+			continue;
+		}
+		if (o + 4 >= cap)
+			break;
+		out[o++] = '\\';
+		out[o++] = 'x';
+		out[o++] = hex[c >> 4];
+		out[o++] = hex[c & 15];
+	}
+	out[o] = '\0';
+	return o;
 }
 
 int gw_body_type(const char *ct)

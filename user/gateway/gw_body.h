@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#define GW_USER_MAX 128   /* bytes of UTF-8 in an account name */
+#define GW_USER_MAX 128   /* bytes of an account name (gw_account_valid) */
 #define GW_PASS_MAX 1024  /* bytes of password */
 
 enum gw_body_type {
@@ -44,7 +44,23 @@ int gw_body_fields(int type, const char *body, size_t len, struct gw_field *f, i
 
 /* Strict UTF-8: no overlong forms, no surrogates, nothing above U+10FFFF. */
 bool gw_utf8_valid(const unsigned char *s, size_t n);
-/* An account name: 1..GW_USER_MAX bytes of UTF-8, no control characters, no ','. */
+/*
+ * An account name in either case: 1..GW_USER_MAX bytes of ASCII letters, digits and
+ * . _ - + @, the first a letter or a digit (docs/endpoints.md, "Account names"). Where a
+ * name enters, gw_account_norm() (gw_creds.h) checks this and folds it to lowercase.
+ */
 bool gw_account_valid(const char *s, size_t n);
+
+/*
+ * Text from outside, made safe for one field of a log line or an outbox record: every byte
+ * outside 0x21..0x7e, and the backslash and both quotes, become \xHH. Nothing non-ASCII
+ * survives, so no control character, newline, U+0085, U+2028 or U+2029 (nor a bidi
+ * override) can end or fake a record; with GW_ESC_SPACE a space stays a space (for the
+ * key=value list an outbox record's text is). The result is NUL-terminated and cut only
+ * between escapes; returns its length. @cap >= 1.
+ */
+#define GW_ESC_SPACE 1u
+#define GW_ESC_LEN(n) (4 * (n) + 1) /* room for any @n bytes, with the NUL */
+size_t gw_esc(char *out, size_t cap, const char *s, size_t n, unsigned flags);
 
 #endif

@@ -24,6 +24,7 @@ struct ent {
 	uint64_t h;
 	const char *tenant, *account, *phc;
 	unsigned line;
+	bool folded;          /* the file spelled it with capitals */
 };
 
 struct gw_creds {
@@ -81,6 +82,37 @@ static uint64_t key_hash(const uint8_t *key, const char *tenant, const char *acc
 	crypto_shorthash(out, buf, tl + 1 + alen, key);
 	memcpy(&h, out, sizeof(h));
 	return h;
+}
+
+bool gw_account_norm(char *s, size_t n)
+{
+	size_t i;
+
+	if (!gw_account_valid(s, n))
+		return false;
+	for (i = 0; i < n; i++)
+		if (s[i] >= 'A' && s[i] <= 'Z')
+			s[i] = (char)(s[i] - 'A' + 'a');
+	return true;
+}
+
+bool gw_account_canonical(const char *s, size_t n)
+{
+	size_t i;
+
+	if (!gw_account_valid(s, n))
+		return false;
+	for (i = 0; i < n; i++)
+		if (s[i] >= 'A' && s[i] <= 'Z')
+			return false;
+	return true;
+}
+
+/* @s (at most @max bytes of it) escaped for a message: file content is not to be trusted. */
+static const char *esc_field(char *buf, size_t cap, const char *s, size_t max)
+{
+	gw_esc(buf, cap, s, strnlen(s, max), 0);
+	return buf;
 }
 
 static bool b64_ok(const char *s, size_t n)
@@ -224,6 +256,9 @@ static int parse(struct gw_creds *s, char *text, size_t len, const struct sl_con
 		size_t n = nl ? (size_t)(nl - p) : (size_t)(end - p);
 		uint32_t m, t, par;
 		struct ent *e;
+		char eb[GW_ESC_LEN(GW_USER_MAX + 1)];
+		bool folded;
+		size_t alen;
 
 		line++;
 		p += n + (nl ? 1 : 0);
@@ -246,12 +281,15 @@ static int parse(struct gw_creds *s, char *text, size_t len, const struct sl_con
 		*c2 = '\0';
 		phc = c2 + 1;
 		if (!tenant_known(c, ln)) {
-			bad(r, line, "tenant '%.31s' is not in the config", ln);
+			bad(r, line, "tenant '%s' is not in the config",
+			    esc_field(eb, sizeof(eb), ln, SL_TENANT_NAME_LEN - 1));
 			continue;
 		}
-		if (!gw_account_valid(c1 + 1, strlen(c1 + 1))) {
-			bad(r, line, "the account name must be 1..%d bytes of UTF-8 without "
-			    "control characters or commas", GW_USER_MAX);
+		alen = strlen(c1 + 1);
+		folded = gw_account_valid(c1 + 1, alen) && !gw_account_canonical(c1 + 1, alen);
+		if (!gw_account_norm(c1 + 1, alen)) {
+			bad(r, line, "the account name '%s' is not %s",
+			    esc_field(eb, sizeof(eb), c1 + 1, GW_USER_MAX + 1), GW_ACCOUNT_RULE);
 			continue;
 		}
 		if (strlen(phc) >= GW_PHC_MAX || gw_phc_params(phc, &m, &t, &par)) {
@@ -280,6 +318,7 @@ static int parse(struct gw_creds *s, char *text, size_t len, const struct sl_con
 		e->account = c1 + 1;
 		e->phc = phc;
 		e->line = line;
+		e->folded = folded;
 		e->h = key_hash(s->key, ln, e->account, strlen(e->account));
 		s->n++;
 	}
@@ -322,8 +361,9 @@ int gw_creds_load(const char *path, const struct sl_config *c, struct gw_creds *
 
 		if (first)
 			bad(&r, s->ents[i].line, "account '%s' of tenant '%s' is listed twice "
-			    "(first on line %u)", s->ents[i].account, s->ents[i].tenant,
-			    s->ents[first - 1].line);
+			    "(first on line %u)%s", s->ents[i].account, s->ents[i].tenant,
+			    s->ents[first - 1].line, s->ents[i].folded || s->ents[first - 1].folded ?
+			    ": names are compared in lowercase" : "");
 	}
 	if (r.n) {
 		ret = -EINVAL;
@@ -429,6 +469,7 @@ static int append_entry(const char *path, const struct sl_config *c, const char 
 				goto out;
 			}
 			if (gw_creds_find(s, tenant, account, strlen(account))) {
+				/* tenant and account were checked by the caller: no escape needed */
 				snprintf(err, errlen, "account '%s' already exists for tenant '%s'",
 					 account, tenant);
 				ret = -EEXIST;
@@ -458,18 +499,23 @@ out:
 int gw_creds_add(const char *path, const struct sl_config *c, const char *tenant,
 		 const char *account, const char *pwd, size_t pwdlen, char *err, size_t errlen)
 {
-	char phc[GW_PHC_MAX];
+	char phc[GW_PHC_MAX], name[GW_USER_MAX + 1], eb[GW_ESC_LEN(GW_USER_MAX + 1)];
+	size_t alen = strnlen(account, GW_USER_MAX + 1);
 	int ret;
 
 	if (!tenant_known(c, tenant)) {
-		snprintf(err, errlen, "tenant '%s' is not in the config", tenant);
+		snprintf(err, errlen, "tenant '%s' is not in the config",
+			 esc_field(eb, sizeof(eb), tenant, SL_TENANT_NAME_LEN));
 		return -ENOENT;
 	}
-	if (!gw_account_valid(account, strlen(account))) {
-		snprintf(err, errlen, "the account name must be 1..%d bytes of UTF-8 without "
-			 "control characters or commas", GW_USER_MAX);
+	memcpy(name, account, alen > GW_USER_MAX ? GW_USER_MAX : alen);
+	if (alen > GW_USER_MAX || !gw_account_norm(name, alen)) {
+		snprintf(err, errlen, "the account name '%s' is not %s",
+			 esc_field(eb, sizeof(eb), account, GW_USER_MAX + 1), GW_ACCOUNT_RULE);
 		return -EINVAL;
 	}
+	name[alen] = '\0';
+	account = name; /* folded: the file holds names as the gateway looks them up */
 	if (!pwdlen || pwdlen > GW_PASS_MAX || memchr(pwd, '\0', pwdlen)) {
 		snprintf(err, errlen, "the password must be 1..%d bytes without NUL", GW_PASS_MAX);
 		return -EINVAL;
@@ -488,7 +534,7 @@ int gw_creds_add(const char *path, const struct sl_config *c, const char *tenant
 int gw_creds_append(const char *path, const char *tenant, const char *account,
 		    const char *phc, char *err, size_t errlen)
 {
-	if (!gw_account_valid(account, strlen(account))) {
+	if (!gw_account_canonical(account, strlen(account))) {
 		snprintf(err, errlen, "invalid account name");
 		return -EINVAL;
 	}

@@ -8,18 +8,37 @@
  * A stored hash whose memory cost exceeds gateway.argon2.m_cost_kib is refused: the worker
  * pool is sized by that number, and one such line would let every login for that account
  * allocate past the memory budget.
+ *
+ * Account names (docs/endpoints.md, "Account names") are ASCII letters, digits and
+ * . _ - + @, folded to lowercase wherever a name enters: a body's username, a credential
+ * line, `sluicectl user add`. One name is one token in every format it is written to.
  */
 #ifndef SLUICE_GW_CREDS_H
 #define SLUICE_GW_CREDS_H
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "config.h"
+#include "gw_body.h"
 
 #define GW_PHC_MAX 256                    /* bytes of a PHC string, with its NUL */
 #define GW_CREDS_MAX_BYTES (256u << 20)   /* a larger file is refused, not read */
 #define GW_CREDS_LINE_MAX 1024
+
+/* What a name must be, for the messages that refuse one. */
+#define GW_ACCOUNT_RULE "1..128 ASCII letters, digits and . _ - + @, the first a letter " \
+	"or a digit"
+
+/*
+ * A name where it enters: true when s[0..n) is an account name (gw_account_valid, either
+ * case), which is then folded to lowercase in place (same length). False leaves @s as it was.
+ */
+bool gw_account_norm(char *s, size_t n);
+/* A name as the gateway keeps it: valid and already lowercase (a token's, a link's). */
+bool gw_account_canonical(const char *s, size_t n);
 
 struct gw_creds;
 
@@ -46,8 +65,9 @@ int gw_argon2_hash(const struct sl_gateway_cfg *gw, const char *pwd, size_t len,
 
 /*
  * Append (@tenant, @account, hash of @pwd) to @path under an exclusive lock, creating the
- * file (mode 0600) if needed. Refuses an unknown tenant, an invalid name, and an account
- * that already exists. Returns 0 or a negative errno with the reason in @err.
+ * file (mode 0600) if needed (`sluicectl user add`). @account is folded to lowercase first.
+ * Refuses an unknown tenant, an invalid name, a file that does not load as it is, and an
+ * account that already exists. Returns 0 or a negative errno with the reason in @err.
  */
 int gw_creds_add(const char *path, const struct sl_config *c, const char *tenant,
 		 const char *account, const char *pwd, size_t pwdlen, char *err, size_t errlen);

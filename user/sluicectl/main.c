@@ -1196,10 +1196,12 @@ static ssize_t read_password(char *pwd, size_t n)
 	return len;
 }
 
-static int cmd_user_add(const struct ctl *c, const char *tenant, const char *account)
+static int cmd_user_add(const struct ctl *c, const char *tenant, const char *arg)
 {
 	struct sl_config *cfg = malloc(sizeof(*cfg));
-	char err[4096], pwd[GW_PASS_MAX + 2], msg[256] = "";
+	char err[4096], pwd[GW_PASS_MAX + 2], msg[256] = "", account[GW_USER_MAX + 1];
+	char shown[GW_ESC_LEN(GW_USER_MAX + 1)];
+	size_t alen = strnlen(arg, GW_USER_MAX + 1);
 	ssize_t len;
 	int ret = 1, r;
 
@@ -1208,6 +1210,15 @@ static int cmd_user_add(const struct ctl *c, const char *tenant, const char *acc
 		free(cfg);
 		return 1;
 	}
+	/* The name as the gateway keeps it (folded), refused before a password is asked. */
+	memcpy(account, arg, alen > GW_USER_MAX ? GW_USER_MAX : alen);
+	if (alen > GW_USER_MAX || !gw_account_norm(account, alen)) {
+		gw_esc(shown, sizeof(shown), arg, alen, 0);
+		fprintf(stderr, "sluicectl: the account name '%s' is not %s\n", shown,
+			GW_ACCOUNT_RULE);
+		goto out;
+	}
+	account[alen] = '\0';
 	if (sl_config_load(c->config, NULL, cfg, err, sizeof(err))) {
 		fprintf(stderr, "sluicectl: %s", err);
 		goto out;
