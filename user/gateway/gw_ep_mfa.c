@@ -29,7 +29,7 @@ static void mfa_start(struct gw_req *r)
 	int tk;
 
 	if (!tlen || gw_token_any(g, token, tlen, &cl, &tk) || tk != GW_TOK_PASSWORD ||
-	    strcmp(cl.tenant, r->tenant)) {
+	    strcmp(cl.tenant, r->tenant) || !gw_account_canonical(cl.account, strlen(cl.account))) {
 		sodium_memzero(token, sizeof(token));
 		g->ts[r->job.tenant].unauthorized++;
 		g->ep[r->kind].failed++;

@@ -219,7 +219,7 @@ static int login_fields(struct gw_req *r, int type, const char *body, size_t len
 		snprintf(err, errlen, "'username' and 'password' are required");
 		ret = -EINVAL;
 	}
-	if (!ret && !gw_account_valid(r->user, f[0].len)) {
+	if (!ret && !gw_account_norm(r->user, f[0].len)) {
 		snprintf(err, errlen, "the username must be 1..%d bytes of UTF-8 without control "
 			 "characters or commas", GW_USER_MAX);
 		ret = -EINVAL;
