@@ -1516,11 +1516,16 @@ static void load_endpoints(struct vctx *x, const config_setting_t *g, struct sl_
 		resolve_path(gw->delivery_log, sizeof(gw->delivery_log), base, str);
 	str = get_str(x, g, "gateway", "link_base", false);
 	if (str) {
-		if (strlen(str) >= sizeof(gw->link_base) ||
+		size_t k = 0;
+
+		/* Put into every link sent: no blank or control character may enter a record. */
+		while (str[k] > ' ' && str[k] < 0x7f)
+			k++;
+		if (strlen(str) >= sizeof(gw->link_base) || str[k] ||
 		    (strncmp(str, "https://", 8) && strncmp(str, "http://", 7)))
 			bad(x, config_setting_get_member(g, "link_base"),
-			    "gateway.link_base: an http:// or https:// URL of at most %zu characters",
-			    sizeof(gw->link_base) - 1);
+			    "gateway.link_base: an http:// or https:// URL of at most %zu printable "
+			    "ASCII characters without spaces", sizeof(gw->link_base) - 1);
 		else
 			snprintf(gw->link_base, sizeof(gw->link_base), "%s", str);
 	}
