@@ -691,6 +691,17 @@ static const struct bad_case bad_cases[] = {
 	  "counters: {\n"
 	  "  tenant_logins = { fail = \"closed\"; }; };\n",
 	  7, "counters.tenant_logins: 'rate' is required", 2, 0, NULL },
+	{ "a parent prefix longer than its key prefix", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "counters: { prefix_v4 = 24;\n"
+	  "  parent_v4 = 28; };\n",
+	  7, "counters.parent_v4: /28 is longer than prefix_v4 (/24)", 1, 0, NULL },
+	{ "account_keys cannot block", GOOD_EDGE
+	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
+	  "stream: {\n"
+	  "  account_keys = { action = \"block\"; }; };\n",
+	  7, "stream.account_keys.action: 'block' is not an action this detector can take", 1, 0,
+	  NULL },
 	{ "unknown fail mode", GOOD_EDGE
 	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
 	  "counters: {\n"
@@ -1144,6 +1155,18 @@ static void shared_state_is_read(void **state)
 	assert_true(c.counters[SL_CTR_LOGIN_FAILURES].enabled);
 	assert_int_equal(c.counters[SL_CTR_LOGIN_FAILURES].fail, 0);
 	assert_false(c.counters[SL_CTR_TENANT_LOGINS].enabled);
+	/* The allocation of a key prefix: /24 of a /32, /48 of a /64; one account's failures
+	 * there get twice one key's burst and one key's refill. */
+	assert_int_equal(c.counter_v4_parent, 24);
+	assert_int_equal(c.counter_v6_parent, 48);
+	assert_true(c.counters[SL_CTR_LOGIN_PARENT].enabled);
+	assert_true(c.counters[SL_CTR_LOGIN_PARENT].burst == 10.0);
+	assert_true(c.counters[SL_CTR_LOGIN_PARENT].rate == 1.0 / 180);
+	assert_string_equal(sl_counter_name(SL_CTR_LOGIN_PARENT), "login_parent");
+	assert_true(c.stream.det[SL_DET_ACCOUNT_KEYS].enabled);
+	assert_int_equal(c.stream.det[SL_DET_ACCOUNT_KEYS].action, SL_DET_STEP_UP);
+	assert_true(c.stream.det[SL_DET_ACCOUNT_KEYS].threshold == 5);
+	assert_string_equal(sl_detector_name(SL_DET_ACCOUNT_KEYS), "account_keys");
 
 	assert_int_equal(load_text(GOOD_EDGE
 		"classes = ( { name = \"unknown\"; rate = 3.0; burst = 7.0; } );\n"
@@ -1169,6 +1192,9 @@ static void shared_state_is_read(void **state)
 	assert_true(c.cluster.lease_floor == 0.02);
 	assert_int_equal(c.counter_v4_prefix, 24);
 	assert_int_equal(c.counter_v6_prefix, 56);
+	/* Key prefixes that hold the default parents keep them. */
+	assert_int_equal(c.counter_v4_parent, 24);
+	assert_int_equal(c.counter_v6_parent, 48);
 	assert_true(c.counters[SL_CTR_LOGIN_FAILURES].rate == 0.01);
 	assert_int_equal(c.counters[SL_CTR_LOGIN_FAILURES].max_keys, 5000);
 	assert_false(c.counters[SL_CTR_LOGIN_SUCCESSES].enabled);

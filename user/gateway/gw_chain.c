@@ -35,7 +35,7 @@ static struct sl_limit limit_of(const struct gateway *g, int id)
 	static const char *const names[SL_CTR_N] = { "login_fail", "login_ok", "tenant_logins",
 		"token_fail", "token_client", "tenant_tokens", "mfa_attempts", "mfa_sends",
 		"outbound", "reset_acct", "reset_prefix", "reset_tenant", "reg_acct", "reg_prefix",
-		"reg_tenant", "magic_prefix", "user" };
+		"reg_tenant", "magic_prefix", "user", "login_parent" };
 	const struct sl_counter_cfg *cc = &g->cfg->counters[id];
 
 	return (struct sl_limit){ .name = names[id], .rate = cc->rate, .burst = cc->burst,

@@ -303,6 +303,9 @@ static const struct counter_default {
 	{ SL_CTR_MAGIC_PREFIX, 20.0 / 600, 20, false },
 	/* A person signs in a few times a day; a script signing in every second is a bug. */
 	{ SL_CTR_USER, 1.0 / 60, 20, false },
+	/* One account's failures from one allocation (/24, /48), however many /32s or /64s it
+	 * spreads them over: twice one key's burst, one key's refill. */
+	{ SL_CTR_LOGIN_PARENT, 1.0 / 180, 10, false },
 };
 
 void sl_config_defaults(struct sl_config *c)
@@ -374,6 +377,8 @@ void sl_config_defaults(struct sl_config *c)
 	snprintf(c->gw.delivery, sizeof(c->gw.delivery), "log");
 	c->counter_v4_prefix = 32;
 	c->counter_v6_prefix = 64;
+	c->counter_v4_parent = 24;
+	c->counter_v6_parent = 48;
 	c->stream.enabled = 1;
 	c->stream.window_s = 600;
 	c->stream.queue = 65536;
@@ -397,12 +402,14 @@ void sl_config_defaults(struct sl_config *c)
 		.ttl_s = 3600 };
 	c->stream.det[SL_DET_TENANT_RATIO] = (struct sl_detector_cfg){
 		.enabled = 1, .action = SL_DET_ALERT, .threshold = 3, .factor = 1, .ttl_s = 900 };
+	c->stream.det[SL_DET_ACCOUNT_KEYS] = (struct sl_detector_cfg){
+		.enabled = 1, .action = SL_DET_STEP_UP, .threshold = 5, .factor = 1, .ttl_s = 900 };
 }
 
 const char *sl_detector_name(int id)
 {
 	static const char *const n[SL_DET_N] = { "prefix_accounts", "asn_accounts",
-		"account_sources", "password_accounts", "tenant_failure_ratio" };
+		"account_sources", "password_accounts", "tenant_failure_ratio", "account_keys" };
 
 	return id >= 0 && id < SL_DET_N ? n[id] : "?";
 }
@@ -419,7 +426,8 @@ const char *sl_counter_name(int id)
 	static const char *const n[SL_CTR_N] = { "login_failures", "login_successes",
 		"tenant_logins", "token_failures", "token_client", "tenant_tokens", "mfa_attempts",
 		"mfa_sends", "outbound", "reset_account", "reset_prefix", "reset_tenant",
-		"register_account", "register_prefix", "register_tenant", "magic_prefix", "user" };
+		"register_account", "register_prefix", "register_tenant", "magic_prefix", "user",
+		"login_parent" };
 
 	return id >= 0 && id < SL_CTR_N ? n[id] : "?";
 }
@@ -1685,8 +1693,8 @@ static void load_counters(struct vctx *x, const config_setting_t *root, struct s
 	static const char *const keys[] = { "login_failures", "login_successes", "tenant_logins",
 		"token_failures", "token_client", "tenant_tokens", "mfa_attempts", "mfa_sends",
 		"outbound", "reset_account", "reset_prefix", "reset_tenant", "register_account",
-		"register_prefix", "register_tenant", "magic_prefix", "user", "prefix_v4",
-		"prefix_v6", NULL };
+		"register_prefix", "register_tenant", "magic_prefix", "user", "login_parent",
+		"prefix_v4", "prefix_v6", "parent_v4", "parent_v6", NULL };
 	static const char *const ckeys[] = { "rate", "burst", "fail", "static_rate",
 		"static_burst", "max_keys", "enabled", "mode", NULL };
 	static const char *const fail_names[] = { "open", "closed", NULL };
@@ -1715,6 +1723,27 @@ static void load_counters(struct vctx *x, const config_setting_t *root, struct s
 		c->counter_v4_prefix = (uint8_t)v;
 	if (get_int(x, g, "counters", "prefix_v6", false, 16, 64, &v))
 		c->counter_v6_prefix = (uint8_t)v;
+	/* The allocation a key prefix belongs to: never longer than the key prefix itself. */
+	if (c->counter_v4_parent > c->counter_v4_prefix)
+		c->counter_v4_parent = c->counter_v4_prefix;
+	if (c->counter_v6_parent > c->counter_v6_prefix)
+		c->counter_v6_parent = c->counter_v6_prefix;
+	if (get_int(x, g, "counters", "parent_v4", false, 8, 32, &v)) {
+		if (v > c->counter_v4_prefix)
+			bad(x, config_setting_get_member(g, "parent_v4"),
+			    "counters.parent_v4: /%ld is longer than prefix_v4 (/%u): the parent "
+			    "must hold the key prefix", v, c->counter_v4_prefix);
+		else
+			c->counter_v4_parent = (uint8_t)v;
+	}
+	if (get_int(x, g, "counters", "parent_v6", false, 16, 64, &v)) {
+		if (v > c->counter_v6_prefix)
+			bad(x, config_setting_get_member(g, "parent_v6"),
+			    "counters.parent_v6: /%ld is longer than prefix_v6 (/%u): the parent "
+			    "must hold the key prefix", v, c->counter_v6_prefix);
+		else
+			c->counter_v6_parent = (uint8_t)v;
+	}
 	for (i = 0; i < SL_CTR_N; i++) {
 		const config_setting_t *k = config_setting_get_member(g, sl_counter_name(i));
 		struct sl_counter_cfg *cc = &c->counters[i];
@@ -1788,7 +1817,7 @@ static void load_stream(struct vctx *x, const config_setting_t *root, struct sl_
 	static const char *const keys[] = { "enabled", "window_s", "queue", "prefix_v4",
 		"prefix_v6", "max_keys", "tail_per_day", "min_attempts", "baseline_s", "records",
 		"ladder_delay_ms", "mode", "prefix_accounts", "asn_accounts", "account_sources",
-		"password_accounts", "tenant_failure_ratio", NULL };
+		"password_accounts", "tenant_failure_ratio", "account_keys", NULL };
 	static const char *const dkeys[] = { "enabled", "mode", "threshold", "action", "factor",
 		"ttl_s", NULL };
 	/* Which actions each detector may take. */
@@ -1798,6 +1827,7 @@ static void load_stream(struct vctx *x, const config_setting_t *root, struct sl_
 		[SL_DET_ACCOUNT_SOURCES] = 1 << SL_DET_LADDER | 1 << SL_DET_ALERT,
 		[SL_DET_PASSWORD_ACCOUNTS] = 1 << SL_DET_STEP_UP | 1 << SL_DET_ALERT,
 		[SL_DET_TENANT_RATIO] = 1 << SL_DET_ALERT,
+		[SL_DET_ACCOUNT_KEYS] = 1 << SL_DET_STEP_UP | 1 << SL_DET_ALERT,
 	};
 	static const char *const action_names_d[] = { "block", "tighten", "ladder", "step_up",
 		"alert", NULL };

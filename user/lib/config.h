@@ -153,7 +153,7 @@ struct sl_cluster_cfg {
 
 /* The gateway's shared counters. */
 enum sl_counter_id {
-	SL_CTR_LOGIN_FAILURES = 0, /* per (account, source prefix); unknown accounts per prefix */
+	SL_CTR_LOGIN_FAILURES = 0, /* per (account named, source prefix), whether it exists or not */
 	SL_CTR_LOGIN_SUCCESSES,    /* per (account, source prefix), generous */
 	SL_CTR_TENANT_LOGINS,      /* per tenant: password logins across the cluster (capacity) */
 	/* The other endpoints (docs/endpoints.md). */
@@ -171,6 +171,7 @@ enum sl_counter_id {
 	SL_CTR_REGISTER_TENANT,    /* /register: per tenant */
 	SL_CTR_MAGIC_PREFIX,       /* POST /magic/{token}: per source prefix */
 	SL_CTR_USER,               /* per authenticated account (the principal dial) */
+	SL_CTR_LOGIN_PARENT,       /* failures per (account named, parent prefix): the allocation */
 	SL_CTR_N,
 };
 
@@ -189,14 +190,15 @@ enum sl_detector_id {
 	SL_DET_ACCOUNT_SOURCES,     /* distinct source prefixes failed per account */
 	SL_DET_PASSWORD_ACCOUNTS,   /* distinct accounts tried with one (hashed) password */
 	SL_DET_TENANT_RATIO,        /* a tenant's failure ratio against its trailing baseline */
+	SL_DET_ACCOUNT_KEYS,        /* distinct key prefixes failed per (account, allocation) */
 	SL_DET_N,
 };
 
 enum sl_det_action {
 	SL_DET_BLOCK = 0,   /* an XDP verdict that drops the prefix's SYNs */
 	SL_DET_TIGHTEN,     /* an XDP verdict that scales the prefix's buckets by factor */
-	SL_DET_LADDER,      /* accounts: delay, then step-up, then block, in the gateway */
-	SL_DET_STEP_UP,     /* passwords: logins trying it answer step_up_required */
+	SL_DET_LADDER,      /* accounts: delay, then step-up, in the gateway */
+	SL_DET_STEP_UP,     /* passwords, (account, allocation): answer step_up_required */
 	SL_DET_ALERT,       /* record and count only */
 };
 
@@ -272,6 +274,7 @@ struct sl_config {
 	struct sl_cluster_cfg cluster;
 	struct sl_counter_cfg counters[SL_CTR_N];
 	uint8_t counter_v4_prefix, counter_v6_prefix; /* the "source prefix" of the counters */
+	uint8_t counter_v4_parent, counter_v6_parent; /* its allocation (login_parent's key) */
 	uint8_t counter_mode[SL_CTR_N];               /* enum sl_mode */
 	struct sl_stream_cfg stream;
 };
