@@ -57,7 +57,7 @@ struct gw_prepared *gateway_prepare(const struct sl_config *c, char *err, size_t
 			goto fail;
 		p->have_key = true;
 	}
-	if (gw_delivery_open(&p->deliv, &c->gw, err, errlen))
+	if (gw_delivery_open(&p->deliv, c, err, errlen))
 		goto fail;
 	p->have_deliv = true;
 	return p;
