@@ -171,6 +171,15 @@ struct gateway *gateway_start(struct event_base *base, const struct sl_config *c
 	g->pool_ev = event_new(base, g->pool.efd, EV_READ | EV_PERSIST, gw_on_pool, g);
 	if (!g->pool_ev || event_add(g->pool_ev, NULL))
 		goto fail;
+	/* Sign-ups are appended to the credential file by a thread of their own. */
+	ret = gw_cwriter_start(&g->cw);
+	if (ret) {
+		log_error("gateway: cannot start the credential writer: %s", strerror(-ret));
+		goto fail;
+	}
+	g->cw_ev = event_new(base, gw_cwriter_fd(g->cw), EV_READ | EV_PERSIST, gw_on_signups, g);
+	if (!g->cw_ev || event_add(g->cw_ev, NULL))
+		goto fail;
 
 	if (gw_http_listen(g))
 		goto fail;
@@ -248,9 +257,18 @@ void gateway_stop(struct gateway *g)
 			; /* finished: answered below like everything else */
 	}
 	gw_pool_destroy(&g->pool);
+	/* Sign-ups being written are finished (their lines reach the disk, their answers go
+	 * out) before the rest is answered. */
+	if (g->cw_ev)
+		event_free(g->cw_ev);
+	if (g->cw) {
+		gw_cwriter_stop(g->cw);
+		gw_on_signups(-1, 0, g);
+		gw_cwriter_free(g->cw);
+	}
 	/* Everything outstanding gets an answer before evhttp frees its connections. */
 	while ((r = g->reqs)) {
-		if (r->hold) {
+		if (r->hold || r->in_line) {
 			gw_send_now(r);
 			continue;
 		}

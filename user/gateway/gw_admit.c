@@ -147,6 +147,7 @@ void gw_on_tick(evutil_socket_t fd, short what, void *arg)
 		answer_drops(g, &d);
 	answer_drops(g, &d);
 	gw_dispatch(g);
+	gw_hold_line(g); /* answers in line a timer could not be made for */
 	if (++g->ticks % SWEEP_EVERY == 0)
 		gw_conn_sweep(g, now);
 }

@@ -133,14 +133,20 @@ static void reply_plain(struct gateway *g, struct evhttp_request *req, int code,
 	evhttp_send_reply(req, code, reason, NULL);
 }
 
+static void line_leave(struct gw_req *r);
+
 static void req_free(struct gw_req *r)
 {
 	struct gateway *g = r->g;
+	bool freed_hold = r->hold != NULL;
 
 	if (r->hold) {
 		event_free(r->hold);
+		r->hold = NULL;
 		g->held--;
 	}
+	if (r->in_line)
+		line_leave(r);
 	gw_chain_detach(r);
 	if (r->prev)
 		r->prev->next = r->next;
@@ -153,6 +159,8 @@ static void req_free(struct gw_req *r)
 	sodium_memzero(r->secret, sizeof(r->secret));
 	sodium_memzero(r->bearer, sizeof(r->bearer));
 	free(r);
+	if (freed_hold)
+		gw_hold_line(g); /* a timer came free: the oldest in line takes it */
 }
 
 void gw_reject(struct gw_req *r, int code, const char *reason, const char *error,
@@ -239,11 +247,87 @@ static void on_hold_done(evutil_socket_t fd, short what, void *arg)
 	gw_send_now(r);
 }
 
+/* ---- the hold line ------------------------------------------------------------------------
+ * At most max_held answers wait on floor timers at once. Past that an answer does not go
+ * early (an answer sent at once would time what the floor hides: 1 ms for a refusal, the
+ * hash for a wrong password): it waits in line, oldest first, and takes the next timer that
+ * comes free, leaving at its own due time or later, never sooner. What the line holds is
+ * bounded by the connections (max_connections: accepting pauses there), not by timers; a
+ * timer that cannot be made (out of memory) leaves the answer in line for the tick to retry.
+ */
+static void line_leave(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+
+	if (r->line_prev)
+		r->line_prev->line_next = r->line_next;
+	else
+		g->line_head = r->line_next;
+	if (r->line_next)
+		r->line_next->line_prev = r->line_prev;
+	else
+		g->line_tail = r->line_prev;
+	r->line_prev = r->line_next = NULL;
+	r->in_line = false;
+	g->line_len--;
+}
+
+static void line_join(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+
+	r->line_next = NULL;
+	r->line_prev = g->line_tail;
+	if (g->line_tail)
+		g->line_tail->line_next = r;
+	else
+		g->line_head = r;
+	g->line_tail = r;
+	r->in_line = true;
+	g->line_len++;
+	g->st.floor_queued++;
+}
+
+/* Hold @r on a timer until r->hold_until_ns; false when no timer can be made. */
+static bool hold_arm(struct gw_req *r, uint64_t now)
+{
+	struct gateway *g = r->g;
+	struct timeval tv = tv_until(r->hold_until_ns, now);
+
+	r->hold = evtimer_new(g->base, on_hold_done, r);
+	if (r->hold && !evtimer_add(r->hold, &tv)) {
+		g->held++;
+		g->st.floor_held++;
+		return true;
+	}
+	if (r->hold)
+		event_free(r->hold);
+	r->hold = NULL;
+	return false;
+}
+
+void gw_hold_line(struct gateway *g)
+{
+	while (g->line_head && g->held < g->cfg->gw.max_held) {
+		struct gw_req *r = g->line_head;
+		uint64_t now = gw_now_ns();
+
+		if (now >= r->hold_until_ns) {
+			/* Due already: its wait in line was its floor. */
+			line_leave(r);
+			gw_send_now(r);
+			continue;
+		}
+		if (!hold_arm(r, now))
+			return; /* stays first in line; the tick tries again */
+		line_leave(r);
+	}
+}
+
 /*
  * Answer @r with @code. Rejections (@floor) leave no sooner than arrival + reject_floor_ms,
  * so a wrong password, an unknown account and a shed request cannot be told apart by their
- * timing; they wait on a timer, never a thread. Past max_held held connections the answer
- * goes at once: holding is a courtesy to secrecy, not a reason to run out of sockets.
+ * timing; they wait on a timer, never a thread, or in line for one (above).
  */
 void gw_respond(struct gw_req *r, int code, const char *reason, const char *body,
 		uint32_t retry_after, bool floor, bool longer)
@@ -263,21 +347,11 @@ void gw_respond(struct gw_req *r, int code, const char *reason, const char *body
 		due = r->arrival_ns + (longer ? 2 * floor_ns : floor_ns) + r->extra_ns;
 		now = gw_now_ns();
 		if (due > now) {
-			if (g->held < g->cfg->gw.max_held) {
-				struct timeval tv = tv_until(due, now);
-
-				r->hold_until_ns = due;
-				r->hold = evtimer_new(g->base, on_hold_done, r);
-				if (r->hold && !evtimer_add(r->hold, &tv)) {
-					g->held++;
-					g->st.floor_held++;
-					return;
-				}
-				if (r->hold)
-					event_free(r->hold);
-				r->hold = NULL;
-			}
-			g->st.floor_skipped++;
+			r->hold_until_ns = due;
+			if (g->held < g->cfg->gw.max_held && !g->line_head && hold_arm(r, now))
+				return;
+			line_join(r);
+			return;
 		}
 	}
 	gw_send_now(r);

@@ -20,7 +20,8 @@
  *   gw_report.c      the tenants and limits documents, /metrics
  *   gateway.c        lifecycle: prepare, start, apply a config, stop
  *
- * Everything here runs on the daemon's event loop except the hashes (gw_pool.h).
+ * Everything here runs on the daemon's event loop except the hashes (gw_pool.h) and
+ * the appends of sign-ups to the credential file (gw_creds.h, its writer thread).
  */
 #ifndef SLUICE_GW_INTERNAL_H
 #define SLUICE_GW_INTERNAL_H
@@ -136,6 +137,8 @@ struct gw_req {
 	struct evhttp_request *req;
 	struct gw_req *prev, *next;    /* every live request, for shutdown */
 	struct event *hold;            /* the floor timer, while held */
+	struct gw_req *line_prev, *line_next; /* waiting for a hold past max_held */
+	bool in_line;
 	uint64_t hold_until_ns;
 	uint64_t arrival_ns;
 	int kind;                      /* enum gw_kind */
@@ -190,6 +193,8 @@ struct gateway {
 	struct gw_sched *sched;
 	struct gw_pool pool;
 	struct gw_creds *creds;
+	struct gw_cwriter *cw;          /* sign-ups, appended off the loop */
+	struct event *cw_ev;
 	struct gw_ladder *ladder;
 	uint8_t key[GW_TOKEN_KEY_BYTES];
 	char dummy_phc[GW_PHC_MAX];
@@ -221,10 +226,12 @@ struct gateway {
 	uint32_t n_conns;
 	bool paused;
 	unsigned ticks;
-	uint32_t held;
+	uint32_t held;                 /* answers on their floor timers (at most max_held) */
+	struct gw_req *line_head, *line_tail; /* and those waiting for one, oldest first */
+	uint32_t line_len;
 	struct {
 		uint64_t requests, hashes, dummy_hashes, expired_before_hash, expired_at_start;
-		uint64_t client_gone, floor_held, floor_skipped, conn_timeouts, accept_pauses;
+		uint64_t client_gone, floor_held, floor_queued, conn_timeouts, accept_pauses;
 		uint64_t xff_used, xff_ignored, status[600];
 		uint64_t step_ups, delayed, would_block, events, events_dropped;
 	} st;
@@ -259,7 +266,8 @@ int gw_http_listen(struct gateway *g);
 void gw_http_limits(struct gateway *g);
 /*
  * Answer @r with @code. Rejections (@floor) leave no sooner than arrival + reject_floor_ms
- * (twice that when @longer), held on a timer. @r is gone afterwards.
+ * (twice that when @longer), held on a timer; past max_held timers, in line for one (later,
+ * never sooner). @r is gone afterwards.
  */
 void gw_respond(struct gw_req *r, int code, const char *reason, const char *body,
 		uint32_t retry_after, bool floor, bool longer);
@@ -267,6 +275,8 @@ void gw_respond(struct gw_req *r, int code, const char *reason, const char *body
 void gw_respond_refusal(struct gw_req *r);
 /* Send @r's answer now, held or not. */
 void gw_send_now(struct gw_req *r);
+/* Give answers waiting in line the hold timers that have come free (the tick calls it). */
+void gw_hold_line(struct gateway *g);
 /* A client error found once @r was made: forget @r, answer at once (no floor). */
 void gw_reject(struct gw_req *r, int code, const char *reason, const char *error,
 	       const char *detail);
@@ -309,6 +319,10 @@ void gw_ep_issue(struct gw_req *r, int kind, const char *name, const char *refre
 void gw_json_token(struct evbuffer *b, const char *tok, uint32_t ttl, const char *refresh);
 /* A message of @kind to r->user through the delivery. */
 void gw_ep_deliver(struct gw_req *r, const char *kind, const char *text);
+
+/* gw_ep_magic.c */
+/* The credential writer has finished appends: finish their sign-ups. */
+void gw_on_signups(evutil_socket_t fd, short what, void *arg);
 
 /* gw_ep_token.c */
 /* Check @tok against every kind's key; the kind in *@kind. 0 or negative. */

@@ -115,7 +115,8 @@ static void tenants_json(struct gateway *g, FILE *f)
 	json_u64(&j, "held", g->held);
 	json_u64(&j, "max_held", g->cfg->gw.max_held);
 	json_u64(&j, "held_total", g->st.floor_held);
-	json_u64(&j, "skipped", g->st.floor_skipped);
+	json_u64(&j, "queued_total", g->st.floor_queued);
+	json_u64(&j, "in_line", g->line_len);
 	json_obj_end(&j);
 	json_obj_begin(&j, "connections");
 	json_u64(&j, "open", g->n_conns);
