@@ -1418,6 +1418,38 @@ static void ghost_table_is_the_next_power_of_two(void **state)
 	assert_int_equal(sl_ghost_entries(SL_MAX_STATE_ENTRIES), SL_MAX_STATE_ENTRIES);
 }
 
+/* A source prefix and its parent hold a sixteenth and a quarter of gateway.max_connections
+ * unless told otherwise; a connection carries 100 requests. */
+#define GW "gateway: { listen = \"127.0.0.1:8080\"; capacity = { cpu = 100.0; };\n"
+static void gateway_connection_shares(void **state)
+{
+	static struct sl_config c;
+	char path[PATH_MAX], err[ERRLEN];
+
+	(void)state;
+	assert_int_equal(load_text(GW "};\n", NULL, &c, err, path, sizeof(path)), 0);
+	assert_int_equal(c.gw.max_connections, 4096);
+	assert_int_equal(c.gw.max_conns_prefix, 256);
+	assert_int_equal(c.gw.max_conns_parent, 1024);
+	assert_int_equal(c.gw.max_requests_conn, 100);
+	assert_int_equal(load_text(GW "  max_connections = 64; };\n", NULL, &c, err, path,
+				   sizeof(path)), 0);
+	assert_int_equal(c.gw.max_conns_prefix, 4);
+	assert_int_equal(c.gw.max_conns_parent, 16);
+	assert_int_equal(load_text(GW "  max_connections = 64; max_connections_per_prefix = 8;\n"
+				   "  max_connections_per_parent = 20; max_requests_per_connection = 3; };\n",
+				   NULL, &c, err, path, sizeof(path)), 0);
+	assert_int_equal(c.gw.max_conns_prefix, 8);
+	assert_int_equal(c.gw.max_conns_parent, 20);
+	assert_int_equal(c.gw.max_requests_conn, 3);
+	assert_int_equal(load_text(GW "  max_connections_per_prefix = 0;\n"
+				   "  max_requests_per_connection = 0; };\n",
+				   NULL, &c, err, path, sizeof(path)), -EINVAL);
+	assert_err_line(err, path, 2, "max_connections_per_prefix");
+	assert_err_line(err, path, 3, "max_requests_per_connection");
+}
+#undef GW
+
 static void peek_reads_paths_from_an_invalid_file(void **state)
 {
 	static struct sl_config c;
@@ -1482,6 +1514,7 @@ int main(void)
 		cmocka_unit_test(ghost_table_is_the_next_power_of_two),
 		cmocka_unit_test(edge_charges_are_route_costs),
 		cmocka_unit_test(peek_reads_paths_from_an_invalid_file),
+		cmocka_unit_test(gateway_connection_shares),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

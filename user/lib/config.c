@@ -351,6 +351,7 @@ void sl_config_defaults(struct sl_config *c)
 	c->gw.login_uniform = 1;
 	c->gw.max_held = 1024;
 	c->gw.max_connections = 4096;
+	c->gw.max_requests_conn = 100;
 	c->gw.request_timeout_ms = 10000;
 	c->gw.token_ttl_s = 3600;
 	c->redis.timeout_ms = 5;
@@ -1192,9 +1193,11 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 {
 	static const char *const keys[] = { "listen", "credentials", "capacity", "queue",
 		"argon2", "trusted_hops", "admission", "max_body", "max_headers", "reject_floor_ms",
-		"max_held", "max_connections", "request_timeout_ms", "token_ttl_s", "session_key",
-		"refresh_ttl_s", "otp_ttl_s", "magic_ttl_s", "delivery", "delivery_log", "link_base",
-		"login_uniform", "active_tenants", "clients", "ceilings", NULL };
+		"max_held", "max_connections", "max_connections_per_prefix",
+		"max_connections_per_parent", "max_requests_per_connection", "request_timeout_ms",
+		"token_ttl_s", "session_key", "refresh_ttl_s", "otp_ttl_s", "magic_ttl_s",
+		"delivery", "delivery_log", "link_base", "login_uniform", "active_tenants",
+		"clients", "ceilings", NULL };
 	static const char *const cap_keys[] = { "cpu", "db", NULL };
 	static const char *const q_keys[] = { "target_wait_ms", "lifo_after_ms",
 		"codel_interval_ms", "default_deadline_ms", "max_deadline_ms", "max_depth", NULL };
@@ -1300,6 +1303,18 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 	gw->max_held = get_u32_or(x, g, "gateway", "max_held", 1, 1000000, gw->max_held);
 	gw->max_connections = get_u32_or(x, g, "gateway", "max_connections", 16, 1000000,
 					 gw->max_connections);
+	/* Per source prefix and per parent: by default a sixteenth and a quarter of the table,
+	 * so one source cannot hold it all (docs/gateway.md, "Connections"). */
+	gw->max_conns_prefix = get_u32_or(x, g, "gateway", "max_connections_per_prefix", 1,
+					  1000000, 0);
+	if (!gw->max_conns_prefix)
+		gw->max_conns_prefix = gw->max_connections / 16;
+	gw->max_conns_parent = get_u32_or(x, g, "gateway", "max_connections_per_parent", 1,
+					  1000000, 0);
+	if (!gw->max_conns_parent)
+		gw->max_conns_parent = gw->max_connections / 4;
+	gw->max_requests_conn = get_u32_or(x, g, "gateway", "max_requests_per_connection", 1,
+					   1000000000, gw->max_requests_conn);
 	gw->request_timeout_ms = get_u32_or(x, g, "gateway", "request_timeout_ms", 100, 600000,
 					    gw->request_timeout_ms);
 	gw->token_ttl_s = get_u32_or(x, g, "gateway", "token_ttl_s", 60, 30 * 86400,

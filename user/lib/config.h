@@ -80,6 +80,9 @@ struct sl_gateway_cfg {
 	uint32_t reject_floor_ms;      /* every 401/429 is answered no sooner than this */
 	uint32_t max_held;             /* connections held by that floor at once */
 	uint32_t max_connections;      /* open client connections; accept pauses above it */
+	uint32_t max_conns_prefix;     /* of them, one source prefix's (counters.prefix_*) */
+	uint32_t max_conns_parent;     /* and its parent's (counters.parent_*) */
+	uint32_t max_requests_conn;    /* requests a connection carries; then it is closed */
 	uint32_t request_timeout_ms;   /* a whole request must arrive within this */
 	uint32_t token_ttl_s;          /* session token lifetime */
 	char session_key[PATH_MAX];    /* 64 hex chars (32-byte MAC key); empty: random */
