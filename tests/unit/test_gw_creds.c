@@ -4,6 +4,8 @@
 
 #include <argon2.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sodium.h>
 #include <sys/stat.h>
 
@@ -247,6 +249,249 @@ static void user_add_appends_once(void **state)
 	unlink(path);
 }
 
+/* Inserts without a reload: found at once, through every growth of the table, alongside
+ * what was loaded; refused when taken or not canonical. */
+static void inserts_grow_the_table(void **state)
+{
+	enum { LOADED = 1000, ADDED = 40000 };
+	struct gw_creds *s = NULL;
+	char *text, name[64], e[1024], big[GW_USER_MAX + 2];
+	const char *p, *found;
+	size_t used = 0;
+	int i;
+
+	(void)state;
+	hash_of("x");
+	text = malloc((size_t)LOADED * (strlen(phc) + 32) + 1);
+	assert_non_null(text);
+	for (i = 0; i < LOADED; i++)
+		used += (size_t)sprintf(text + used, "acme,u%d,%s\n", i, phc);
+	p = tmpfile_with("creds", text);
+	free(text);
+	assert_int_equal(gw_creds_load(p, cfg, &s, e, sizeof(e)), 0);
+	unlink(p);
+	for (i = 0; i < ADDED; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		assert_int_equal(gw_creds_insert(s, i % 2 ? "acme" : "globex", name, phc), 0);
+		assert_non_null(gw_creds_find(s, i % 2 ? "acme" : "globex", name, strlen(name)));
+		/* Something loaded and something inserted long ago, while slots move. */
+		snprintf(name, sizeof(name), "u%d", (i * 7919) % LOADED);
+		assert_non_null(gw_creds_find(s, "acme", name, strlen(name)));
+		snprintf(name, sizeof(name), "n%d", i / 2);
+		assert_non_null(gw_creds_find(s, (i / 2) % 2 ? "acme" : "globex", name,
+					      strlen(name)));
+	}
+	assert_int_equal(gw_creds_count(s), LOADED + ADDED);
+	for (i = 0; i < ADDED; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		found = gw_creds_find(s, i % 2 ? "acme" : "globex", name, strlen(name));
+		assert_non_null(found);
+		assert_string_equal(found, phc);
+		assert_null(gw_creds_find(s, i % 2 ? "globex" : "acme", name, strlen(name)));
+	}
+	for (i = 0; i < LOADED; i++) {
+		snprintf(name, sizeof(name), "u%d", i);
+		assert_non_null(gw_creds_find(s, "acme", name, strlen(name)));
+	}
+	/* Taken, loaded or inserted; and what no name may be. */
+	assert_int_equal(gw_creds_insert(s, "acme", "u7", phc), -EEXIST);
+	assert_int_equal(gw_creds_insert(s, "globex", "n0", phc), -EEXIST);
+	assert_int_equal(gw_creds_insert(s, "acme", "N3", phc), -EINVAL);
+	assert_int_equal(gw_creds_insert(s, "acme", "a b", phc), -EINVAL);
+	assert_int_equal(gw_creds_insert(s, "acme", "", phc), -EINVAL);
+	assert_int_equal(gw_creds_insert(s, "", "x", phc), -EINVAL);
+	assert_int_equal(gw_creds_insert(s, "acme", "x", ""), -EINVAL);
+	memset(big, 'a', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_int_equal(gw_creds_insert(s, "acme", big, phc), -EINVAL);
+	assert_int_equal(gw_creds_insert(NULL, "acme", "x", phc), -EINVAL);
+	assert_int_equal(gw_creds_count(s), LOADED + ADDED);
+	gw_creds_free(s);
+
+	/* From an empty file: the smallest table grows from 16 slots. */
+	p = tmpfile_with("creds", "# nobody yet\n");
+	assert_int_equal(gw_creds_load(p, cfg, &s, e, sizeof(e)), 0);
+	unlink(p);
+	assert_null(gw_creds_find(s, "acme", "a", 1));
+	for (i = 0; i < 3000; i++) {
+		snprintf(name, sizeof(name), "e%d", i);
+		assert_int_equal(gw_creds_insert(s, "acme", name, phc), 0);
+	}
+	for (i = 0; i < 3000; i++) {
+		snprintf(name, sizeof(name), "e%d", i);
+		assert_non_null(gw_creds_find(s, "acme", name, strlen(name)));
+	}
+	gw_creds_free(s);
+}
+
+/* Wait for the writer's fd and collect until @n appends came back, into @got. */
+static int collect_n(struct gw_cwriter *w, struct gw_cappend **got, int n)
+{
+	int have = 0;
+
+	while (have < n) {
+		struct pollfd pf = { .fd = gw_cwriter_fd(w), .events = POLLIN };
+		struct gw_cappend *a;
+
+		if (poll(&pf, 1, 10000) != 1)
+			return have;
+		for (a = gw_cwriter_collect(w); a; a = a->next)
+			got[have++] = a;
+	}
+	return have;
+}
+
+static struct gw_cappend *an_append(const char *path, const char *tenant, const char *account)
+{
+	struct gw_cappend *a = calloc(1, sizeof(*a));
+
+	assert_non_null(a);
+	snprintf(a->path, sizeof(a->path), "%s", path);
+	snprintf(a->tenant, sizeof(a->tenant), "%s", tenant);
+	snprintf(a->account, sizeof(a->account), "%s", account);
+	snprintf(a->phc, sizeof(a->phc), "%s", phc);
+	return a;
+}
+
+static void free_all(struct gw_cappend **got, int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		free(got[i]);
+}
+
+static void the_writer_appends(void **state)
+{
+	char path[] = "/tmp/sluice-unit-writer-XXXXXX", e[2048], name[32];
+	static struct gw_cappend *got[GW_CWRITER_MAX + 8];
+	struct gw_cwriter *w = NULL;
+	struct gw_cwriter_stats st;
+	struct gw_creds *s = NULL;
+	struct gw_cappend *a;
+	int fd, i, n;
+
+	(void)state;
+	hash_of("pw");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(gw_creds_add(path, cfg, "acme", "alice", "pw", 2, e, sizeof(e)), 0);
+	assert_int_equal(gw_cwriter_start(&w), 0);
+
+	/* Two sign-ups: on disk, the file loads with them; pending until collected. */
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "bob")), 0);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "globex", "bob")), 0);
+	assert_true(gw_cwriter_pending(w, "acme", "bob"));
+	assert_true(gw_cwriter_pending(w, "globex", "bob"));
+	assert_false(gw_cwriter_pending(w, "acme", "carol"));
+	assert_int_equal(collect_n(w, got, 2), 2);
+	assert_int_equal(got[0]->ret, 0);
+	assert_int_equal(got[1]->ret, 0);
+	assert_false(gw_cwriter_pending(w, "acme", "bob"));
+	assert_int_equal(gw_cwriter_outstanding(w), 0);
+	free_all(got, 2);
+	assert_int_equal(gw_creds_load(path, cfg, &s, e, sizeof(e)), 0);
+	assert_int_equal(gw_creds_count(s), 3);
+	assert_non_null(gw_creds_find(s, "globex", "bob", 3));
+	gw_creds_free(s);
+
+	/* Another writer (user add) between two looks, and a hand-edited line with capitals:
+	 * each is found in what was appended since, and nothing is written twice. */
+	assert_int_equal(gw_creds_add(path, cfg, "acme", "carol", "pw", 2, e, sizeof(e)), 0);
+	fd = open(path, O_WRONLY | O_APPEND);
+	assert_true(fd >= 0);
+	assert_true(dprintf(fd, "acme,Dave,%s", phc) > 0); /* and no newline at the end */
+	close(fd);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "carol")), 0);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "dave")), 0);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "erin")), 0);
+	assert_int_equal(collect_n(w, got, 3), 3);
+	for (i = 0; i < 3; i++) {
+		if (!strcmp(got[i]->account, "erin")) {
+			assert_int_equal(got[i]->ret, 0);
+		} else {
+			assert_int_equal(got[i]->ret, -EEXIST);
+			assert_contains(got[i]->err, "is in the file already");
+		}
+	}
+	free_all(got, 3);
+	assert_int_equal(gw_creds_load(path, cfg, &s, e, sizeof(e)), 0);
+	assert_int_equal(gw_creds_count(s), 6); /* alice, bob x2, carol, dave, erin */
+	gw_creds_free(s);
+
+	/* A file replaced under the same name is another file: read whole again. */
+	fd = open("/tmp/sluice-unit-writer-new", O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	assert_true(dprintf(fd, "acme,frank,%s\n", phc) > 0);
+	close(fd);
+	assert_int_equal(rename("/tmp/sluice-unit-writer-new", path), 0);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "frank")), 0);
+	assert_int_equal(collect_n(w, got, 1), 1);
+	assert_int_equal(got[0]->ret, -EEXIST);
+	free_all(got, 1);
+
+	/* Past GW_CWRITER_MAX outstanding the loop is told to wait. */
+	for (i = 0; i < GW_CWRITER_MAX; i++) {
+		snprintf(name, sizeof(name), "m%d", i);
+		assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", name)), 0);
+	}
+	a = an_append(path, "acme", "one-more");
+	assert_int_equal(gw_cwriter_submit(w, a), -EBUSY);
+	free(a);
+	n = collect_n(w, got, GW_CWRITER_MAX);
+	assert_int_equal(n, GW_CWRITER_MAX);
+	for (i = 0; i < n; i++)
+		assert_int_equal(got[i]->ret, 0);
+	free_all(got, n);
+	gw_cwriter_get_stats(w, &st);
+	assert_int_equal(st.appended, 3 + GW_CWRITER_MAX);
+	assert_int_equal(st.exists, 3);
+	assert_true(st.batches <= 4 + GW_CWRITER_MAX);
+	assert_true(st.scanned_bytes > 0);
+	assert_int_equal(gw_creds_load(path, cfg, &s, e, sizeof(e)), 0);
+	assert_int_equal(gw_creds_count(s), 1 + GW_CWRITER_MAX);
+	gw_creds_free(s);
+
+	/* Stopping writes what was queued; collect still returns it. */
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "last")), 0);
+	gw_cwriter_stop(w);
+	a = gw_cwriter_collect(w);
+	assert_non_null(a);
+	assert_int_equal(a->ret, 0);
+	assert_null(a->next);
+	free(a);
+	a = an_append(path, "acme", "after");
+	assert_int_equal(gw_cwriter_submit(w, a), -ESHUTDOWN);
+	free(a);
+	gw_cwriter_free(w);
+	assert_int_equal(gw_creds_load(path, cfg, &s, e, sizeof(e)), 0);
+	assert_non_null(gw_creds_find(s, "acme", "last", 4));
+	gw_creds_free(s);
+	unlink(path);
+}
+
+static void the_writer_fails_cleanly(void **state)
+{
+	struct gw_cappend *got[4];
+	struct gw_cwriter *w = NULL;
+
+	(void)state;
+	hash_of("pw");
+	assert_int_equal(gw_cwriter_start(&w), 0);
+	assert_int_equal(gw_cwriter_submit(w, an_append("/nonexistent/dir/creds", "acme", "a")), 0);
+	assert_int_equal(gw_cwriter_submit(w, an_append("/dev/null", "acme", "b")), 0);
+	assert_int_equal(collect_n(w, got, 2), 2);
+	assert_int_equal(got[0]->ret, -ENOENT);
+	assert_contains(got[0]->err, "/nonexistent/dir/creds");
+	assert_int_equal(got[1]->ret, -EINVAL);
+	assert_contains(got[1]->err, "/dev/null: not a regular file");
+	free_all(got, 2);
+	/* Freed with appends never collected: nothing leaks (ASan says). */
+	assert_int_equal(gw_cwriter_submit(w, an_append("/nonexistent/x", "acme", "c")), 0);
+	gw_cwriter_free(w);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -256,6 +501,9 @@ int main(void)
 		cmocka_unit_test(names_fold_and_check),
 		cmocka_unit_test(phc_params),
 		cmocka_unit_test(user_add_appends_once),
+		cmocka_unit_test(inserts_grow_the_table),
+		cmocka_unit_test(the_writer_appends),
+		cmocka_unit_test(the_writer_fails_cleanly),
 	};
 
 	return cmocka_run_group_tests_name("gw_creds", tests, setup, teardown);

@@ -2,13 +2,17 @@
 /* The credential store (see gw_creds.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/eventfd.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <argon2.h>
@@ -19,21 +23,35 @@
 #include "log.h"
 
 #define MAX_REPORTED 16
+#define MOVE_STEP 64          /* old slots moved per insert while the table grows */
+#define ARENA_BYTES 65536
 
 struct ent {
 	uint64_t h;
 	const char *tenant, *account, *phc;
-	unsigned line;
+	unsigned line;        /* 0: inserted since the load */
 	bool folded;          /* the file spelled it with capitals */
+};
+
+/* The strings of inserted accounts: blocks that never move. */
+struct arena {
+	struct arena *next;
+	size_t used, cap;
+	char data[];
 };
 
 struct gw_creds {
 	char *text;           /* the file, with NULs written over the separators */
 	size_t text_len;
 	struct ent *ents;
-	uint32_t n;
-	uint32_t *slots;      /* open addressing: ents index + 1, 0 = empty */
+	uint32_t n, cap;
+	uint32_t *slots;      /* open addressing: ents index + 1, 0 = empty; at most half full */
 	uint32_t mask;
+	/* While the table grows: the slots before, still looked in, moved MOVE_STEP per insert
+	 * into the new ones (long before those are half full). NULL otherwise. */
+	uint32_t *old;
+	uint32_t old_mask, old_pos;
+	struct arena *arena;
 	uint8_t key[crypto_shorthash_KEYBYTES];
 };
 
@@ -225,6 +243,21 @@ out:
 	return ret;
 }
 
+static int grow_ents(struct gw_creds *s)
+{
+	uint32_t ncap = s->cap ? s->cap * 2 : 64;
+	struct ent *ne;
+
+	if (s->cap >= (UINT32_MAX >> 2))
+		return -ENOSPC;
+	ne = realloc(s->ents, (size_t)ncap * sizeof(*ne));
+	if (!ne)
+		return -ENOMEM;
+	s->ents = ne;
+	s->cap = ncap;
+	return 0;
+}
+
 /* Add entry @idx; when (tenant, account) is already there, return that entry's index + 1. */
 static uint32_t insert(struct gw_creds *s, uint32_t idx)
 {
@@ -246,7 +279,7 @@ static uint32_t insert(struct gw_creds *s, uint32_t idx)
 static int parse(struct gw_creds *s, char *text, size_t len, const struct sl_config *c,
 		 struct report *r)
 {
-	uint32_t m_cfg = c->gw.m_cost_kib, cap = 0;
+	uint32_t m_cfg = c->gw.m_cost_kib;
 	unsigned line = 0;
 	char *p = text, *end = text + len;
 
@@ -302,16 +335,9 @@ static int parse(struct gw_creds *s, char *text, size_t len, const struct sl_con
 			    "would break the pool's memory budget", m, m_cfg);
 			continue;
 		}
-		if (s->n == cap) {
-			uint32_t ncap = cap ? cap * 2 : 64;
-			struct ent *ne = realloc(s->ents, ncap * sizeof(*ne));
-
-			if (!ne) {
-				bad(r, 0, "out of memory");
-				return -ENOMEM;
-			}
-			s->ents = ne;
-			cap = ncap;
+		if (s->n == s->cap && grow_ents(s)) {
+			bad(r, 0, "out of memory");
+			return -ENOMEM;
 		}
 		e = &s->ents[s->n];
 		e->tenant = ln;
@@ -383,8 +409,16 @@ void gw_creds_free(struct gw_creds *s)
 	if (s->text)
 		sodium_memzero(s->text, s->text_len);
 	free(s->text);
+	while (s->arena) {
+		struct arena *a = s->arena;
+
+		s->arena = a->next;
+		sodium_memzero(a->data, a->used);
+		free(a);
+	}
 	free(s->ents);
 	free(s->slots);
+	free(s->old);
 	free(s);
 }
 
@@ -393,23 +427,125 @@ uint32_t gw_creds_count(const struct gw_creds *s)
 	return s ? s->n : 0;
 }
 
+static const struct ent *probe(const struct gw_creds *s, const uint32_t *slots, uint32_t mask,
+			       uint64_t h, const char *tenant, const char *account, size_t alen)
+{
+	uint32_t i;
+
+	for (i = (uint32_t)h & mask; slots[i]; i = (i + 1) & mask) {
+		const struct ent *e = &s->ents[slots[i] - 1];
+
+		if (e->h == h && strlen(e->account) == alen && !memcmp(e->account, account, alen) &&
+		    !strcmp(e->tenant, tenant))
+			return e;
+	}
+	return NULL;
+}
+
 const char *gw_creds_find(const struct gw_creds *s, const char *tenant, const char *account,
 			  size_t alen)
 {
+	const struct ent *e;
 	uint64_t h;
-	uint32_t i;
 
 	if (!s || !s->n || alen > GW_USER_MAX)
 		return NULL;
 	h = key_hash(s->key, tenant, account, alen);
-	for (i = (uint32_t)h & s->mask; s->slots[i]; i = (i + 1) & s->mask) {
-		const struct ent *e = &s->ents[s->slots[i] - 1];
+	e = probe(s, s->slots, s->mask, h, tenant, account, alen);
+	if (!e && s->old)
+		e = probe(s, s->old, s->old_mask, h, tenant, account, alen);
+	return e ? e->phc : NULL;
+}
 
-		if (e->h == h && strlen(e->account) == alen && !memcmp(e->account, account, alen) &&
-		    !strcmp(e->tenant, tenant))
-			return e->phc;
+static void place(uint32_t *slots, uint32_t mask, const struct ent *ents, uint32_t idx)
+{
+	uint32_t i = (uint32_t)ents[idx].h & mask;
+
+	while (slots[i])
+		i = (i + 1) & mask;
+	slots[i] = idx + 1;
+}
+
+/* Move up to @steps of the old slots into the new table; the last one frees the old. */
+static void move_slots(struct gw_creds *s, uint32_t steps)
+{
+	while (s->old && steps--) {
+		if (s->old[s->old_pos])
+			place(s->slots, s->mask, s->ents, s->old[s->old_pos] - 1);
+		if (s->old_pos++ == s->old_mask) {
+			free(s->old);
+			s->old = NULL;
+		}
 	}
-	return NULL;
+}
+
+static char *arena_take(struct gw_creds *s, size_t n)
+{
+	struct arena *a = s->arena;
+	char *p;
+
+	if (!a || a->cap - a->used < n) {
+		size_t cap = n > ARENA_BYTES ? n : ARENA_BYTES;
+
+		a = malloc(sizeof(*a) + cap);
+		if (!a)
+			return NULL;
+		a->next = s->arena;
+		a->used = 0;
+		a->cap = cap;
+		s->arena = a;
+	}
+	p = a->data + a->used;
+	a->used += n;
+	return p;
+}
+
+int gw_creds_insert(struct gw_creds *s, const char *tenant, const char *account,
+		    const char *phc)
+{
+	size_t tl = strlen(tenant), al = strlen(account), pl = strlen(phc);
+	struct ent *e;
+	char *p;
+	int ret;
+
+	if (!s || !tl || tl >= SL_TENANT_NAME_LEN || !gw_account_canonical(account, al) ||
+	    !pl || pl >= GW_PHC_MAX)
+		return -EINVAL;
+	if (gw_creds_find(s, tenant, account, al))
+		return -EEXIST;
+	if (s->n == s->cap && (ret = grow_ents(s)))
+		return ret;
+	/* Half full: a table twice the size, filled from the old one a few slots an insert.
+	 * calloc maps fresh zero pages for a table this large: no cost up front either. */
+	if (!s->old && 2 * ((uint64_t)s->n + 1) > (uint64_t)s->mask + 1) {
+		uint32_t *ns;
+
+		if (s->mask >= (UINT32_MAX >> 1))
+			return -ENOSPC;
+		ns = calloc(2 * ((size_t)s->mask + 1), sizeof(*ns));
+		if (!ns)
+			return -ENOMEM;
+		s->old = s->slots;
+		s->old_mask = s->mask;
+		s->old_pos = 0;
+		s->slots = ns;
+		s->mask = 2 * s->mask + 1;
+	}
+	p = arena_take(s, tl + al + pl + 3);
+	if (!p)
+		return -ENOMEM;
+	e = &s->ents[s->n];
+	memset(e, 0, sizeof(*e));
+	e->tenant = memcpy(p, tenant, tl + 1);
+	e->account = memcpy(p + tl + 1, account, al + 1);
+	e->phc = memcpy(p + tl + al + 2, phc, pl + 1);
+	e->h = key_hash(s->key, tenant, account, al);
+	place(s->slots, s->mask, s->ents, s->n);
+	s->n++;
+	/* Never needed at this rate (the old slots are all moved after a 32nd of the inserts
+	 * that fill the new table to half), but a table must never fill up. */
+	move_slots(s, 4 * (uint64_t)s->n > 3 * ((uint64_t)s->mask + 1) ? UINT32_MAX : MOVE_STEP);
+	return 0;
 }
 
 int gw_argon2_hash(const struct sl_gateway_cfg *gw, const char *pwd, size_t len, char *out,
@@ -429,14 +565,54 @@ int gw_argon2_hash(const struct sl_gateway_cfg *gw, const char *pwd, size_t len,
 }
 
 /*
- * Append "tenant,account,phc" to @path under an exclusive flock, fsync'd. With @c, the file
- * as it is must load and must not hold the account already (sluicectl user add); without,
- * the caller has checked (a registration, against the loaded store).
+ * Under the caller's lock on @fd, whose size is @size: append @buf (whole lines) after a
+ * newline if the file lacks its last, then fsync. A failed write is cut off again, so
+ * whatever was there still loads. 0 or -errno, @err says.
+ */
+static int append_locked(int fd, const char *path, off_t size, const char *buf, size_t len,
+			 char *err, size_t errlen)
+{
+	size_t done = 0;
+	char last;
+	int ret = 0;
+
+	/* A file that does not end in a newline would glue our line to its last. */
+	if (size > 0 && pread(fd, &last, 1, size - 1) == 1 && last != '\n' &&
+	    write(fd, "\n", 1) != 1) {
+		ret = -errno;
+		goto fail;
+	}
+	while (done < len) {
+		ssize_t n = write(fd, buf + done, len - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : -EIO;
+			goto fail;
+		}
+		done += (size_t)n;
+	}
+	if (fsync(fd)) {
+		ret = -errno;
+		goto fail;
+	}
+	return 0;
+fail:
+	snprintf(err, errlen, "%s: write: %s", path, strerror(-ret));
+	if (ftruncate(fd, size) == 0)
+		(void)fsync(fd);
+	return ret;
+}
+
+/*
+ * `sluicectl user add`: append "tenant,account,phc" to @path under an exclusive flock; the
+ * file as it is must load and must not hold the account already.
  */
 static int append_entry(const char *path, const struct sl_config *c, const char *tenant,
 			const char *account, const char *phc, char *err, size_t errlen)
 {
-	char line[GW_CREDS_LINE_MAX + 2], last;
+	char line[GW_CREDS_LINE_MAX + 2];
 	struct gw_creds *s = NULL;
 	struct stat st;
 	int fd, ret, w;
@@ -458,38 +634,29 @@ static int append_entry(const char *path, const struct sl_config *c, const char 
 		goto out;
 	}
 	/* Under the lock: what is in the file now is what we must not duplicate. */
-	if (fstat(fd, &st) == 0 && st.st_size > 0) {
-		if (c) {
-			char lerr[2048];
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(-ret));
+		goto out;
+	}
+	if (st.st_size > 0) {
+		char lerr[2048];
 
-			ret = gw_creds_load(path, c, &s, lerr, sizeof(lerr));
-			if (ret) {
-				snprintf(err, errlen, "the file does not load as it is, so nothing "
-					 "was added:\n%s", lerr);
-				goto out;
-			}
-			if (gw_creds_find(s, tenant, account, strlen(account))) {
-				/* tenant and account were checked by the caller: no escape needed */
-				snprintf(err, errlen, "account '%s' already exists for tenant '%s'",
-					 account, tenant);
-				ret = -EEXIST;
-				goto out;
-			}
+		ret = gw_creds_load(path, c, &s, lerr, sizeof(lerr));
+		if (ret) {
+			snprintf(err, errlen, "the file does not load as it is, so nothing was "
+				 "added:\n%s", lerr);
+			goto out;
 		}
-		/* A file that does not end in a newline would glue our line to its last. */
-		if (pread(fd, &last, 1, st.st_size - 1) == 1 && last != '\n' &&
-		    write(fd, "\n", 1) != 1) {
-			ret = -errno;
-			snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
+		if (gw_creds_find(s, tenant, account, strlen(account))) {
+			/* tenant and account were checked by the caller: no escape needed */
+			snprintf(err, errlen, "account '%s' already exists for tenant '%s'",
+				 account, tenant);
+			ret = -EEXIST;
 			goto out;
 		}
 	}
-	if (write(fd, line, (size_t)w) != w || fsync(fd)) {
-		ret = -errno;
-		snprintf(err, errlen, "%s: write: %s", path, strerror(errno));
-		goto out;
-	}
-	ret = 0;
+	ret = append_locked(fd, path, st.st_size, line, (size_t)w, err, errlen);
 out:
 	gw_creds_free(s);
 	close(fd); /* releases the lock */
@@ -531,12 +698,409 @@ int gw_creds_add(const char *path, const struct sl_config *c, const char *tenant
 	return ret;
 }
 
-int gw_creds_append(const char *path, const char *tenant, const char *account,
-		    const char *phc, char *err, size_t errlen)
+/* ---- the writer thread ------------------------------------------------------------------ */
+
+#define WRITER_NICE 5
+#define SCAN_CHUNK (1u << 20)
+
+struct gw_cwriter {
+	pthread_t th;
+	bool started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	struct gw_cappend *in_head, *in_tail;     /* under mu */
+	struct gw_cappend *out_head, *out_tail;   /* under mu */
+	bool stop;                                /* under mu */
+	struct gw_cwriter_stats st;               /* under mu */
+	int efd;
+	/* the loop's */
+	struct gw_cappend *live;
+	uint32_t outstanding;
+	/* the thread's: the file it last wrote, and how far it has read or written it */
+	char path[PATH_MAX];
+	dev_t dev;
+	ino_t ino;
+	off_t known;
+	bool have_known;
+};
+
+static uint64_t mono_ns(void)
 {
-	if (!gw_account_canonical(account, strlen(account))) {
-		snprintf(err, errlen, "invalid account name");
-		return -EINVAL;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+__attribute__((format(printf, 3, 4)))
+static void fail_all(struct gw_cappend *list, int ret, const char *fmt, ...)
+{
+	struct gw_cappend *a;
+	va_list ap;
+
+	for (a = list; a; a = a->next) {
+		if (a->ret)
+			continue;
+		a->ret = ret;
+		va_start(ap, fmt);
+		vsnprintf(a->err, sizeof(a->err), fmt, ap);
+		va_end(ap);
 	}
-	return append_entry(path, NULL, tenant, account, phc, err, errlen);
+}
+
+/* A line of the file, as another writer put it: does it name an account of @list? */
+static void match_line(const char *p, size_t n, struct gw_cappend *list)
+{
+	const char *c1, *c2;
+	struct gw_cappend *a;
+	size_t tl, al;
+
+	if (n && p[n - 1] == '\r')
+		n--;
+	if (!n || p[0] == '#' || !(c1 = memchr(p, ',', n)) ||
+	    !(c2 = memchr(c1 + 1, ',', n - (size_t)(c1 + 1 - p))))
+		return;
+	tl = (size_t)(c1 - p);
+	al = (size_t)(c2 - c1 - 1);
+	for (a = list; a; a = a->next)
+		if (!a->ret && strlen(a->tenant) == tl && !memcmp(a->tenant, p, tl) &&
+		    strlen(a->account) == al && !strncasecmp(a->account, c1 + 1, al)) {
+			a->ret = -EEXIST;
+			snprintf(a->err, sizeof(a->err), "account '%s' of tenant '%s' is in the "
+				 "file already (another writer put it there)", a->account, a->tenant);
+		}
+}
+
+/* Read @fd from @from to @to line by line for the accounts of @list. 0 or -errno. */
+static int scan_file(int fd, off_t from, off_t to, struct gw_cappend *list, uint64_t *scanned)
+{
+	char *buf = malloc(SCAN_CHUNK);
+	size_t have = 0;
+	bool skipping = false; /* inside a line longer than the buffer: not a credential */
+	off_t off = from;
+	int ret = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (off < to) {
+		size_t want = SCAN_CHUNK - have, start = 0;
+		ssize_t n;
+		char *nl;
+
+		if ((off_t)want > to - off)
+			want = (size_t)(to - off);
+		n = pread(fd, buf + have, want, off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = -errno;
+			break;
+		}
+		if (n == 0)
+			break; /* shrank under us: nothing more to read */
+		off += n;
+		*scanned += (uint64_t)n;
+		have += (size_t)n;
+		while ((nl = memchr(buf + start, '\n', have - start))) {
+			if (!skipping)
+				match_line(buf + start, (size_t)(nl - buf) - start, list);
+			skipping = false;
+			start = (size_t)(nl - buf) + 1;
+		}
+		if (start == 0 && have == SCAN_CHUNK) {
+			skipping = true;
+			have = 0;
+			continue;
+		}
+		memmove(buf, buf + start, have - start);
+		have -= start;
+	}
+	if (!ret && have && !skipping)
+		match_line(buf, have, list); /* the last line, without its newline */
+	free(buf);
+	return ret;
+}
+
+/* One run of appends to one file: look for their names in what is new, append, fsync. */
+static void write_run(struct gw_cwriter *w, struct gw_cappend *list, struct gw_cwriter_stats *st)
+{
+	const char *path = list->path;
+	struct gw_cappend *a;
+	struct stat sb;
+	off_t from;
+	char *buf = NULL;
+	size_t len = 0, n = 0;
+	int fd, ret;
+
+	for (a = list; a; a = a->next)
+		n++;
+	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		fail_all(list, -errno, "%s: %s", path, strerror(errno));
+		return;
+	}
+	if (flock(fd, LOCK_EX) || fstat(fd, &sb)) {
+		fail_all(list, -errno, "%s: cannot lock: %s", path, strerror(errno));
+		goto out;
+	}
+	if (!S_ISREG(sb.st_mode)) {
+		fail_all(list, -EINVAL, "%s: not a regular file", path);
+		goto out;
+	}
+	/* What others (sluicectl user add) appended since the last look; the whole file when
+	 * it is another file, or shorter than what we know of it. */
+	from = w->have_known && !strcmp(w->path, path) && sb.st_dev == w->dev &&
+	       sb.st_ino == w->ino && sb.st_size >= w->known ? w->known : 0;
+	if (sb.st_size > from) {
+		ret = scan_file(fd, from, sb.st_size, list, &st->scanned_bytes);
+		if (ret) {
+			fail_all(list, ret, "%s: read: %s", path, strerror(-ret));
+			goto out;
+		}
+	}
+	buf = malloc(n * (GW_CREDS_LINE_MAX + 2));
+	if (!buf) {
+		fail_all(list, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (a = list; a; a = a->next) {
+		int wr;
+
+		if (a->ret)
+			continue;
+		wr = snprintf(buf + len, GW_CREDS_LINE_MAX + 2, "%s,%s,%s\n", a->tenant, a->account,
+			      a->phc);
+		if (wr < 0 || wr >= GW_CREDS_LINE_MAX + 2) {
+			a->ret = -E2BIG;
+			snprintf(a->err, sizeof(a->err), "line too long");
+			continue;
+		}
+		len += (size_t)wr;
+	}
+	if (len) {
+		char err[512];
+
+		ret = append_locked(fd, path, sb.st_size, buf, len, err, sizeof(err));
+		if (ret) {
+			fail_all(list, ret, "%s", err);
+			w->have_known = false;
+			goto out;
+		}
+		if (fstat(fd, &sb)) {
+			w->have_known = false; /* read it all again next time */
+			goto out;
+		}
+	}
+	/* Read up to here, or written by us: the next look starts at the end. */
+	snprintf(w->path, sizeof(w->path), "%s", path);
+	w->dev = sb.st_dev;
+	w->ino = sb.st_ino;
+	w->known = sb.st_size;
+	w->have_known = true;
+out:
+	free(buf);
+	close(fd); /* releases the lock */
+}
+
+static void *writer_main(void *arg)
+{
+	struct gw_cwriter *w = arg;
+	const uint64_t one = 1;
+
+	/* Like the hash workers: the loop's work comes first. */
+	errno = 0;
+	if (nice(WRITER_NICE) == -1 && errno)
+		log_debug("gateway credential writer: nice: %s", strerror(errno));
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		struct gw_cappend *batch, *run, *end, *next;
+
+		while (!w->in_head && !w->stop)
+			pthread_cond_wait(&w->cv, &w->mu);
+		if (!w->in_head)
+			break;
+		batch = w->in_head;
+		w->in_head = w->in_tail = NULL;
+		pthread_mutex_unlock(&w->mu);
+		for (run = batch; run; run = next) {
+			struct gw_cwriter_stats st = { .batches = 1 };
+			struct gw_cappend *a;
+
+			for (end = run; end->next && !strcmp(end->next->path, run->path);)
+				end = end->next;
+			next = end->next;
+			end->next = NULL;
+			write_run(w, run, &st);
+			for (a = run; a; a = a->next) {
+				a->done_ns = mono_ns();
+				if (!a->ret)
+					st.appended++;
+				else if (a->ret == -EEXIST)
+					st.exists++;
+				else
+					st.failed++;
+			}
+			/* Counted as they are handed back: a collect sees both or neither. */
+			pthread_mutex_lock(&w->mu);
+			w->st.appended += st.appended;
+			w->st.failed += st.failed;
+			w->st.exists += st.exists;
+			w->st.batches += st.batches;
+			w->st.scanned_bytes += st.scanned_bytes;
+			if (w->out_tail)
+				w->out_tail->next = run;
+			else
+				w->out_head = run;
+			w->out_tail = end;
+			pthread_mutex_unlock(&w->mu);
+			if (write(w->efd, &one, sizeof(one)) != sizeof(one))
+				log_debug("gateway credential writer: eventfd: %s", strerror(errno));
+		}
+		pthread_mutex_lock(&w->mu);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+int gw_cwriter_start(struct gw_cwriter **out)
+{
+	struct gw_cwriter *w = calloc(1, sizeof(*w));
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->efd < 0) {
+		ret = -errno;
+		free(w);
+		return ret;
+	}
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->cv, NULL);
+	ret = -pthread_create(&w->th, NULL, writer_main, w);
+	if (ret) {
+		gw_cwriter_free(w);
+		return ret;
+	}
+	w->started = true;
+	*out = w;
+	return 0;
+}
+
+int gw_cwriter_fd(const struct gw_cwriter *w)
+{
+	return w->efd;
+}
+
+int gw_cwriter_submit(struct gw_cwriter *w, struct gw_cappend *a)
+{
+	bool stopped;
+
+	if (w->outstanding >= GW_CWRITER_MAX)
+		return -EBUSY;
+	a->next = NULL;
+	a->ret = 0;
+	a->err[0] = '\0';
+	a->done_ns = 0;
+	pthread_mutex_lock(&w->mu);
+	stopped = w->stop;
+	if (!stopped) {
+		if (w->in_tail)
+			w->in_tail->next = a;
+		else
+			w->in_head = a;
+		w->in_tail = a;
+		pthread_cond_signal(&w->cv);
+	}
+	pthread_mutex_unlock(&w->mu);
+	if (stopped)
+		return -ESHUTDOWN;
+	a->lprev = NULL;
+	a->lnext = w->live;
+	if (w->live)
+		w->live->lprev = a;
+	w->live = a;
+	w->outstanding++;
+	return 0;
+}
+
+bool gw_cwriter_pending(const struct gw_cwriter *w, const char *tenant, const char *account)
+{
+	const struct gw_cappend *a;
+
+	for (a = w ? w->live : NULL; a; a = a->lnext)
+		if (!strcmp(a->account, account) && !strcmp(a->tenant, tenant))
+			return true;
+	return false;
+}
+
+struct gw_cappend *gw_cwriter_collect(struct gw_cwriter *w)
+{
+	struct gw_cappend *list, *a;
+	uint64_t v;
+
+	if (read(w->efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_debug("gateway credential writer: eventfd: %s", strerror(errno));
+	pthread_mutex_lock(&w->mu);
+	list = w->out_head;
+	w->out_head = w->out_tail = NULL;
+	pthread_mutex_unlock(&w->mu);
+	for (a = list; a; a = a->next) {
+		if (a->lprev)
+			a->lprev->lnext = a->lnext;
+		else
+			w->live = a->lnext;
+		if (a->lnext)
+			a->lnext->lprev = a->lprev;
+		a->lprev = a->lnext = NULL;
+		w->outstanding--;
+	}
+	return list;
+}
+
+uint32_t gw_cwriter_outstanding(const struct gw_cwriter *w)
+{
+	return w ? w->outstanding : 0;
+}
+
+void gw_cwriter_get_stats(struct gw_cwriter *w, struct gw_cwriter_stats *st)
+{
+	pthread_mutex_lock(&w->mu);
+	*st = w->st;
+	pthread_mutex_unlock(&w->mu);
+}
+
+void gw_cwriter_stop(struct gw_cwriter *w)
+{
+	if (!w)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->stop = true;
+	pthread_cond_signal(&w->cv);
+	pthread_mutex_unlock(&w->mu);
+	if (w->started) {
+		pthread_join(w->th, NULL);
+		w->started = false;
+	}
+}
+
+void gw_cwriter_free(struct gw_cwriter *w)
+{
+	struct gw_cappend *a;
+
+	if (!w)
+		return;
+	gw_cwriter_stop(w);
+	a = gw_cwriter_collect(w);
+	while (a) {
+		struct gw_cappend *nx = a->next;
+
+		sodium_memzero(a->phc, sizeof(a->phc));
+		free(a);
+		a = nx;
+	}
+	close(w->efd);
+	pthread_cond_destroy(&w->cv);
+	pthread_mutex_destroy(&w->mu);
+	free(w);
 }

@@ -12,6 +12,11 @@
  * Account names (docs/endpoints.md, "Account names") are ASCII letters, digits and
  * . _ - + @, folded to lowercase wherever a name enters: a body's username, a credential
  * line, `sluicectl user add`. One name is one token in every format it is written to.
+ *
+ * A sign-up adds one account while the gateway runs: its line is appended to the file by a
+ * writer thread (fsync'd, several sign-ups to one fsync), and once it is on disk the loop
+ * adds it to the table it has (gw_creds_insert), without reading the file again. Growing
+ * the table moves its slots a few at a time, so no insert costs the whole table.
  */
 #ifndef SLUICE_GW_CREDS_H
 #define SLUICE_GW_CREDS_H
@@ -56,6 +61,15 @@ uint32_t gw_creds_count(const struct gw_creds *s);
 const char *gw_creds_find(const struct gw_creds *s, const char *tenant, const char *account,
 			  size_t alen);
 
+/*
+ * Add (@tenant, @account, @phc) to the table (not the file: a sign-up the writer has put on
+ * disk). The strings are copied. 0; -EEXIST when the account is there already (a reload read
+ * its line); -EINVAL for a name that is not canonical, a tenant or PHC string too long;
+ * -ENOMEM. Costs what a lookup does, plus at most a few dozen slots of a table that grows.
+ */
+int gw_creds_insert(struct gw_creds *s, const char *tenant, const char *account,
+		    const char *phc);
+
 /* Parse the m, t, p of an Argon2id PHC string. 0 or -EINVAL. */
 int gw_phc_params(const char *phc, uint32_t *m_kib, uint32_t *t, uint32_t *p);
 
@@ -72,11 +86,53 @@ int gw_argon2_hash(const struct sl_gateway_cfg *gw, const char *pwd, size_t len,
 int gw_creds_add(const char *path, const struct sl_config *c, const char *tenant,
 		 const char *account, const char *pwd, size_t pwdlen, char *err, size_t errlen);
 
+/* ---- sign-ups, appended off the loop ---------------------------------------------------- */
+
+/* One line to append; the writer owns it from submit to collect. */
+struct gw_cappend {
+	struct gw_cappend *next;              /* the writer's queues */
+	struct gw_cappend *lprev, *lnext;     /* the loop's list of those not collected yet */
+	char path[PATH_MAX];
+	char tenant[SL_TENANT_NAME_LEN];
+	char account[GW_USER_MAX + 1];
+	char phc[GW_PHC_MAX];
+	void *arg;                            /* the caller's (the request waiting) */
+	/* out */
+	int ret;                              /* 0: on disk; -EEXIST: the file has it already */
+	char err[512];
+	uint64_t done_ns;
+};
+
+#define GW_CWRITER_MAX 1024 /* appends submitted and not collected; past it -EBUSY */
+
+struct gw_cwriter_stats {
+	uint64_t appended, failed, exists, batches;
+	uint64_t scanned_bytes;                /* read to look for names others appended */
+};
+
+struct gw_cwriter;
+
+/* Start the writer thread. 0 or -errno. */
+int gw_cwriter_start(struct gw_cwriter **out);
+/* Readable when finished appends wait to be collected. */
+int gw_cwriter_fd(const struct gw_cwriter *w);
 /*
- * Append (@tenant, @account, @phc) to @path under an exclusive lock (a sign-up: the hash was
- * made on the worker pool). Refuses an account already in the file. 0 or -errno, @err says.
+ * Loop side: queue @a (its path, tenant, account, phc filled in). Under an exclusive flock
+ * the writer looks for the account in what others (sluicectl user add) appended to the file
+ * since its last look, the whole file the first time, then appends the line and fsyncs;
+ * every append queued meanwhile shares the write and the fsync. A failed write is cut off
+ * again, so the file always loads. 0, or -EBUSY with GW_CWRITER_MAX outstanding.
  */
-int gw_creds_append(const char *path, const char *tenant, const char *account,
-		    const char *phc, char *err, size_t errlen);
+int gw_cwriter_submit(struct gw_cwriter *w, struct gw_cappend *a);
+/* Loop side: is an append of (@tenant, @account) submitted and not yet collected? */
+bool gw_cwriter_pending(const struct gw_cwriter *w, const char *tenant, const char *account);
+/* Loop side: drain the fd and take every finished append (a list by ->next). */
+struct gw_cappend *gw_cwriter_collect(struct gw_cwriter *w);
+uint32_t gw_cwriter_outstanding(const struct gw_cwriter *w);
+void gw_cwriter_get_stats(struct gw_cwriter *w, struct gw_cwriter_stats *st);
+/* Write what is queued, then stop the thread; gw_cwriter_collect() still returns it all. */
+void gw_cwriter_stop(struct gw_cwriter *w);
+/* Stop if needed and free; appends never collected are freed with it. */
+void gw_cwriter_free(struct gw_cwriter *w);
 
 #endif

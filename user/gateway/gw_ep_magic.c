@@ -5,16 +5,21 @@
  * behalf would lock out a person who has not clicked yet), and an unknown link gets the
  * same page as a sign-in link. POST is the person pressing the button: a sign-in link asks
  * the account's own budget and signs it in; a sign-up link needs a password, hashed on the
- * Argon2id pool, and makes the account (gw_creds_append, then the store re-read). Every
- * failure is the one 401. docs/endpoints.md, "GET /magic/{token} and POST /magic/{token}".
+ * Argon2id pool, and makes the account: the credential writer appends its line off the
+ * loop (gw_creds.h) and, once it is on disk, the account joins the running table without a
+ * re-read of the file. Every failure is the one 401. docs/endpoints.md, "GET
+ * /magic/{token} and POST /magic/{token}".
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include <event2/buffer.h>
 #include <event2/http.h>
+
+#include <sodium.h>
 
 #include "gw_creds.h"
 #include "gw_internal.h"
@@ -153,33 +158,79 @@ static void magic_work(struct gw_req *r)
 }
 
 /* A sign-up link came back with a password and the worker made its hash (gw_admit.c has
- * counted it): write the account, re-read the store (all or nothing, as on reload), spend
- * the link, sign the person in. */
+ * counted it): hand the account's line to the credential writer. The answer waits for it
+ * to be on disk (signup_stored), the loop does not. */
 static void magic_finish(struct gw_req *r)
 {
 	struct gateway *g = r->g;
-	struct gw_tstats *t = &g->ts[r->job.tenant];
 	struct gw_work *w = &r->work;
 	struct gw_vault_entry *e = link_of(r);
-	struct gw_creds *fresh = NULL;
-	char err[2048], tok[GW_TOKEN_MAX + 1];
+	struct gw_cappend *a;
+	int ret;
 
+	/* A name taken meanwhile, or being written for another link, fails like a spent link. */
 	if (!w->verified || !e || e->purpose != GW_LINK_REGISTER ||
-	    gw_creds_find(g->creds, r->tenant, r->user, r->user_len)) {
+	    !gw_account_canonical(r->user, r->user_len) ||
+	    gw_creds_find(g->creds, r->tenant, r->user, r->user_len) ||
+	    gw_cwriter_pending(g->cw, r->tenant, r->user)) {
 		link_failed(r);
 		return;
 	}
-	if (!g->cfg->gw.credentials[0] ||
-	    gw_creds_append(g->cfg->gw.credentials, r->tenant, r->user, w->phc, err, sizeof(err)) ||
-	    gw_creds_load(g->cfg->gw.credentials, g->cfg, &fresh, err, sizeof(err))) {
-		log_error("gateway: cannot record a sign-up for tenant %s: %s", r->tenant,
-			  g->cfg->gw.credentials[0] ? err : "no gateway.credentials file");
+	if (!g->cfg->gw.credentials[0]) {
+		log_error("gateway: cannot record a sign-up for tenant %s: no gateway.credentials "
+			  "file", r->tenant);
 		gw_respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
 		return;
 	}
-	gw_creds_free(g->creds);
-	g->creds = fresh;
-	gw_vault_del(e);
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		ret = -ENOMEM;
+	} else {
+		snprintf(a->path, sizeof(a->path), "%s", g->cfg->gw.credentials);
+		snprintf(a->tenant, sizeof(a->tenant), "%s", r->tenant);
+		snprintf(a->account, sizeof(a->account), "%s", r->user);
+		snprintf(a->phc, sizeof(a->phc), "%s", w->phc);
+		a->arg = r;
+		ret = gw_cwriter_submit(g->cw, a);
+	}
+	sodium_memzero(w->phc, sizeof(w->phc));
+	if (ret) {
+		free(a);
+		log_error("gateway: cannot record a sign-up for tenant %s: %s", r->tenant,
+			  ret == -EBUSY ? "too many sign-ups are being written" : strerror(-ret));
+		gw_respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
+	}
+}
+
+/* The account's line is on disk (or could not be put there): add it to the running table,
+ * spend the link, sign the person in. */
+static void signup_stored(struct gw_req *r, const struct gw_cappend *a)
+{
+	struct gateway *g = r->g;
+	struct gw_tstats *t = &g->ts[r->job.tenant];
+	struct gw_vault_entry *e;
+	char tok[GW_TOKEN_MAX + 1];
+	int ret;
+
+	if (a->ret == -EEXIST) {
+		/* sluicectl user add put the name there first: the link makes nothing now. */
+		link_failed(r);
+		return;
+	}
+	if (a->ret) {
+		log_error("gateway: cannot record a sign-up for tenant %s: %s", r->tenant, a->err);
+		gw_respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
+		return;
+	}
+	/* -EEXIST: a reload read the line already. */
+	ret = gw_creds_insert(g->creds, r->tenant, r->user, a->phc);
+	if (ret && ret != -EEXIST)
+		log_error("gateway: a sign-up for tenant %s is in %s but not in the running "
+			  "table (%s): it signs in after the next reload", r->tenant, a->path,
+			  strerror(-ret));
+	e = link_of(r);
+	if (e && e->purpose == GW_LINK_REGISTER)
+		gw_vault_del(e);
 	g->ep[K_MAGIC].ok++;
 	t->ok++;
 	if (gw_token_issue(g->tkey[GW_TOK_PASSWORD], r->tenant, r->user, (uint64_t)time(NULL),
@@ -190,6 +241,21 @@ static void magic_finish(struct gw_req *r)
 	gw_json_token(evhttp_request_get_output_buffer(r->req), tok, g->cfg->gw.token_ttl_s,
 		      NULL);
 	gw_respond(r, 201, "Created", NULL, 0, false, false);
+}
+
+void gw_on_signups(evutil_socket_t fd, short what, void *arg)
+{
+	struct gateway *g = arg;
+	struct gw_cappend *a = gw_cwriter_collect(g->cw), *nx;
+
+	(void)fd;
+	(void)what;
+	for (; a; a = nx) {
+		nx = a->next;
+		signup_stored(a->arg, a);
+		sodium_memzero(a->phc, sizeof(a->phc));
+		free(a);
+	}
 }
 
 static const struct gw_answer link_unusable = { 401, "Unauthorized", BODY_LINK_FAIL };
