@@ -112,8 +112,10 @@ static void hash16(uint8_t dom, uint16_t id, uint8_t out[16])
 }
 
 /* A login from 198.51.@net.0/24 (@net < 256) or, when @net >= 256, 2001:db8:@net::/48.
- * @password 0: none (successes carry none). */
-static void push(struct fx *f, bool success, uint16_t account, uint16_t net, uint16_t password)
+ * @password 0: none (successes carry none). @key: the key prefix's hash (0: not given);
+ * @unchecked: refused before any password was checked. */
+static void push_full(struct fx *f, bool success, uint16_t account, uint16_t net,
+		      uint16_t password, uint32_t key, bool unchecked)
 {
 	struct sl_outcome_event ev = { 0 };
 
@@ -134,8 +136,15 @@ static void push(struct fx *f, bool success, uint16_t account, uint16_t net, uin
 	ev.known = 1;
 	ev.tenant = TENANT;
 	ev.class_id = 255;
+	memcpy(ev.key, &key, sizeof(ev.key));
+	ev.unchecked = unchecked;
 	assert_true(evq_push(stream_queue(f->s), &ev));
 	f->pushed++;
+}
+
+static void push(struct fx *f, bool success, uint16_t account, uint16_t net, uint16_t password)
+{
+	push_full(f, success, account, net, password, 0, false);
 }
 
 static void fail_from(struct fx *f, uint16_t account, uint16_t net, uint16_t password)
@@ -350,7 +359,8 @@ static void an_account_failing_from_many_prefixes_climbs_the_ladder(void **state
 	assert_int_equal(f->acts[0].tenant, TENANT);
 	assert_memory_equal(f->acts[0].hash, want, 16);
 	assert_true(f->acts[0].expires_ns > 0);
-	/* Twice the threshold: step-up; four times: block. Nothing in between. */
+	/* Twice the threshold: step-up; four times: the step-up after the delay. Nothing in
+	 * between. */
 	for (i = 4; i <= 5; i++)
 		fail_from(f, 77, (uint16_t)i, 5);
 	settle(f);
@@ -416,6 +426,79 @@ static void one_password_across_accounts_posts_a_step_up(void **state)
 	free(out);
 }
 
+/* ---- account_keys ---------------------------------------------------------------------- */
+
+static void one_account_from_many_keys_of_one_allocation_is_stepped_up_there(void **state)
+{
+	struct fx *f = *state;
+	struct sl_outcome_event ev = { 0 };
+	uint8_t want[16];
+	char *out;
+	uint32_t k;
+
+	f->c->stream.det[SL_DET_ACCOUNT_KEYS].threshold = 5;
+	/* The ladder and the prefix detector stay out of it. */
+	f->c->stream.det[SL_DET_ACCOUNT_SOURCES].threshold = 100;
+	start(f);
+	hash16(0xa0, 33, ev.account);
+	ev.prefix[0] = 198, ev.prefix[1] = 51, ev.prefix[2] = 7;
+	stream_account_source(ev.account, 4, 24, ev.prefix, want);
+	/* Four addresses of 198.51.7.0/24, one of them twice; four of another /24; four of
+	 * this /24 for another account: nobody has five. */
+	for (k = 1; k <= 4; k++) {
+		push_full(f, false, 33, 7, (uint16_t)(100 + k), k, false);
+		push_full(f, false, 33, 8, (uint16_t)(100 + k), k, false);
+		push_full(f, false, 34, 7, (uint16_t)(100 + k), k, false);
+	}
+	push_full(f, false, 33, 7, 200, 2, false);
+	/* A fifth address refused unchecked is nobody's guess. */
+	push_full(f, false, 33, 7, 201, 5, true);
+	settle(f);
+	assert_int_equal(f->n_acts, 0);
+	/* The fifth guessing address: a step-up for that account from that /24, nothing wider. */
+	push_full(f, false, 33, 7, 202, 6, false);
+	wait_actions(f, 1);
+	assert_int_equal(f->acts[0].kind, STREAM_ACCOUNT_SOURCE_STEP_UP);
+	assert_int_equal(f->acts[0].tenant, TENANT);
+	assert_memory_equal(f->acts[0].hash, want, 16);
+	assert_true(f->acts[0].expires_ns > 0);
+	/* While it stands, more addresses post nothing more. */
+	for (k = 10; k <= 14; k++)
+		push_full(f, false, 33, 7, (uint16_t)(100 + k), k, false);
+	settle(f);
+	assert_int_equal(f->n_acts, 1);
+	out = output(f, OUT_WOULDBLOCK);
+	assert_contains(out, "\"enforced\":true,\"rule\":\"account_keys\"");
+	assert_contains(out, " in 198.51.7.0/24\"");
+	assert_contains(out, "\"action\":\"step_up\",\"count\":5,\"threshold\":5}");
+	free(out);
+}
+
+/* A login refused before any check counts for its source, never against its account or
+ * with its password: it cannot climb a ladder or flag a password. */
+static void unchecked_attempts_count_for_their_source_only(void **state)
+{
+	struct fx *f = *state;
+	char *out;
+	int i;
+
+	start(f);
+	/* One account from twelve prefixes (four times the ladder's three), one password over
+	 * ten accounts (past its four), all refused unchecked. */
+	for (i = 1; i <= 12; i++)
+		push_full(f, false, 88, (uint16_t)(100 + i), 777, (uint32_t)i, true);
+	for (i = 1; i <= 10; i++)
+		push_full(f, false, (uint16_t)(300 + i), 60, 777, 1, true);
+	settle(f);
+	assert_int_equal(f->n_acts, 0);
+	/* Ten accounts from one prefix: the source's own detector still sees them. */
+	out = wait_record(f, "\"rule\":\"prefix_accounts\"");
+	assert_contains(out, "198.51.60.0/24");
+	assert_lacks(out, "account_sources");
+	assert_lacks(out, "password_accounts");
+	free(out);
+}
+
 /* ---- the distribution ------------------------------------------------------------------ */
 
 static void successes_feed_the_distribution_and_fire_nothing(void **state)
@@ -472,6 +555,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(one_password_across_accounts_posts_a_step_up, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(successes_feed_the_distribution_and_fire_nothing,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			one_account_from_many_keys_of_one_allocation_is_stepped_up_there, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(unchecked_attempts_count_for_their_source_only,
 						setup, teardown),
 	};
 

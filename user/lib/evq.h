@@ -57,7 +57,11 @@ struct sl_outcome_event {
 	uint32_t asn;         /* 0 when unknown */
 	uint16_t tenant;      /* tenant index in the config */
 	uint8_t class_id;     /* ASN class, 255 when unknown */
-	uint8_t pad[5];
+	uint8_t unchecked;    /* 1: refused before any password was checked (a throttled login,
+			       * a step-up): counted for its source, never as a guess at the
+			       * account or with the password */
+	uint8_t key[4];       /* keyed hash of the source's key prefix (counters.prefix_v4/v6);
+			       * all zero: not given */
 };
 
 _Static_assert(sizeof(struct sl_outcome_event) == 72, "sl_outcome_event: 72 bytes, no holes");

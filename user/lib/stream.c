@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <hiredis/hiredis.h>
+#include <sodium.h>
 
 #include "addr.h"
 #include "hll.h"
@@ -384,11 +385,13 @@ static void fire(struct stream *s, int det, struct dent *e, const struct sl_outc
 		break;
 	}
 	case SL_DET_ACCOUNT_SOURCES:
-	case SL_DET_PASSWORD_ACCOUNTS: {
+	case SL_DET_PASSWORD_ACCOUNTS:
+	case SL_DET_ACCOUNT_KEYS: {
 		struct stream_action a = { 0 };
 
 		a.kind = det == SL_DET_ACCOUNT_SOURCES ? STREAM_ACCOUNT_LEVEL :
-			 STREAM_PASSWORD_STEP_UP;
+			 det == SL_DET_PASSWORD_ACCOUNTS ? STREAM_PASSWORD_STEP_UP :
+			 STREAM_ACCOUNT_SOURCE_STEP_UP;
 		a.level = e->level;
 		a.tenant = ev->tenant;
 		memcpy(a.hash, e->k.b, 16);
@@ -498,7 +501,7 @@ struct probe {
 	int det;
 	struct dkey k;
 	uint64_t member;
-	char text[64];      /* the key for people: "2001:db8::/48", "AS64500", ... */
+	char text[80];      /* the key for people: "2001:db8::/48", "AS64500", ... */
 };
 
 /*
@@ -530,7 +533,8 @@ static void detect(struct stream *s, const struct probe *p, const struct sl_outc
 		return;
 	n = shared >= 0 ? (uint64_t)shared : hll_window_count(&e->w, now);
 	if (p->det == SL_DET_ACCOUNT_SOURCES) {
-		/* The ladder: delay at the threshold, step-up at twice it, block at four times. */
+		/* The ladder: delay at the threshold, step-up at twice it, and at four times
+		 * (a burst already in flight) the step-up held for the delay too. */
 		uint8_t want = n >= 4 * d->threshold ? 3 : n >= 2 * d->threshold ? 2 :
 			       n >= d->threshold ? 1 : 0;
 
@@ -570,11 +574,32 @@ static void classify(struct stream *s, struct sl_outcome_event *ev)
 	}
 }
 
-/* The distinct-count probes of a failed login (up to SL_DET_N - 1). */
+void stream_account_source(const uint8_t account[16], uint8_t family, uint8_t plen,
+			   const uint8_t prefix[16], uint8_t out[16])
+{
+	crypto_generichash_state st;
+	uint8_t fp[2] = { family, plen };
+
+	crypto_generichash_init(&st, (const unsigned char *)"sluice account source", 21, 16);
+	crypto_generichash_update(&st, account, 16);
+	crypto_generichash_update(&st, fp, sizeof(fp));
+	crypto_generichash_update(&st, prefix, 16);
+	crypto_generichash_final(&st, out, 16);
+}
+
+/*
+ * The distinct-count probes of a failed login (up to SL_DET_N - 1). Only a guess, an
+ * attempt checked against a password, is counted for its account or its password: a
+ * login refused unchecked (throttled, stepped up) was nobody's guess, and counting it would
+ * let whoever can send one climb an account's ladder without being checked once. It still
+ * counts for its source.
+ */
 static int probes_of(const struct stream *s, const struct sl_outcome_event *ev,
 		     struct probe *out)
 {
-	char hx[33];
+	static const uint8_t no_key[4];
+	bool guess = !ev->unchecked;
+	char hx[33], pt[INET6_ADDRSTRLEN + 8];
 	int n = 0;
 
 	memset(out, 0, sizeof(*out) * (SL_DET_N - 1));
@@ -598,7 +623,7 @@ static int probes_of(const struct stream *s, const struct sl_outcome_event *ev,
 		snprintf(out[n].text, sizeof(out[n].text), "AS%u", ev->asn);
 		n++;
 	}
-	if (s->c->stream.det[SL_DET_ACCOUNT_SOURCES].enabled) {
+	if (guess && s->c->stream.det[SL_DET_ACCOUNT_SOURCES].enabled) {
 		out[n].det = SL_DET_ACCOUNT_SOURCES;
 		out[n].k.kind = SL_DET_ACCOUNT_SOURCES;
 		out[n].k.len = 16;
@@ -608,7 +633,7 @@ static int probes_of(const struct stream *s, const struct sl_outcome_event *ev,
 		snprintf(out[n].text, sizeof(out[n].text), "account %s", hx);
 		n++;
 	}
-	if ((h64(ev->password, 16) || h64(ev->password + 8, 8)) &&
+	if (guess && (h64(ev->password, 16) || h64(ev->password + 8, 8)) &&
 	    s->c->stream.det[SL_DET_PASSWORD_ACCOUNTS].enabled) {
 		out[n].det = SL_DET_PASSWORD_ACCOUNTS;
 		out[n].k.kind = SL_DET_PASSWORD_ACCOUNTS;
@@ -617,6 +642,19 @@ static int probes_of(const struct stream *s, const struct sl_outcome_event *ev,
 		out[n].member = h64(ev->account, 16);
 		hex(ev->password, 8, hx);
 		snprintf(out[n].text, sizeof(out[n].text), "password %s", hx);
+		n++;
+	}
+	/* One account, one allocation (the event's prefix), the distinct key prefixes in it. */
+	if (guess && memcmp(ev->key, no_key, sizeof(no_key)) &&
+	    s->c->stream.det[SL_DET_ACCOUNT_KEYS].enabled) {
+		out[n].det = SL_DET_ACCOUNT_KEYS;
+		out[n].k.kind = SL_DET_ACCOUNT_KEYS;
+		out[n].k.len = 16;
+		stream_account_source(ev->account, ev->family, ev->plen, ev->prefix, out[n].k.b);
+		out[n].member = hll_hash(ev->key, sizeof(ev->key));
+		hex(ev->account, 8, hx);
+		prefix_text(ev, pt, sizeof(pt));
+		snprintf(out[n].text, sizeof(out[n].text), "account %s in %s", hx, pt);
 		n++;
 	}
 	return n;

@@ -7,10 +7,15 @@
  *   - distinct accounts failed per source prefix, and per ASN,
  *   - distinct source prefixes failed per account,
  *   - distinct accounts tried with one password,
- * and each tenant's failure ratio against its own trailing baseline. Past a threshold a
+ *   - distinct key prefixes (/32, /64) failed per (account, source prefix): one account
+ *     guessed from many addresses of one allocation,
+ * and each tenant's failure ratio against its own trailing baseline. Only attempts checked
+ * against a password count as guesses at an account or with a password; one refused
+ * unchecked (throttled, stepped up) counts for its source only. Past a threshold a
  * detector acts: an XDP verdict for a prefix or an ASN's prefixes (block or tighten, with a
- * TTL), an escalation of an account in the gateway (delay, then step-up, then block), a
- * step-up for a password; or, in monitor mode, only records what it would have done.
+ * TTL), an escalation of an account in the gateway (delay, then step-up), a step-up for a
+ * password or for one account from one allocation; or, in monitor mode, only records what
+ * it would have done.
  * Records (would-blocks and blocks) and the attempts-per-account-per-day distribution are
  * read from the control socket.
  */
@@ -31,19 +36,29 @@ struct stream;
 
 /* What the stream job asks the gateway to do (on the daemon's loop). */
 enum stream_action_kind {
-	STREAM_ACCOUNT_LEVEL = 1, /* escalate an account: level 1 delay, 2 step-up, 3 block */
+	STREAM_ACCOUNT_LEVEL = 1, /* escalate an account: level 1 delay, 2 step-up, 3 step-up
+				   * after the delay (the gateway applies these only from
+				   * sources the account does not usually sign in from) */
 	STREAM_PASSWORD_STEP_UP,  /* logins trying this password answer step_up_required */
+	STREAM_ACCOUNT_SOURCE_STEP_UP, /* one account from one allocation: step_up_required
+					* (hash: stream_account_source()) */
 };
 
 struct stream_action {
 	uint8_t kind;
 	uint8_t level;
 	uint16_t tenant;
-	uint8_t hash[16];     /* account or password hash */
+	uint8_t hash[16];     /* account, password or (account, allocation) hash */
 	uint64_t expires_ns;  /* CLOCK_MONOTONIC */
 };
 
 typedef void (*stream_action_fn)(void *arg, const struct stream_action *a);
+
+/* The (account, allocation) an account_keys step-up names: 16 bytes of BLAKE2b over the
+ * account's keyed hash and the allocation as events carry it (family, length, the address
+ * masked to it). The gateway computes the same to find one. */
+void stream_account_source(const uint8_t account[16], uint8_t family, uint8_t plen,
+			   const uint8_t prefix[16], uint8_t out[16]);
 
 /*
  * Start the thread. @maps: the edge's maps for ASN lookups and verdicts, or NULL (gateway
