@@ -50,9 +50,12 @@ prog_id=$(ip -n "$NS_S" -d link show vs | sed -n 's/.*prog\/xdp id \([0-9]*\).*/
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
 rt() { bpftool prog show id "$prog_id" -j | $PY -c 'import json,sys; print(json.load(sys.stdin).get("run_time_ns",0))'; }
+rc() { bpftool prog show id "$prog_id" -j | $PY -c 'import json,sys; print(json.load(sys.stdin).get("run_cnt",0))'; }
+rc0=$(rc)
 rt0=$(rt) b0=$(busy_ticks)
 xdp=$(ip netns exec "$NS_C" env H1LOAD_DEBUG=${H1LOAD_DEBUG:-} "$H1" --src 198.51.100.7 --dst 10.200.0.2 --seconds "$SECS" --conns "$CONNS")
 rt1=$(rt) b1=$(busy_ticks)
+rc1=$(rc)
 sysctl -qw kernel.bpf_stats_enabled="$old_stats"
 nt_stop_sluiced TERM
 
@@ -86,11 +89,11 @@ ngx=$(ip netns exec "$NS_C" "$H1" --src 198.51.100.7 --dst 10.200.0.2 --seconds 
 n1=$(proc_ticks $pids) b1n=$(busy_ticks)
 kill "$master"; for _ in $(seq 1 50); do kill -0 "$master" 2>/dev/null || break; sleep 0.1; done
 
-$PY - "$xdp" "$ngx" "$((rt1 - rt0))" "$(((n1 - n0)))" "$((b1 - b0))" "$((b1n - b0n))" "$TCK" "$SECS" "$CONNS" <<'PY'
+$PY - "$xdp" "$ngx" "$((rt1 - rt0))" "$(((n1 - n0)))" "$((b1 - b0))" "$((b1n - b0n))" "$TCK" "$SECS" "$CONNS" "$((rc1 - rc0))" <<'PY'
 import json, sys
 xdp, ngx = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 xdp_ns, ngx_ticks, bx, bn, tck = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
-secs, conns = sys.argv[8], sys.argv[9]
+secs, conns, runs = sys.argv[8], sys.argv[9], int(sys.argv[10])
 ngx_s = ngx_ticks / tck
 x429, n429 = xdp["status_429"], ngx["status_429"]
 def per(v, n): return v / n if n else float("nan")
@@ -100,6 +103,7 @@ rows = [
   ("429s per second", f'{x429/xdp["seconds"]:.0f}', f'{n429/ngx["seconds"]:.0f}'),
   ("server CPU per 429 (us)", f'{per(xdp_ns/1e3, x429):.2f}', f'{per(ngx_s*1e6, n429):.2f}'),
   ("429s per server CPU-second", f'{per(x429, xdp_ns/1e9):.0f}', f'{per(n429, ngx_s):.0f}'),
+  ("XDP runs per 429, ns per run", f'{per(runs, x429):.1f}, {per(xdp_ns, runs):.0f}', "-"),
   ("machine busy per request (us)", f'{per(bx/tck*1e6, xdp["requests"]):.1f}', f'{per(bn/tck*1e6, ngx["requests"]):.1f}'),
 ]
 print(f"reply_rate: {secs} s each, {conns} connections in flight, new connection per request")

@@ -92,10 +92,12 @@ __noinline int sl_cookie_ok(const struct sl_conn_id *id, const struct cookie_q *
 	return sl_cookie_check(id, q->iss, q->ts, q->tsecr, now, k, o);
 }
 
-/* How long a shed connection keeps absorbing its own segments, and how long the racing
- * segments of an admitted first burst are let through before the kernel's socket takes over. */
+/* How long a shed connection keeps absorbing its own segments, and how long an admitted one is
+ * remembered: its racing segments pass until the kernel's socket takes over, and a
+ * retransmission of its first request (sent only while the kernel's ACK has not arrived,
+ * i.e. within a few retransmission timeouts) is passed, never judged again. */
 #define SL_SHED_TTL_NS (10ull * 1000000000ull)
-#define SL_RACE_TTL_NS (3ull * 1000000000ull)
+#define SL_RACE_TTL_NS (10ull * 1000000000ull)
 #define NS_PER_S 1000000000ull
 
 struct src {
@@ -129,6 +131,7 @@ struct pkt {
 	__u8 pad;
 	__u32 tsval, tsecr;
 	__u32 cost;     /* what this segment's decision charges (port default, or its route) */
+	__u32 port_cost;/* the port's `cost` */
 	__u32 unreadable_cost;
 	__u32 tenant;   /* tenant id from Host/SNI; SL_TENANT_BY_DEST: by destination */
 	__u32 ifindex;
@@ -533,6 +536,7 @@ struct req_scratch {
 	struct cookie_q q;
 	struct decision d;
 	struct sl_lpm_key lk;
+	struct sl_conn cv;
 };
 
 struct {
@@ -894,7 +898,7 @@ __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 	if (!ctx || !pk || !set)
 		return SL_EDGE_ROUTES;
 	pk->tenant = SL_TENANT_BY_DEST;
-	base = pk->cost ? pk->cost : 1;
+	base = pk->port_cost ? pk->port_cost : 1;
 	pk->cost = pk->unreadable_cost ? pk->unreadable_cost : base;
 	if (pk->frag != FRAG_NONE)
 		return route;
@@ -1039,39 +1043,54 @@ static __always_inline int answer_429(struct xdp_md *ctx, const struct pkt *pk,
 				      struct reply *rp, __u32 iss, __u32 our_seq, __u32 our_tsval,
 				      __u64 now)
 {
-	struct sl_conn c = {};
+	/* The entry is built in scratch: on the stack it took the judgement's call chain past
+	 * the verifier's 512 bytes. */
+	struct sl_conn *c = &ws->cv;
 	__u32 fin = pk->flags & TF_FIN ? 1 : 0;
 
+	__builtin_memset(c, 0, sizeof(*c));
+
+	c->our_next = our_seq + SL_429_LEN + 1;
+	c->their_next = pk->seq + pk->payload + fin;
+	c->expires_ns = now + SL_SHED_TTL_NS;
+	c->state = SL_CONN_SHED;
+	c->tsval = pk->ts && our_tsval ? our_tsval : 0;
+	c->ts_recent = pk->tsval;
+	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+	/* Created, never overwritten: an entry already there means this request was answered
+	 * before (a retransmission), and it gets no second 429 (nor a higher streak). */
+	if (bpf_map_update_elem(&sl_shed, &ws->ck, c, BPF_NOEXIST)) {
+		struct sl_conn *old = bpf_map_lookup_elem(&sl_shed, &ws->ck);
+
+		if (old && now < old->expires_ns)
+			return absorb(ctx, pk, old, rp);
+		bpf_map_update_elem(&sl_shed, &ws->ck, c, BPF_ANY);
+	}
+	record(ws->d.class_id, ws->d.reason, -1); /* count the shed; the 429 follows */
 	if (reply_from(rp, ctx, pk))
 		return record(ws->d.class_id, ws->d.reason, XDP_DROP);
 	rp->kind = REPLY_429;
 	rp->seq = our_seq;
-	rp->ack = pk->seq + pk->payload + fin;
+	rp->ack = c->their_next;
 	rp->retry_after = (__u16)sl_retry_after(set, now, &ws->d);
-	rp->ts = pk->ts && our_tsval;
+	rp->ts = c->tsval != 0;
 	rp->tsval = our_tsval;
 	rp->tsecr = pk->tsval;
-	c.our_next = our_seq + SL_429_LEN + 1;
-	c.their_next = rp->ack;
-	c.expires_ns = now + SL_SHED_TTL_NS;
-	c.state = SL_CONN_SHED;
-	c.tsval = rp->ts ? our_tsval : 0;
-	c.ts_recent = pk->tsval;
-	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-	bpf_map_update_elem(&sl_shed, &ws->ck, &c, BPF_ANY);
 	emit_event(set, &pk->s, &ws->d.key, ws->d.class_id, SL_R_REPLIED_429, SL_ACT_REPLY,
 		   pk->dport, rp->retry_after, now);
 	return record(ws->d.class_id, SL_R_REPLIED_429, sl_emit_reply(ctx, rp));
 }
 
-/* Remember a connection that was shed by a drop, so its retransmissions are not judged again. */
-static __always_inline void remember_drop(struct req_scratch *ws, const struct pkt *pk,
-					  __u32 iss, __u64 now)
+/* Remember a connection that was shed by a drop, so its retransmissions are not judged again.
+ * 0 when it was remembered already (this is a retransmission). */
+static __always_inline int remember_drop(struct req_scratch *ws, const struct pkt *pk,
+					 __u32 iss, __u64 now)
 {
-	struct sl_conn c = { .expires_ns = now + SL_SHED_TTL_NS, .state = SL_CONN_DROPPED };
-
+	__builtin_memset(&ws->cv, 0, sizeof(ws->cv));
+	ws->cv.expires_ns = now + SL_SHED_TTL_NS;
+	ws->cv.state = SL_CONN_DROPPED;
 	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-	bpf_map_update_elem(&sl_shed, &ws->ck, &c, BPF_ANY);
+	return bpf_map_update_elem(&sl_shed, &ws->ck, &ws->cv, BPF_NOEXIST) == 0;
 }
 
 /*
@@ -1100,6 +1119,7 @@ static __always_inline __u32 *pend_slot(const struct pkt *pk, const struct sl_se
 #define NOT_MINE (-1)
 #define NEED_JUDGE (-2)
 #define NOT_MINE_LOOKED (-3) /* not mine either, after a socket lookup found nothing */
+#define NO_SOCKET (-4)       /* marked, no cookie, no socket, no decided connection */
 
 /* What sl_decide() is asked to decide, set by whoever proved the source. */
 enum stage {
@@ -1126,7 +1146,6 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	struct reply *rp;
 	__u32 zero = 0, iss;
 	__u64 now;
-	int st;
 
 	if (!ctx || !pk)
 		return NOT_MINE;
@@ -1138,9 +1157,18 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	now = bpf_ktime_get_coarse_ns();
 	iss = pk->ack - 1;
 
-	/* The handshake ACK and the first request carry the cookie itself: checked first, since
-	 * they are most of what reaches here (the MAC needs the timestamp echo). */
 	sl_read_ts(ctx, pk);
+	/* A shed connection's FIN, after our 429 + FIN: one lookup, where the cookie check below
+	 * would spend two MACs to fail. */
+	if ((pk->flags & TF_FIN) && !(pk->flags & TF_RST)) {
+		conn = shed_entry(&ws->ck, pk, pk->ack - SL_429_LEN - 2, now);
+		if (conn) {
+			__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
+			return absorb(ctx, pk, conn, rp);
+		}
+	}
+	/* The handshake ACK and the first request carry the cookie itself (the MAC needs the
+	 * timestamp echo). */
 	__builtin_memset(&ws->id, 0, sizeof(ws->id));
 	ws->id.family = pk->s.family;
 	ws->id.sport = pk->sport;
@@ -1152,8 +1180,14 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	ws->q.ts = pk->ts;
 	ws->q.tsecr = pk->tsecr;
 	if (!sl_cookie_ok(&ws->id, &ws->q, now, keys, &ws->o)) {
-		/* Not a cookie's own segment: a racing segment of an admitted first burst (the
-		 * kernel's socket is on its way), a shed connection's leftover, or not ours. */
+		/*
+		 * Not a cookie's own segment. Most often (one in sixteen of ordinary traffic) a
+		 * segment of a connection the kernel holds: the socket lookup first. Else a racing
+		 * segment of an admitted first burst (the kernel's socket is on its way), a shed
+		 * connection's leftover, or a forgery.
+		 */
+		if (sl_sock_state(ctx, pk) >= 0)
+			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 		if (pk->front == SL_FRONT_STATELESS) {
 			conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
 			conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
@@ -1161,29 +1195,17 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 				return record(SL_CLASS_NONE, SL_R_RACE_PASS, XDP_PASS);
 		}
 		conn = shed_entry(&ws->ck, pk, iss, now);
-		if (!conn)
+		if (!conn && !(pk->flags & TF_FIN))
 			conn = shed_entry(&ws->ck, pk, pk->ack - SL_429_LEN - 2, now);
 		if (conn) {
 			__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
 			return absorb(ctx, pk, conn, rp);
 		}
-		return NOT_MINE;
+		return NO_SOCKET;
 	}
 	/* The handshake's own ACK: nothing to answer, nothing to look up. */
 	if (!pk->payload && !(pk->flags & (TF_FIN | TF_RST)))
 		return record(SL_CLASS_NONE, SL_R_COOKIE_ACK, XDP_DROP);
-	/* A first request already decided (a retransmission): never decided twice. */
-	conn = shed_entry(&ws->ck, pk, iss, now);
-	if (conn) {
-		__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
-		return absorb(ctx, pk, conn, rp);
-	}
-	if (pk->front == SL_FRONT_STATELESS) {
-		conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-		conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
-		if (conn && now < conn->expires_ns)
-			return record(SL_CLASS_NONE, SL_R_ESTABLISHED, XDP_PASS);
-	}
 
 	/* A cookie connection's own segment: its source is proven. */
 	if (pk->flags & TF_RST)
@@ -1204,10 +1226,8 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 		rp->tsecr = pk->tsval;
 		return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, sl_emit_reply(ctx, rp));
 	}
-	/* A retransmitted first request whose connection the kernel has made already. */
-	st = sl_sock_state(ctx, pk);
-	if (st >= 0 && st != BPF_TCP_TIME_WAIT)
-		return record(SL_CLASS_NONE, SL_R_ESTABLISHED, XDP_PASS);
+	/* A first request: whether it was decided before (a retransmission) is asked where it
+	 * is decided, so that a flood's requests cost one map write and no lookups. */
 	pk->iss = iss;
 	pk->our_tsval = pk->tsecr;
 	pk->stage = pk->front == SL_FRONT_STATELESS ? STAGE_FIRST_REQUEST : STAGE_COOKIE_SHED;
@@ -1223,6 +1243,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 {
 	const struct sl_settings *set;
 	struct req_scratch *ws;
+	struct sl_conn *conn;
 	struct reply *rp;
 	__u32 zero = 0, route, tix, *slot;
 	__u64 now;
@@ -1239,6 +1260,31 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 	now = bpf_ktime_get_coarse_ns();
 
 	if (pk->stage == STAGE_FIRST_REQUEST) {
+		/* Admitted before (a retransmission): the kernel's now, never judged twice. */
+		conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, pk->iss);
+		conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
+		if (conn && now < conn->expires_ns)
+			return record(SL_CLASS_NONE, SL_R_ESTABLISHED, XDP_PASS);
+		/*
+		 * A source whose own bucket (or its parent's) cannot pay for even the cheapest
+		 * request is shed before its request is read: the reading is a third of a first
+		 * request's cost, and under a flood nearly every first request is such a one.
+		 * Only a shed is decided here; an admission always reads the request first.
+		 */
+		pk->cost = 1;
+		sl_judge(pk, set, now, &ws->d, 1);
+		if ((ws->d.reason == SL_R_SHED_PREFIX || ws->d.reason == SL_R_SHED_PARENT ||
+		     ws->d.reason == SL_R_SHED_VERDICT) && ws->d.level != LEVEL_TENANT) {
+			route = SL_EDGE_ROUTES;
+			outcome(&sl_route_stats, route, 1);
+			outcome(&sl_tenant_stats, SL_MAX_TENANTS, 1);
+			goto shed;
+		}
+		__builtin_memset(&ws->d, 0, sizeof(ws->d));
+		/* Shed before (a retransmission): absorbed, never answered twice. */
+		conn = shed_entry(&ws->ck, pk, pk->iss, now);
+		if (conn)
+			return absorb(ctx, pk, conn, rp);
 		route = (__u32)sl_route_request(ctx, pk, set);
 		if (pk->frag != FRAG_NONE && set->fragment_action == SL_ACT_DROP)
 			return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
@@ -1248,11 +1294,11 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		tix = ws->d.tenant < SL_MAX_TENANTS ? ws->d.tenant :
 		      pk->tenant < SL_MAX_TENANTS ? pk->tenant : SL_MAX_TENANTS;
 		if (!is_shed(ws->d.reason)) {
-			struct sl_conn c = { .expires_ns = now + SL_RACE_TTL_NS,
-					     .state = SL_CONN_ADMITTED };
-
+			__builtin_memset(&ws->cv, 0, sizeof(ws->cv));
+			ws->cv.expires_ns = now + SL_RACE_TTL_NS;
+			ws->cv.state = SL_CONN_ADMITTED;
 			conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, pk->iss);
-			bpf_map_update_elem(&sl_conns, &ws->ck, &c, BPF_ANY);
+			bpf_map_update_elem(&sl_conns, &ws->ck, &ws->cv, BPF_ANY);
 			outcome(&sl_route_stats, route, 0);
 			outcome(&sl_tenant_stats, tix, 0);
 			/* Monitor-mode verdicts are counted too, and sampled like sheds. */
@@ -1298,17 +1344,17 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		if (!pk->payload)
 			ws->d.action = SL_ACT_DROP;
 	}
+shed:
 	emit_event(set, &pk->s, &ws->d.key, ws->d.class_id, ws->d.reason, ws->d.action,
 		   pk->dport, 0, now);
 	if (ws->d.action != SL_ACT_REPLY) {
 		/* Dropped. A cookie connection is remembered so its retransmissions are not
 		 * judged again; on the SYN front the client retransmits, the kernel re-sends
 		 * its SYN-ACK, and each try is weighed again: the tarpit a drop port wants. */
-		if (pk->stage == STAGE_FIRST_REQUEST)
-			remember_drop(ws, pk, pk->iss, now);
+		if (pk->stage == STAGE_FIRST_REQUEST && !remember_drop(ws, pk, pk->iss, now))
+			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
 		return record(ws->d.class_id, ws->d.reason, XDP_DROP);
 	}
-	record(ws->d.class_id, ws->d.reason, -1); /* count; the 429 follows */
 	return answer_429(ctx, pk, set, ws, rp, pk->iss, pk->ack, pk->our_tsval, now);
 }
 
@@ -1590,7 +1636,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	__u32 zero = 0, dport, l4len, n_vlan, ip_off;
 	__u8 frag = FRAG_NONE, flags;
 	void *l3;
-	int proto, rc, marked = 0;
+	int proto, rc, crc = NOT_MINE, marked = 0;
 
 	proto = parse_eth(&c);
 	if (proto < 0)
@@ -1709,6 +1755,7 @@ int sluice_xdp(struct xdp_md *ctx)
 	pk->proto = port->proto;
 	pk->action = port->action;
 	pk->cost = port->cost;
+	pk->port_cost = port->cost;
 	pk->unreadable_cost = port->unreadable_cost;
 	pk->tenant = SL_TENANT_BY_DEST;
 	pk->ifindex = ctx->ingress_ifindex;
@@ -1727,11 +1774,11 @@ int sluice_xdp(struct xdp_md *ctx)
 
 	if (!(flags & TF_SYN)) {
 		if (port->action == SL_ACT_REPLY || port->front == SL_FRONT_STATELESS) {
-			rc = sl_cookie_segment(ctx, pk);
-			if (rc == NEED_JUDGE)
+			crc = sl_cookie_segment(ctx, pk);
+			if (crc == NEED_JUDGE)
 				return sl_decide(ctx, pk);
-			if (rc != NOT_MINE)
-				return rc;
+			if (crc >= 0)
+				return crc;
 		}
 		/* A handshake of the kernel's, pending on this tuple? (SYN front, or a stateless
 		 * port's reused tuple.) */
@@ -1743,6 +1790,8 @@ int sluice_xdp(struct xdp_md *ctx)
 		if (!marked || (port->front == SL_FRONT_SYN && port->action != SL_ACT_REPLY))
 			return record(SL_CLASS_NONE,
 				      rc == NOT_MINE_LOOKED ? SL_R_VERIFY_ACK : SL_R_NOT_SYN, XDP_PASS);
+		if (crc == NO_SOCKET)
+			return record(SL_CLASS_NONE, SL_R_COOKIE_BAD, XDP_DROP);
 		/*
 		 * Marked like our cookie but not one: a forged or stale ACK, or (one time in
 		 * sixteen) a segment of an established connection. Only a socket lookup tells

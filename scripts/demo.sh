@@ -10,8 +10,10 @@
 #      theirs. The flood is shed from the tenant causing it; the others keep their goodput.
 #   2. The Manila office: 22,000 people behind 4 addresses sign in with their passwords. No
 #      counter, detector or verdict fires: keys are (account, prefix), not addresses.
-#   3. An IPv6 attacker rotating /128s inside one /48 plus a hosting-ASN SYN flood at the edge,
-#      and real curl on port 80 where XDP answers shed clients with an HTTP 429.
+#   3. At the edge, where nothing is charged until a connection proves its source: a spoofed
+#      SYN flood carrying a real user's address (she keeps every connection), a hosting /24
+#      and an IPv6 attacker rotating /128s inside one /48 with real handshakes (their /24 and
+#      /48 stop them), and real curl on port 80 where XDP answers shed clients with a 429.
 #
 # The chart (goodput, shed rate and queue wait p99 per tenant, sampled from /metrics every
 # second) goes to build/demo/sluice-demo.svg. SL_DEBUG=1 keeps everything up.
@@ -52,25 +54,29 @@ base=$($PY -c "print(round($cap / 8, 1))")      # each tenant's baseline: 1/8 of
 resv=$($PY -c "print(round($cap / 8 * 1.5 * $cost, 1))")
 GW_PORT=18080
 METRICS=19469
+L() { $PY -c "print(round($1 * $cost, 1))"; }  # N logins, in cost units
 
 cat >"$NT_DIR/sluice.conf" <<EOF
 edge: {
   interfaces = ["vs"];
-  ports = ( { port = 80; action = "reply"; cost = 1; }, { port = 443; action = "drop"; cost = 1; } );
+  # The stateless front (the default): a login costs its route at the edge, once proven.
+  ports = ( { port = 80; action = "reply"; cost = 1; } );
   state_entries = 65536;
   asn_table = "$ROOT/examples/asn-sample.csv";
   pin_path = "$PIN";
 };
+# In cost units: L = one login. Hosting: 10 logins per /24 at once, 2 a second after.
 classes = (
   { name = "hosting";     v4_prefix = 24; v6_prefix = 48; v4_parent = 16; v6_parent = 32;
-    rate = 2.0;  burst = 10.0;  parent_rate = 20.0;  parent_burst = 100.0; },
+    rate = $(L 2);  burst = $(L 10);  parent_rate = $(L 20);  parent_burst = $(L 100); },
   { name = "residential"; v4_prefix = 32; v6_prefix = 64; v4_parent = 24; v6_parent = 48;
-    rate = 5.0;  burst = 20.0;  parent_rate = 50.0;  parent_burst = 200.0; },
+    rate = $(L 5);  burst = $(L 20);  parent_rate = $(L 50);  parent_burst = $(L 200); },
   { name = "mobile";      v4_prefix = 32; v6_prefix = 64; v4_parent = 24; v6_parent = 40;
-    rate = 50.0; burst = 200.0; parent_rate = 500.0; parent_burst = 2000.0; },
+    rate = $(L 50); burst = $(L 200); parent_rate = $(L 500); parent_burst = $(L 2000); },
   { name = "business";    v4_prefix = 32; v6_prefix = 56; v4_parent = 24; v6_parent = 48;
-    rate = 50.0; burst = 300.0; parent_rate = 200.0; parent_burst = 1200.0; },
-  { name = "unknown";     rate = 5.0;  burst = 20.0; }
+    rate = $(L 50); burst = $(L 300); parent_rate = $(L 200); parent_burst = $(L 1200); },
+  { name = "unknown";     rate = $(L 5);  burst = $(L 20); parent_rate = $(L 50);
+    parent_burst = $(L 200); }
 );
 tenants = (
   { name = "acme";     hosts = ["acme.example"];     reservation = $resv; },
@@ -212,43 +218,56 @@ touch "$NT_DIR/stop"
 wait $SAMPLER
 
 echo "3. At the edge:"
-# The SYN mix goes to port 443 (action drop): every answer there is the server's kernel.
-p443() { probe --dport 443 "$@"; }
+# Proven connections: scapy answers its own SYN-ACKs and sends a login, from addresses the
+# client namespace does not own. Every answer is XDP's 429 or the real server's.
+conn80() { probe --dport 80 --handshake --wait 1 \
+	--request $'POST /login HTTP/1.1\r\nHost: demo.example\r\nContent-Length: 0\r\n\r\n' "$@"; }
 
 row() { # label, probe JSON
-	local sent ans
-	sent=$(jget "$2" sent)
-	ans=$(jget "$2" answered)
-	printf '  %-54s %6s %9s %6s\n' "$1" "$sent" "$ans" "$((sent - ans))"
+	printf '  %-56s %6s %9s %6s\n' "$1" "$(jget "$2" sent)" "$(jget "$2" admitted)" \
+		"$(jget "$2" shed429)"
 }
 
-echo "SYNs to port 443 (action drop):"
-printf '  %-54s %6s %9s %6s\n' "traffic" "SYNs" "answered" "shed"
-r=$(p443 --src 2001:db8:2c00:0:1::10 --count 8 --gap 0.25)
+echo "  spoofed: 5,000 SYNs carrying 203.0.113.10's address in 2 s (no handshake completes)"
+ip netns exec "$NS_C" $PY "$ROOT/tests/lib/synpace.py" --iface vc --dmac "$SERVER_MAC" \
+	--dst 10.200.0.2 --dport 80 --src-net 203.0.113.10/32 --rate 2500 --seconds 2 >/dev/null &
+FLOODER=$!
+ok=0
+for i in 1 2 3 4 5 6; do
+	[ "$(ccurl 203.0.113.10 http://10.200.0.2/ | head -1 | tr -d '\r' | cut -d' ' -f2)" = 200 ] &&
+		ok=$((ok + 1))
+	sleep 0.3
+done
+wait $FLOODER
+echo "    meanwhile 203.0.113.10 itself, 6 requests with curl: $ok of 6 got the server's 200"
+echo "    (a SYN is charged nothing: only a connection that answered our SYN-ACK is)"
+echo
+echo "  logins over proven connections to port 80 (stateless front, action reply):"
+printf '  %-56s %6s %9s %6s\n' "traffic" "conns" "admitted" "429"
+r=$(conn80 --src 2001:db8:2c00:0:1::10 --count 8 --gap 0.25)
 row "residential user on one IPv6 /64, 8 sign-ins over 2 s" "$r"
-r=$(p443 --src 203.0.113.10 --count 6 --gap 0.25)
-row "residential user on 203.0.113.10, 6 sign-ins" "$r"
 srcs=()
 for i in $(seq 1 50); do srcs+=(--src "198.51.100.$((i * 5))"); done
-r=$(p443 "${srcs[@]}" --count 4)
-row "hosting /24 flood: 50 addresses x 4 SYNs" "$r"
-r=$(p443 --rotate 2001:db8:2d00::/48:128 --count 300 --seed 5)
+r=$(conn80 "${srcs[@]}" --count 4)
+row "hosting /24: 50 addresses x 4 logins" "$r"
+r=$(conn80 --rotate 2001:db8:2d00::/48:128 --count 300 --seed 5)
 row "IPv6 attacker: 300 random /128s across one /48" "$r"
-r=$(p443 --src 2001:db8:2c00:0:1::10 --count 2)
+r=$(conn80 --src 2001:db8:2c00:0:1::10 --count 2)
 row "the residential /64 user again, after all that" "$r"
 echo
 
 echo "curl to port 80 (action reply), with a real HTTP server behind sluice:"
-# The flood ended seconds ago and hosting /24s refill at 2 units/s: spend them again first.
-p443 --src 198.51.100.9 --count 20 >/dev/null
-echo "  198.51.100.7, from the hosting /24 that flooded, 4 requests in a row:"
+# The /24 refills at 2 logins a second: spend it again first.
+conn80 --src 198.51.100.9 --count 20 >/dev/null
+echo "  198.51.100.7, from the hosting /24 that flooded, 4 logins in a row:"
 for i in 1 2 3 4; do
 	in0=$(tcp_mib InSegs)
-	out=$(ccurl 198.51.100.7 http://10.200.0.2/)
+	out=$(ip netns exec "$NS_C" curl -s -i -m 5 --interface 198.51.100.7 -X POST \
+		http://10.200.0.2/login)
 	printf '    %-32s %-22s server kernel saw %s segments\n' "$(head -1 <<<"$out" | tr -d '\r')" \
 		"$(grep -i '^retry-after' <<<"$out" | tr -d '\r')" "$(($(tcp_mib InSegs) - in0))"
 done
-echo "    (429s come from XDP: Retry-After climbs 1, 5, 30, 120 s by streak, each +-20 %)"
+echo "    (429s come from XDP: Retry-After climbs 1, 5, 30, 120 s by the /24's streak, each +-20 %)"
 out=$(ccurl 203.0.113.10 http://10.200.0.2/)
 echo "  from 203.0.113.10 (the residential user): $(head -1 <<<"$out" | tr -d '\r'), $(tail -1 <<<"$out")"
 echo

@@ -451,7 +451,9 @@ static void sum_row(const struct sl_counters *r, struct totals *t)
 {
 	unsigned int k;
 
-	t->passed += r->pkts[SL_R_PASSED];
+	/* Admitted connections: the SYN front's proven handshakes and the stateless front's first
+	 * requests (a SYN-front SYN weighed and passed is not admitted yet). */
+	t->passed += r->pkts[SL_R_PASSED] + r->pkts[SL_R_FIRST_ADMITTED];
 	t->shed += r->pkts[SL_R_SHED_PREFIX] + r->pkts[SL_R_SHED_PARENT];
 	t->would_shed += r->pkts[SL_R_WOULD_SHED_PREFIX] + r->pkts[SL_R_WOULD_SHED_PARENT];
 	for (k = SL_R_MAL_ETH; k <= SL_R_MAL_TCP_DOFF; k++)
@@ -722,8 +724,8 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 			decision = "shed";
 			for (i = 0; i < meta.n_ports; i++)
 				if (meta.ports[i].port == port)
-					decision = meta.ports[i].action == SL_ACT_DROP ? "drop" :
-						   "pass";
+					decision = meta.ports[i].action == SL_ACT_REPLY ? "reply" :
+						   "drop";
 		}
 		reason = sl_reason_name(r);
 	}

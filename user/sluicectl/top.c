@@ -913,11 +913,14 @@ static void render(struct top *t, struct frame *fr)
 				shed += v;
 			else if (SL_R_IS_MALFORMED(k))
 				mal += v;
-			else if (k != SL_R_PASSED && k != SL_R_NOT_PROTECTED && k != SL_R_NOT_SYN)
+			else if (k != SL_R_PASSED && k != SL_R_FIRST_ADMITTED &&
+				 k != SL_R_NOT_PROTECTED && k != SL_R_NOT_SYN)
 				other += v;
 		}
 		line(fr, "XDP pps  passed %s  shed %s  malformed %s  other %s  not-protected %s  "
-		     "events lost %llu", human(reason_rate(t, SL_R_PASSED), a, sizeof(a)),
+		     "events lost %llu",
+		     human(reason_rate(t, SL_R_PASSED) + reason_rate(t, SL_R_FIRST_ADMITTED), a,
+			   sizeof(a)),
 		     human(shed, b, sizeof(b)), human(mal, c, sizeof(c)), human(other, d, sizeof(d)),
 		     human(reason_rate(t, SL_R_NOT_PROTECTED) + reason_rate(t, SL_R_NOT_SYN), e,
 			   sizeof(e)), (unsigned long long)s->events_lost);
