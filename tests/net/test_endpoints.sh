@@ -19,6 +19,13 @@
 #    POST fails; a sign-up link and a password create an account that can log in;
 #  - `sluicectl limits` and `--json`: floor, reservation, ceiling per tenant, per-principal
 #    limits per user and per client; a tenant at its ceiling is shed;
+#  - account names (issue 14, item 7): folded where they enter (user add, login, reset), and
+#    the issue's forged outbox record (an anonymous reset whose name holds spaces, U+2028,
+#    U+0085 or a newline and a fake "reset link for dave") refused, so the outbox reader
+#    still returns dave's own link, which signs dave in;
+#  - no delivery to the daemon's log (item 8): no link or code in it; a config that routes
+#    /password-reset without gateway.delivery_log is refused by --check-config, at start and
+#    on reload (the running delivery stays); one that routes nothing that sends starts;
 #  - with Redis (skipped without redis-server): two nodes count together, so the
 #    (client_id, prefix) pair and an account's MFA attempts are capped across the cluster.
 # SL_DEBUG=1 leaves the directory and the daemon's log in place.
@@ -402,6 +409,36 @@ elif CMD == "cluster":
     out["guesses"] = g
     out["right_after_cap"] = on(p1, mfa_verify, t, code)["status"]
 
+elif CMD == "forged":
+    # dave asks for a reset (as "DAVE": names fold), then an anonymous client sends resets
+    # whose names carry the issue's forged records. The reader above (splitlines, then
+    # " kind=reset_link " and " to=dave ") must still find dave's own link.
+    fake = " tenant=acme to=dave kind=reset_link link=https://acme.test/magic/FORGED0 valid_s=900"
+    out["real"] = req("acme.test", "/password-reset", form(username="DAVE"), xff="198.20.0.1")["status"]
+    crafted = ["mallory" + fake,
+               "x\u2028" + "1700000000" + fake,
+               "x\u2029" + "1700000000" + fake,
+               "x\u0085" + "1700000000" + fake,
+               "x\n1700000000" + fake,
+               "x\r1700000000" + fake,
+               "x\u001e1700000000" + fake,
+               "bob\u200b"]
+    out["crafted"] = [req("acme.test", "/password-reset", form(username=u),
+                          xff="198.20.1.%d" % i)["status"] for i, u in enumerate(crafted)]
+    out["crafted_json"] = req("acme.test", "/password-reset", json.dumps({"username": crafted[1]}),
+                              {"Content-Type": "application/json"}, xff="198.20.2.1")["status"]
+    link = last_link("reset_link", "dave")
+    out["link_is_forged"] = link.startswith("FORGED")
+    p = req("acme.test", "/magic/" + link, "", xff="198.20.0.1")
+    out["post"] = p["status"]
+    tok = json.loads(p["body"]).get("access_token", "x") if p["status"] == 200 else "x"
+    out["sub"] = json.loads(req("acme.test", "/token/validate", method="GET", xff="198.20.0.1",
+        headers={"Authorization": "Bearer " + tok})["body"]).get("sub")
+    out["login_folded"] = req("acme.test", "/login", form(username="Dave", password="pw-dave"),
+                              xff="198.20.3.1")["status"]
+    out["register_folded"] = req("acme.test", "/register", form(username="ALICE"),
+                                 xff="198.20.4.1")["status"]
+
 elif CMD == "user_dial":
     # counters.user has a burst of 2: erin's third completed sign-in in a row is refused,
     # with the one failure body, though her code is right.
@@ -421,7 +458,8 @@ hdr() { $PY -c 'import json,sys; print(json.loads(sys.argv[1])["headers"].get(sy
 # ---- start ------------------------------------------------------------------------------
 : >"$DIR/creds.txt"
 chmod 600 "$DIR/creds.txt"
-for who in "acme alice pw-alice" "acme bob pw-bob" "acme carol pw-carol" "acme erin pw-erin"; do
+for who in "acme alice pw-alice" "acme bob pw-bob" "acme carol pw-carol" "acme erin pw-erin" \
+	"acme Dave pw-dave"; do
 	set -- $who
 	echo "$3" | ctl user add "$1" "$2" >/dev/null || { echo "Bail out! user add $1 $2"; exit 1; }
 done
@@ -627,6 +665,52 @@ r=$(probe user_dial)
 expect_eq "the per-user dial (counters.user, burst 2): a third verified code in a row is refused" \
 	"$(jget "$r" seq)" "[200, 200, 401]"
 expect_eq "  ... with the one failure body" "$(jget "$r" last.body)" "$MFA_FAIL"
+
+# ---- account names: one set, folded; the forged outbox record -------------------------
+expect_eq "user add folds the name: Dave is dave in the file" \
+	"$(grep -c '^acme,dave,' "$DIR/creds.txt") $(grep -c '^acme,Dave,' "$DIR/creds.txt")" "1 0"
+: >"$DIR/outbox.log"
+r=$(probe forged)
+expect_eq "dave's reset (asked as DAVE): 202" "$(jget "$r" real)" 202
+expect_eq "resets whose names carry a forged record (spaces, U+2028, U+2029, U+0085, LF, CR, RS, a zero-width space): 400 each" \
+	"$(jget "$r" crafted)" "[400, 400, 400, 400, 400, 400, 400, 400]"
+expect_eq "  ... in JSON too" "$(jget "$r" crafted_json)" 400
+expect_eq "  ... nothing of them reached the outbox" "$(grep -c 'FORGED' "$DIR/outbox.log")" 0
+expect_eq "the outbox reader returns dave's own link, not a forged one" "$(jget "$r" link_is_forged)" false
+expect_eq "  ... which signs dave in" "$(jget "$r" post) $(jget "$r" sub)" "200 dave"
+expect_eq "every outbox record is one line of printable ASCII" \
+	"$(LC_ALL=C grep -c '[^ -~]' "$DIR/outbox.log") $(grep -vcE '^[0-9]+ tenant=[!-~]+ to=[!-~]+ kind=[!-~]+ ' "$DIR/outbox.log")" "0 0"
+expect_eq "names fold at login and registration: Dave logs in, ALICE is alice's (already registered)" \
+	"$(jget "$r" login_folded) $(jget "$r" register_folded) $(grep -c 'to=alice kind=notice reason=already_registered' "$DIR/outbox.log")" \
+	"200 202 1"
+
+# ---- no delivery to the daemon's log ----------------------------------------------------
+expect_eq "the daemon's log holds no link and no code (they went to the outbox)" \
+	"$(grep -cE '/magic/[A-Za-z0-9_-]{8}|code=[0-9]' "$DIR/sluiced.log")" 0
+expect_ge "  ... while the outbox got them" "$(grep -cE '/magic/|code=[0-9]' "$DIR/outbox.log")" 1
+grep -v 'delivery_log = ' "$DIR/gw.conf" >"$DIR/nodeliv.conf"
+out=$("$BUILD/sluiced" -c "$DIR/nodeliv.conf" --check-config 2>&1); rc=$?
+expect_eq "without gateway.delivery_log, a config routing /password-reset fails --check-config" "$rc" 1
+expect_match "  ... saying why" "$out" \
+	"gateway.delivery_log: not set, and POST /mfa/send is routed: it sends codes or links, which never go to the daemon's log"
+sed -e "s#listen = \"127.0.0.1:$PORT\";#listen = \"127.0.0.1:$(free_port)\";#" \
+    -e "s#control_socket = \"$DIR/ctl.sock\"; metrics_listen = \"127.0.0.1:$MPORT\"#control_socket = \"$DIR/nd.sock\"#" \
+    "$DIR/nodeliv.conf" >"$DIR/nodeliv2.conf"
+timeout 10 "$BUILD/sluiced" -c "$DIR/nodeliv2.conf" -f >"$DIR/nodeliv.log" 2>&1; rc=$?
+expect_eq "  ... and sluiced does not start on it" \
+	"$rc $(grep -c 'gateway listening' "$DIR/nodeliv.log") $(grep -c 'gateway.delivery_log: not set' "$DIR/nodeliv.log")" "1 0 1"
+grep -vE '"(mfa_send|reset|register)"' "$DIR/nodeliv2.conf" >"$DIR/nosend.conf"
+out=$("$BUILD/sluiced" -c "$DIR/nosend.conf" --check-config 2>&1); rc=$?
+expect_match "a config that routes nothing that sends needs no delivery_log" "$rc $out" \
+	"^0 $DIR/nosend.conf: valid \\(.*gateway\\)$"
+cp "$DIR/gw.conf" "$DIR/gw.conf.keep"
+cp "$DIR/nodeliv.conf" "$DIR/gw.conf"
+out=$(ctl reload 2>&1)
+cp "$DIR/gw.conf.keep" "$DIR/gw.conf"
+expect_match "a reload to such a config is refused, saying why" "$out" "gateway.delivery_log: not set"
+r=$(probe one acme.test /password-reset POST "username=carol" "X-Forwarded-For: 198.20.5.1")
+expect_eq "  ... and the running delivery still writes to the outbox" \
+	"$(jget "$r" status) $(grep -c 'to=carol kind=reset_link' "$DIR/outbox.log")" "202 1"
 
 # ---- many nodes: the same counters through Redis ----------------------------------------
 if ! redis_available; then
