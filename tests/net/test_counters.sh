@@ -8,7 +8,8 @@
 #   - a failed password is charged to (account, prefix) on whichever node it lands on; the
 #     sixth within the burst is refused with 429 on either node, the right password included;
 #   - the same account from its own prefix is unaffected; a success clears only its own pair;
-#   - unknown accounts charge their prefix at the same threshold and get the same answers;
+#   - a name nobody has is counted as a real one is, under its own (name, prefix) pair: the
+#     same threshold, the same answers, and five junk names spend nothing of a sixth's;
 #   - no key in Redis holds an account name or an address;
 #   - Redis killed: the user-protecting counter keeps limiting at limit / N on each node, the
 #     capacity counter holds its static budget, no answer waits past the timeout and the
@@ -136,12 +137,18 @@ r=$(logins "$P1,dave,pw-d,192.0.2.44" "$P2,dave,pw-d,192.0.2.44" "$P1,dave,pw-d,
 expect_eq "successes have their own counter (burst 3 here): 200 x3, then 429" "$(statuses "$r")" \
 	"200 200 200 429"
 
-# Unknown accounts: the prefix's bucket, the same threshold, the same answers.
+# Unknown accounts: their own pair, the same threshold, the same answers. (They shared one
+# bucket per prefix until issue 14: after five junk names every unknown name was refused
+# unhashed while real ones were hashed, which told them apart.)
 U=198.18.7.7
 r=$(logins "$P1,nobody1,x,$U" "$P2,nobody2,x,$U" "$P1,nobody3,x,$U" "$P2,nobody4,x,$U" \
 	"$P1,nobody5,x,$U" "$P2,nobody6,x,$U")
-expect_eq "five unknown accounts from one prefix: 401 x5, then 429" "$(statuses "$r")" \
-	"401 401 401 401 401 429"
+expect_eq "six unknown names from one prefix: each its own pair, 401 x6" "$(statuses "$r")" \
+	"401 401 401 401 401 401"
+r=$(logins "$P1,nobody7,x,$U" "$P2,nobody7,x,$U" "$P1,nobody7,x,$U" "$P2,nobody7,x,$U" \
+	"$P1,nobody7,y,$U" "$P2,nobody7,y,$U")
+expect_eq "  ... and one unknown name from it: its sixth failure (across both nodes) is refused" \
+	"$(statuses "$r")" "401 401 401 401 401 429"
 k=$(logins "$P1,carol,bad,198.18.8.8" "$P1,carol,bad,198.18.8.8" "$P1,carol,bad,198.18.8.8" \
 	"$P1,carol,bad,198.18.8.8" "$P1,carol,bad,198.18.8.8" "$P1,carol,bad,198.18.8.8")
 same=$($PY -c 'import json,sys

@@ -75,7 +75,8 @@ gateway: {
 };
 # This suite measures admission: the login counters (tests/net/test_counters.sh) stay out
 # of its way.
-counters: { login_failures = { enabled = false; }; login_successes = { enabled = false; }; };
+counters: { login_failures = { enabled = false; }; login_successes = { enabled = false; };
+            login_parent = { enabled = false; }; };
 daemon: { control_socket = "$DIR/ctl.sock"; };
 EOF
 }

@@ -16,6 +16,7 @@
 #include "gw_creds.h"
 #include "gw_internal.h"
 #include "gw_ladder.h"
+#include "gw_usual.h"
 #include "log.h"
 
 struct gw_prepared {
@@ -287,6 +288,8 @@ void gateway_stop(struct gateway *g)
 	sodium_memzero(g->tkey, sizeof(g->tkey));
 	free(g->esc_acct);
 	free(g->esc_pw);
+	gw_usual_free(g->usual);
+	free(g->usual);
 	sodium_memzero(g->key, sizeof(g->key));
 	free(g->sched);
 	free(g->ladder);

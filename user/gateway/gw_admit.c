@@ -44,16 +44,9 @@ void gw_shed(struct gw_req *r, int reason)
 		ra = r->min_retry_s;
 	/* A login shed before its hash was no attempt at the password: give it back. */
 	gw_chain_refund(r);
-	if (r->kind == K_LOGIN && g->cfg->gw.login_uniform &&
-	    (reason == GW_SHED_FAILURES || reason == GW_SHED_SUCCESSES ||
-	     reason == GW_SHED_ACCOUNT_BLOCKED)) {
-		/* A throttled login looks exactly like a failed one: same status, body and
-		 * floor, no Retry-After, no longer hold for an early return. tenant_logins is
-		 * not about the account but the tenant's capacity (and, fail closed, refuses
-		 * right passwords while Redis is out): a capacity shed, 429 like the others. */
-		gw_respond_refusal(r);
-		return;
-	}
+	/* Every shed here is a 429 that climbs the client's Retry-After. A login a per-account
+	 * counter refused never comes here under login_uniform: it is served like a wrong
+	 * password (gw_login.c), so it feeds no Retry-After a later 429 could show. */
 	/* Nobody is listening to a client that hung up: no floor to keep. */
 	gw_respond(r, 429, "Too Many Requests", BODY_429, ra, reason != GW_SHED_CLIENT_GONE, early);
 }

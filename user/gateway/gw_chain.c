@@ -84,12 +84,9 @@ void gw_counter_key(const struct gateway *g, const char *domain, const char *con
 	sodium_memzero(ck, sizeof(ck));
 }
 
-/* The client's source prefix as the counters key it ("192.0.2.0/24"). */
-void gw_prefix_of(const struct gateway *g, const struct gw_req *r, char prefix[GW_PREFIX_STR])
+void gw_prefix_text(const struct gw_req *r, unsigned plen, char prefix[GW_PREFIX_STR])
 {
 	uint8_t a[16] = { 0 };
-	unsigned plen = r->client.family == 6 ? g->cfg->counter_v6_prefix :
-						 g->cfg->counter_v4_prefix;
 	unsigned i, n = r->client.family == 6 ? 16 : 4;
 
 	for (i = 0; i < n; i++) {
@@ -102,6 +99,19 @@ void gw_prefix_of(const struct gateway *g, const struct gw_req *r, char prefix[G
 	    !inet_ntop(r->client.family == 6 ? AF_INET6 : AF_INET, a, prefix, INET6_ADDRSTRLEN))
 		snprintf(prefix, GW_PREFIX_STR, "?");
 	snprintf(prefix + strlen(prefix), GW_PREFIX_STR - strlen(prefix), "/%u", plen);
+}
+
+/* The client's source prefix as the counters key it ("192.0.2.7/32"). */
+void gw_prefix_of(const struct gateway *g, const struct gw_req *r, char prefix[GW_PREFIX_STR])
+{
+	gw_prefix_text(r, r->client.family == 6 ? g->cfg->counter_v6_prefix :
+						    g->cfg->counter_v4_prefix, prefix);
+}
+
+void gw_parent_of(const struct gateway *g, const struct gw_req *r, char prefix[GW_PREFIX_STR])
+{
+	gw_prefix_text(r, r->client.family == 6 ? g->cfg->counter_v6_parent :
+						    g->cfg->counter_v4_parent, prefix);
 }
 
 void gw_chain_begin(struct gw_req *r)
@@ -152,6 +162,13 @@ static void chain_heard(struct gw_req *r, struct gw_ask *a, int allowed, uint32_
 		g->st.would_block++;
 		return;
 	}
+	if (a->soft) {
+		if (r->chain.soft_refused < 0) {
+			r->chain.soft_refused = (int)(a - r->chain.ask);
+			r->chain.soft_retry_ms = retry_ms;
+		}
+		return;
+	}
 	if (r->chain.refused < 0) {
 		r->chain.refused = (int)(a - r->chain.ask);
 		r->chain.retry_ms = retry_ms;
@@ -190,6 +207,10 @@ static void chain_send(struct gw_chain_wait *w)
 	}
 	k->wait = NULL;
 	free(w);
+	if (k->refused < 0 && k->soft_refused >= 0) {
+		k->refused = k->soft_refused;
+		k->retry_ms = k->soft_retry_ms;
+	}
 	k->done(r, k->refused >= 0 ? &k->ask[k->refused] : NULL, k->retry_ms);
 }
 
@@ -221,6 +242,8 @@ int gw_chain_run(struct gw_req *r, gw_chain_done_fn done)
 	k->next = 0;
 	k->refused = -1;
 	k->retry_ms = 0;
+	k->soft_refused = -1;
+	k->soft_retry_ms = 0;
 	k->done = done;
 	k->wait = w;
 	chain_send(w);

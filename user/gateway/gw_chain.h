@@ -5,8 +5,12 @@
  * them; they go out in steps, an ask marked with_next in one step with the next (the
  * login's pair: one round trip), and a step waits for all its answers before the next goes.
  * The first refusal by a counter that enforces ends the chain after its step; a refusal by
- * one in monitor mode is recorded (sluicectl wouldblock) and let through. Asks of counters
- * that are off are skipped, so a chain of nothing but those ends at once.
+ * one in monitor mode is recorded (sluicectl wouldblock) and let through. An ask marked soft
+ * refuses without ending the chain: the asks after it are asked and charged as if it had
+ * said yes, and a refusal among them is the one reported (the login's per-account counters
+ * under login_uniform: a throttled login must meet the tenant's capacity exactly as an
+ * unthrottled one does, or a 429 would tell them apart). Asks of counters that are off are
+ * skipped, so a chain of nothing but those ends at once.
  *
  * Each ask also says what the request's outcome does to it: gw_chain_refund() gives back
  * the charges marked refund (a login shed before its hash was no attempt at the password),
@@ -45,13 +49,15 @@ struct gw_ask {
 	int cost;           /* 1 charges one; 0 only asks */
 	double rate, burst; /* rate > 0: this principal's own limit, not the counter's */
 	bool with_next;     /* sent with the next ask and answered together: one round trip */
+	bool soft;          /* its refusal does not end the chain (reported only if alone) */
 	bool refund;        /* given back if the request is shed before its work */
 	uint8_t then;       /* enum gw_then: what a success does (gw_chain_settle) */
 	bool charged;       /* the store took the charge, and nothing has settled it */
 };
 
-/* The chain has ended: @refused is the ask that refused (NULL: every counter said yes),
- * @retry_ms its wait. @refused stays valid until the request's next gw_chain_begin(). */
+/* The chain has ended: @refused is the ask that refused (NULL: every counter said yes; the
+ * first that is not soft, else the first soft one), @retry_ms its wait. @refused stays valid
+ * until the request's next gw_chain_begin(). */
 typedef void (*gw_chain_done_fn)(struct gw_req *r, const struct gw_ask *refused,
 				 uint32_t retry_ms);
 
@@ -62,6 +68,8 @@ struct gw_chain {
 	int next;                   /* the first ask not yet sent */
 	int refused;                /* the first refusal (an index), -1 none */
 	uint32_t retry_ms;
+	int soft_refused;           /* the first refusal by a soft ask, -1 none */
+	uint32_t soft_retry_ms;
 	gw_chain_done_fn done;
 	struct gw_chain_wait *wait; /* while answers are due; NULL otherwise */
 };
@@ -91,7 +99,11 @@ void gw_counter_key(const struct gateway *g, const char *domain, const char *con
 		    int n, char out[33]);
 
 #define GW_PREFIX_STR (INET6_ADDRSTRLEN + 8)
-/* The client's source prefix as the counters key it ("192.0.2.0/24"). */
+/* The client's source prefix as the counters key it ("192.0.2.7/32"). */
 void gw_prefix_of(const struct gateway *g, const struct gw_req *r, char prefix[GW_PREFIX_STR]);
+/* Its allocation, counters.parent_v4/parent_v6 ("192.0.2.0/24"). */
+void gw_parent_of(const struct gateway *g, const struct gw_req *r, char prefix[GW_PREFIX_STR]);
+/* The client's address masked to @plen bits, as text ("192.0.2.0/24"). */
+void gw_prefix_text(const struct gw_req *r, unsigned plen, char prefix[GW_PREFIX_STR]);
 
 #endif

@@ -6,6 +6,12 @@
  * answer are the same either way and nobody learns who has an account. The links made here
  * are consumed in gw_ep_magic.c. docs/endpoints.md, "POST /password-reset", "POST
  * /register".
+ *
+ * The per-account budget is composite with the source, so nobody can spend a victim's
+ * (issue 14): a reset's is per (account, where): the allocation when the account signs in
+ * from it (gw_usual.h), else one "elsewhere" every other source shares; a registration's is
+ * per (name, allocation), a name nobody holds having no usual source. Three resets an hour
+ * from anywhere no longer silence the links the person asks for from home.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,6 +21,7 @@
 
 #include "gw_creds.h"
 #include "gw_internal.h"
+#include "gw_usual.h"
 
 static int account_fields(struct gw_req *r, int type, const char *body, size_t len, char *err,
 			  size_t errlen)
@@ -33,19 +40,23 @@ static int account_fields(struct gw_req *r, int type, const char *body, size_t l
 	return 0;
 }
 
-/* Per source prefix, per account named, the tenant's, and the tenant's outbound
+/* Per source prefix, per (account named, where), the tenant's, and the tenant's outbound
  * messages. */
 static void account_start(struct gw_req *r)
 {
 	bool reset = r->kind == K_RESET;
-	char prefix[GW_PREFIX_STR];
+	char prefix[GW_PREFIX_STR], where[GW_PREFIX_STR];
 
 	gw_prefix_of(r->g, r, prefix);
+	if (reset)
+		gw_usual_where(r, GW_USUAL_PASSWORD, where);
+	else
+		gw_parent_of(r->g, r, where);
 	gw_chain_begin(r);
 	gw_ep_ask(r, reset ? SL_CTR_RESET_PREFIX : SL_CTR_REGISTER_PREFIX,
 		  reset ? "reset prefix" : "register prefix", prefix, NULL);
 	gw_ep_ask(r, reset ? SL_CTR_RESET_ACCOUNT : SL_CTR_REGISTER_ACCOUNT,
-		  reset ? "reset account" : "register account", r->user, NULL);
+		  reset ? "reset account" : "register account", r->user, where);
 	gw_ep_ask(r, reset ? SL_CTR_RESET_TENANT : SL_CTR_REGISTER_TENANT,
 		  reset ? "reset tenant" : "register tenant", NULL, NULL);
 	/* Known or not, every request sends one message: the same counters either way, so

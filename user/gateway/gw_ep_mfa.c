@@ -7,6 +7,11 @@
  * at, whatever the code and however many were sent, so a resend buys no fresh guesses; a
  * right code then asks the account's own budget before it is spent. docs/endpoints.md,
  * "POST /mfa/send and POST /mfa/verify".
+ *
+ * Both budgets are per (account, where): the allocation when the account has completed a
+ * second factor from it (gw_usual.h), else one "elsewhere" every other source shares. Who
+ * holds the password and guesses codes from elsewhere spends that one, at the same bound
+ * per account as before, and not the one the person uses at home (issue 14).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +21,7 @@
 #include <sodium.h>
 
 #include "gw_internal.h"
+#include "gw_usual.h"
 
 /* The second factor follows a first: a password token names the account. Then the
  * counters: sends per account and the tenant's outbound messages, or the attempts per
@@ -24,7 +30,7 @@ static void mfa_start(struct gw_req *r)
 {
 	struct gateway *g = r->g;
 	struct gw_token_claims cl;
-	char token[GW_TOKEN_MAX + 1];
+	char token[GW_TOKEN_MAX + 1], where[GW_PREFIX_STR];
 	size_t tlen = gw_bearer_of(r->req, token);
 	int tk;
 
@@ -40,13 +46,14 @@ static void mfa_start(struct gw_req *r)
 	sodium_memzero(token, sizeof(token));
 	snprintf(r->user, sizeof(r->user), "%s", cl.account);
 	r->user_len = strlen(r->user);
+	gw_usual_where(r, GW_USUAL_MFA, where);
 	gw_chain_begin(r);
 	if (r->kind == K_MFA_SEND) {
-		gw_ep_ask(r, SL_CTR_MFA_SENDS, "mfa sends", r->user, NULL);
+		gw_ep_ask(r, SL_CTR_MFA_SENDS, "mfa sends", r->user, where);
 		gw_ep_ask(r, SL_CTR_OUTBOUND, "outbound", NULL, NULL);
 	} else {
-		/* Per account, whatever the code: a resend buys no fresh guesses. */
-		gw_ep_ask(r, SL_CTR_MFA_ATTEMPTS, "mfa attempts", r->user, NULL);
+		/* Per account and where, whatever the code: a resend buys no fresh guesses. */
+		gw_ep_ask(r, SL_CTR_MFA_ATTEMPTS, "mfa attempts", r->user, where);
 	}
 	gw_ep_run(r, gw_ep_checked);
 }
@@ -126,6 +133,7 @@ static void mfa_post_done(struct gw_req *r, const struct gw_ask *refused, uint32
 		return;
 	}
 	gw_vault_del(e); /* one use */
+	gw_usual_signed_in(r, GW_USUAL_MFA); /* before the answer frees r */
 	gw_ep_issue(r, GW_TOK_MFA, r->user, NULL);
 }
 

@@ -128,6 +128,7 @@ struct gw_tstats {
 };
 
 struct gw_conn;
+struct gw_usual;
 struct esc;
 
 struct gw_req {
@@ -154,6 +155,8 @@ struct gw_req {
 	uint32_t min_retry_s;          /* a counter's own wait, when it refused */
 	/* the login (gw_login.c) */
 	uint64_t extra_ns;             /* an escalated account's delay, on top of any floor */
+	bool decoy;                    /* refused by a per-account counter (login_uniform):
+					* served like a wrong password, on the dummy hash */
 	uint8_t acct_hash[16];         /* for the stream job: keyed hashes, never the values */
 	uint8_t pw_hash[16];
 	bool hashed_ids;
@@ -203,6 +206,7 @@ struct gateway {
 	struct stream *stream;         /* outcome events go there; NULL: none */
 	struct evq *evq;
 	struct esc *esc_acct, *esc_pw; /* the stream job's escalations, by hash */
+	struct gw_usual *usual;        /* where accounts sign in from (gw_login.c); lazily */
 	struct gw_req *reqs;
 	uint32_t n_reqs;
 	struct gw_vault *vault;        /* codes, links, refresh tokens */
@@ -295,7 +299,15 @@ void gw_admit_done(struct gw_req *r);
 void gw_on_pool(evutil_socket_t fd, short what, void *arg);
 void gw_on_tick(evutil_socket_t fd, short what, void *arg);
 
-/* gw_login.c: gateway_set_stream() and gateway_stream_action() (gateway.h). */
+/* gw_login.c: gateway_set_stream() and gateway_stream_action() (gateway.h), and where
+ * r->user usually signs in from (gw_usual.h), for every endpoint. */
+/* Does r->user sign in from r's key prefix (or, @parent, its allocation) at @level? */
+bool gw_usual_here(struct gw_req *r, bool parent, int level);
+/* r->user signed in from r's source at @level: its key prefix and allocation are usual. */
+void gw_usual_signed_in(struct gw_req *r, int level);
+/* The "where" of a per-account budget: r's allocation when r->user signs in from it at
+ * @level, else "elsewhere", the one budget every other source shares. */
+void gw_usual_where(struct gw_req *r, int level, char out[GW_PREFIX_STR]);
 
 /* gw_ep.c */
 /* An endpoint's ask of @ctr, keyed by a hash of (@what, tenant, @a, @b). */

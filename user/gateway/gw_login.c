@@ -1,12 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
  * POST /login, from its body to its answer: the username and password, what the stream job
- * decided about the account or the password tried (its escalations: a delay, a step-up, a
- * block), the login counters asked through the chain (gw_chain.h), the Argon2id job (a
- * dummy hash of equal cost for an account nobody has) and the outcome: a token, or the one
- * 401. Every outcome also goes to the stream job as an event of keyed hashes, never the
- * names or passwords themselves. gateway_set_stream() and gateway_stream_action()
- * (gateway.h) live here because only logins hear the stream job.
+ * decided about the account or the password tried (its escalations: a delay, a step-up),
+ * the login counters asked through the chain (gw_chain.h), the Argon2id job (a dummy hash
+ * of equal cost for an account nobody has, and for a login a per-account counter refused)
+ * and the outcome: a token, or the one 401. Every outcome also goes to the stream job as an
+ * event of keyed hashes, never the names or passwords themselves. gateway_set_stream() and
+ * gateway_stream_action() (gateway.h) live here because only logins hear the stream job.
+ *
+ * No answer tells who has an account, or that a login was throttled (issue 14): every name
+ * is counted the same way, under its own (name, prefix) keys whether anybody holds it or
+ * not; with gateway.login_uniform a login a per-account counter refused takes the path of a
+ * wrong password (admission, the queue, a hash, the floor, the same answer) and only its
+ * hash is the dummy's; and nothing it does is seen afterwards (it feeds no Retry-After, its
+ * event says it was checked by nobody). Escalations cannot be aimed at a victim: the
+ * account-wide ones skip the allocations the account signs in from, the per-allocation
+ * ones its key prefixes (gw_usual.h), and the top of the ladder is a step-up, not a block.
+ * docs/endpoints.md, "POST /login".
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,8 +30,74 @@
 #include "evq.h"
 #include "gw_creds.h"
 #include "gw_internal.h"
+#include "gw_usual.h"
 #include "log.h"
 #include "stream.h"
+
+/* ---- where the account usually signs in from (gw_usual.h) -------------------------------- */
+
+/* The table, made at its first use: four entries an account (its key prefix and its
+ * allocation, each with room), at least 65,536, at most 4M (64 MiB). NULL memory: nothing is
+ * usual, which only costs the accounts the protections that need it. */
+static struct gw_usual *usual_of(struct gateway *g)
+{
+	uint8_t k[16];
+	uint64_t n;
+
+	if (g->usual)
+		return g->usual;
+	g->usual = calloc(1, sizeof(*g->usual));
+	if (!g->usual)
+		return NULL;
+	n = 4ull * gw_creds_count(g->creds);
+	if (n < 65536)
+		n = 65536;
+	if (n > (4u << 20))
+		n = 4u << 20;
+	crypto_generichash(k, sizeof(k), (const unsigned char *)"sluice usual sources", 20,
+			   g->key, sizeof(g->key));
+	if (gw_usual_init(g->usual, (uint32_t)n, 0, k))
+		log_warn("gateway: out of memory for the usual sources of accounts; escalations "
+			 "and per-account budgets apply from everywhere alike");
+	sodium_memzero(k, sizeof(k));
+	return g->usual;
+}
+
+static uint32_t usual_now(void)
+{
+	return (uint32_t)(gw_now_ns() / 1000000000ull) + 1;
+}
+
+bool gw_usual_here(struct gw_req *r, bool parent, int level)
+{
+	const struct sl_config *c = r->g->cfg;
+	unsigned plen = r->client.family == 6 ? (parent ? c->counter_v6_parent : c->counter_v6_prefix) :
+				     (parent ? c->counter_v4_parent : c->counter_v4_prefix);
+
+	return gw_usual_is(usual_of(r->g), r->tenant, r->user, r->user_len, &r->client, plen,
+			   level, usual_now());
+}
+
+void gw_usual_signed_in(struct gw_req *r, int level)
+{
+	const struct sl_config *c = r->g->cfg;
+	struct gw_usual *u = usual_of(r->g);
+	bool v6 = r->client.family == 6;
+	uint32_t now = usual_now();
+
+	gw_usual_record(u, r->tenant, r->user, r->user_len, &r->client,
+			v6 ? c->counter_v6_prefix : c->counter_v4_prefix, level, now);
+	gw_usual_record(u, r->tenant, r->user, r->user_len, &r->client,
+			v6 ? c->counter_v6_parent : c->counter_v4_parent, level, now);
+}
+
+void gw_usual_where(struct gw_req *r, int level, char out[GW_PREFIX_STR])
+{
+	if (gw_usual_here(r, true, level))
+		gw_parent_of(r->g, r, out);
+	else
+		snprintf(out, GW_PREFIX_STR, "elsewhere");
+}
 
 /* ---- the stream job: outcome events and its escalations -------------------------------- */
 
@@ -95,12 +171,36 @@ static void stream_ids(struct gateway *g, struct gw_req *r)
 	r->hashed_ids = true;
 }
 
-/* One login outcome to the stream job; never waits (a full queue drops and counts). */
-static void emit(struct gw_req *r, bool success)
+/* The client's address masked to @plen, as events and the stream job carry it. */
+static void mask(const struct gw_req *r, unsigned plen, uint8_t out[16])
+{
+	unsigned i, n = r->client.family == 6 ? 16 : 4;
+
+	memset(out, 0, 16);
+	for (i = 0; i < n; i++) {
+		unsigned bits = plen > i * 8 ? plen - i * 8 : 0;
+
+		out[i] = bits >= 8 ? r->client.addr[i] :
+			 (uint8_t)(r->client.addr[i] & (0xff00u >> bits));
+	}
+}
+
+static unsigned stream_plen(const struct gateway *g, const struct gw_req *r)
+{
+	return r->client.family == 6 ? g->cfg->stream.prefix_v6 : g->cfg->stream.prefix_v4;
+}
+
+/*
+ * One login outcome to the stream job; never waits (a full queue drops and counts).
+ * @unchecked: refused before any password was checked (throttled, stepped up): nobody's
+ * guess. The key prefix goes as a keyed hash, for account_keys.
+ */
+static void emit(struct gw_req *r, bool success, bool unchecked)
 {
 	struct gateway *g = r->g;
 	struct sl_outcome_event ev;
-	unsigned plen, n, i;
+	uint8_t k[32], kp[18];
+	unsigned plen;
 
 	if (!g->evq || !r->hashed_ids)
 		return;
@@ -110,19 +210,23 @@ static void emit(struct gw_req *r, bool success)
 	if (!success)
 		memcpy(ev.password, r->pw_hash, 16);
 	ev.family = r->client.family == 6 ? 6 : 4;
-	plen = ev.family == 6 ? g->cfg->stream.prefix_v6 : g->cfg->stream.prefix_v4;
-	n = ev.family == 6 ? 16 : 4;
-	for (i = 0; i < n; i++) {
-		unsigned bits = plen > i * 8 ? plen - i * 8 : 0;
-
-		ev.prefix[i] = bits >= 8 ? r->client.addr[i] :
-			       (uint8_t)(r->client.addr[i] & (0xff00u >> bits));
-	}
+	plen = stream_plen(g, r);
+	mask(r, plen, ev.prefix);
 	ev.plen = (uint8_t)plen;
 	ev.success = success;
 	ev.known = r->known;
 	ev.tenant = (uint16_t)(r->tenant_idx >= 0 ? r->tenant_idx : SL_MAX_TENANTS);
 	ev.class_id = 255;
+	ev.unchecked = unchecked;
+	kp[0] = ev.family;
+	kp[1] = ev.family == 6 ? g->cfg->counter_v6_prefix : g->cfg->counter_v4_prefix;
+	mask(r, kp[1], kp + 2);
+	crypto_generichash(k, sizeof(k), (const unsigned char *)"sluice stream key prefixes", 26,
+			   g->key, sizeof(g->key));
+	crypto_generichash(ev.key, sizeof(ev.key), kp, sizeof(kp), k, sizeof(k));
+	sodium_memzero(k, sizeof(k));
+	if (!(ev.key[0] | ev.key[1] | ev.key[2] | ev.key[3]))
+		ev.key[0] = 1; /* all zero says "not given" */
 	g->st.events++;
 	if (!evq_push(g->evq, &ev))
 		g->st.events_dropped++;
@@ -165,43 +269,71 @@ void gateway_stream_action(struct gateway *g, const struct stream_action *a)
 			log_info("gateway: a password tried across many accounts now answers "
 				 "step_up_required");
 		}
+	} else if (a->kind == STREAM_ACCOUNT_SOURCE_STEP_UP) {
+		/* The same table as accounts: an (account, allocation) hash is no account's. */
+		e = esc_find(g->esc_acct, a->hash, a->tenant, gw_now_ns(), true);
+		if (e) {
+			e->level = 2;
+			e->expires_ns = a->expires_ns;
+			log_info("gateway: an account guessed from many addresses of one allocation "
+				 "now answers step_up_required from there");
+		}
 	}
 }
 
-/* Before the counters: what the stream job decided about this account or password.
- * Returns true when the login has been answered. */
+/* The client's allocation as the stream job names an (account, allocation) step-up. */
+static void account_source(struct gateway *g, const struct gw_req *r, uint8_t out[16])
+{
+	uint8_t p[16];
+	unsigned plen = stream_plen(g, r);
+
+	mask(r, plen, p);
+	stream_account_source(r->acct_hash, r->client.family == 6 ? 6 : 4, (uint8_t)plen, p, out);
+}
+
+/*
+ * Before the counters: what the stream job decided about this account or password. Returns
+ * true when the login has been answered. An account's ladder (the account from many
+ * allocations) does not apply from an allocation it signs in from, an (account, allocation)
+ * step-up not from a key prefix it signs in from: a victim at home keeps signing in while
+ * the attacker's sources are stepped up. Nothing blocks: the top of the ladder is a step-up
+ * after the delay, a second factor the person can give and the guesser cannot.
+ */
 static bool escalated(struct gw_req *r)
 {
 	struct gateway *g = r->g;
 	uint64_t now = gw_now_ns();
+	uint64_t delay = (uint64_t)g->cfg->stream.ladder_delay_ms * 1000000ull;
+	uint8_t src[16];
 	struct esc *e;
+	int level = 0;
 
 	if (!g->esc_acct)
 		return false;
-	if (esc_find(g->esc_pw, r->pw_hash, ESC_ANY_TENANT, now, false)) {
-		g->st.step_ups++;
-		emit(r, false);
-		gw_respond(r, 401, "Unauthorized", BODY_STEP_UP, 0, true, false);
-		return true;
-	}
+	if (esc_find(g->esc_pw, r->pw_hash, ESC_ANY_TENANT, now, false))
+		level = 2;
 	e = esc_find(g->esc_acct, r->acct_hash, (uint16_t)r->tenant_idx, now, false);
-	if (!e)
+	if (e && e->level > level && !gw_usual_here(r, true, GW_USUAL_PASSWORD))
+		level = e->level;
+	if (level < 2) {
+		account_source(g, r, src);
+		e = esc_find(g->esc_acct, src, (uint16_t)r->tenant_idx, now, false);
+		if (e && !gw_usual_here(r, false, GW_USUAL_PASSWORD))
+			level = 2;
+	}
+	if (!level)
 		return false;
-	if (e->level >= 3) {
-		emit(r, false);
-		r->min_retry_s = (uint32_t)((e->expires_ns - now) / 1000000000ull) + 1;
-		gw_shed(r, GW_SHED_ACCOUNT_BLOCKED);
-		return true;
+	if (level == 1) {
+		g->st.delayed++;
+		r->extra_ns = delay;
+		return false;
 	}
-	if (e->level == 2) {
-		g->st.step_ups++;
-		emit(r, false);
-		gw_respond(r, 401, "Unauthorized", BODY_STEP_UP, 0, true, false);
-		return true;
-	}
-	g->st.delayed++;
-	r->extra_ns = (uint64_t)g->cfg->stream.ladder_delay_ms * 1000000ull;
-	return false;
+	if (level >= 3)
+		r->extra_ns = delay;
+	g->st.step_ups++;
+	emit(r, false, true);
+	gw_respond(r, 401, "Unauthorized", BODY_STEP_UP, 0, true, false);
+	return true;
 }
 
 /* ---- the login -------------------------------------------------------------------------- */
@@ -235,48 +367,90 @@ static int login_fields(struct gw_req *r, int type, const char *body, size_t len
 
 static void login_checked(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
 {
+	int reason;
+
 	if (!refused) {
 		gw_admit(r);
 		return;
 	}
+	reason = refused->ctr == SL_CTR_LOGIN_FAILURES || refused->ctr == SL_CTR_LOGIN_PARENT ?
+		 GW_SHED_FAILURES : refused->ctr == SL_CTR_LOGIN_SUCCESSES ? GW_SHED_SUCCESSES :
+		 GW_SHED_TENANT_LOGINS;
+	if (refused->soft) {
+		/*
+		 * login_uniform, and a per-account counter refused (the tenant's capacity said
+		 * yes, as it would have to an unthrottled login). Counted as the refusal it is,
+		 * then served like a wrong password: admitted, queued, shed under load like any
+		 * other, and hashed, against the dummy: its right password cannot pass, and its
+		 * answer, time and afterwards are those of every failed sign-in. Its charges are
+		 * given back (nobody's password was checked); the tenant's stands, as for a hash.
+		 */
+		struct gw_tstats *t = &r->g->ts[r->job.tenant];
+
+		t->shed++;
+		t->shed_by_reason[reason]++;
+		if (r->job.cls < GW_MAX_CLASSES)
+			t->shed_by_class[r->job.cls]++;
+		r->decoy = true;
+		gw_chain_refund(r);
+		gw_admit(r);
+		return;
+	}
 	r->min_retry_s = (retry_ms + 999) / 1000;
-	emit(r, false);
-	gw_shed(r, refused->ctr == SL_CTR_LOGIN_FAILURES ? GW_SHED_FAILURES :
-		refused->ctr == SL_CTR_LOGIN_SUCCESSES ? GW_SHED_SUCCESSES :
-		GW_SHED_TENANT_LOGINS);
+	emit(r, false, true);
+	gw_shed(r, reason);
 }
 
 /*
- * A login's counters: one attempt charged to its (account, prefix) failure budget, asked
- * together with whether the pair may succeed again; then the tenant's logins. An account
- * nobody has is keyed (tenant, "", prefix): the per-source bucket, same threshold, same
- * answer, and the same calls (its success key is never charged). The attempt is given
- * back if the login is shed before its hash; a success clears the pair and spends one of
- * its successes.
+ * A login's counters: one attempt charged to its (account, prefix) failure budget and to its
+ * (account, allocation) one, asked together with whether the pair may succeed again; then
+ * the tenant's logins. Every name is keyed the same way whether anybody holds it or not:
+ * a name's budget says nothing about whether it exists (issue 14: a bucket shared by the
+ * names nobody has was spent after five junk names, and from then on only real names were
+ * hashed). The allocation's budget is not asked from a key prefix the account signs in
+ * from: whoever shares her /24 spends his own (account, allocation) budget, not hers.
+ * Under login_uniform the per-account asks are soft: their refusal does not spare the
+ * tenant's ask, which must judge a throttled login as it judges any other. The attempt is
+ * given back if the login is shed before its hash; a success clears the pair and the
+ * allocation (only the account's password can) and spends one of the pair's successes.
  */
 static void login_asks(struct gw_req *r)
 {
 	struct gateway *g = r->g;
-	char prefix[GW_PREFIX_STR], user[GW_USER_MAX + 1], key[33];
-	const char *parts[3] = { r->tenant, "", prefix };
+	char prefix[GW_PREFIX_STR], parent[GW_PREFIX_STR], user[GW_USER_MAX + 1], key[33];
+	const char *parts[3] = { r->tenant, user, prefix };
+	bool soft = g->cfg->gw.login_uniform;
 	struct gw_ask *a;
 
 	r->known = gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL;
 	gw_prefix_of(g, r, prefix);
+	gw_parent_of(g, r, parent);
 	memcpy(user, r->user, r->user_len);
 	user[r->user_len] = '\0';
-	if (r->known)
-		parts[1] = user;
 	gw_counter_key(g, "sluice login counters", parts, 3, key);
 	gw_chain_begin(r);
 	a = gw_chain_ask(r, SL_CTR_LOGIN_FAILURES, key);
 	snprintf(a->shown, sizeof(a->shown), "pair %.16s", key);
 	a->with_next = true;
 	a->refund = true;
+	a->soft = soft;
 	a->then = GW_THEN_CLEAR;
+	if (!gw_usual_here(r, false, GW_USUAL_PASSWORD)) {
+		char pkey[33];
+
+		parts[2] = parent;
+		gw_counter_key(g, "sluice login parent", parts, 3, pkey);
+		a = gw_chain_ask(r, SL_CTR_LOGIN_PARENT, pkey);
+		snprintf(a->shown, sizeof(a->shown), "parent %.16s", pkey);
+		a->with_next = true;
+		a->refund = true;
+		a->soft = soft;
+		a->then = GW_THEN_CLEAR;
+	}
 	a = gw_chain_ask(r, SL_CTR_LOGIN_SUCCESSES, key);
 	snprintf(a->shown, sizeof(a->shown), "pair %.16s", key);
 	a->cost = 0;
+	a->soft = soft;
 	a->then = GW_THEN_SPEND;
 	a = gw_chain_ask(r, SL_CTR_TENANT_LOGINS, "logins");
 	snprintf(a->shown, sizeof(a->shown), "tenant %.16s", r->tenant);
@@ -303,9 +477,10 @@ static void login_work(struct gw_req *r)
 	const char *phc = gw_creds_find(g->creds, r->tenant, r->user, r->user_len);
 
 	r->known = phc != NULL;
-	/* Unknown accounts verify against a dummy of the same cost: a miss and a wrong
-	 * password take the same time and give the same answer. */
-	snprintf(r->work.phc, sizeof(r->work.phc), "%s", phc ? phc : g->dummy_phc);
+	/* Unknown accounts, and refused logins, verify against a dummy of the same cost: a
+	 * miss, a refusal and a wrong password take the same time and give the same answer,
+	 * and a refused right password is never checked. */
+	snprintf(r->work.phc, sizeof(r->work.phc), "%s", phc && !r->decoy ? phc : g->dummy_phc);
 }
 
 /* The hash is done (gw_admit.c has counted it): a token, or the one 401. */
@@ -314,11 +489,11 @@ static void finish_login(struct gw_req *r)
 	struct gateway *g = r->g;
 	struct gw_tstats *t = &g->ts[r->job.tenant];
 
-	if (!r->known) {
+	if (!r->known || r->decoy) {
 		g->st.dummy_hashes++;
 		t->dummy_hashes++;
 	}
-	if (r->work.verified && r->known) {
+	if (r->work.verified && r->known && !r->decoy) {
 		char tok[GW_TOKEN_MAX + 1];
 		int n = gw_token_issue(g->key, r->tenant, r->user, (uint64_t)time(NULL),
 				       g->cfg->gw.token_ttl_s, tok, sizeof(tok));
@@ -329,7 +504,8 @@ static void finish_login(struct gw_req *r)
 		}
 		t->ok++;
 		gw_chain_settle(r, true);
-		emit(r, true);
+		gw_usual_signed_in(r, GW_USUAL_PASSWORD);
+		emit(r, true, false);
 		gw_json_token(evhttp_request_get_output_buffer(r->req), tok,
 			      g->cfg->gw.token_ttl_s, NULL);
 		gw_respond(r, 200, "OK", NULL, 0, false, false);
@@ -337,7 +513,7 @@ static void finish_login(struct gw_req *r)
 	}
 	t->unauthorized++;
 	gw_chain_settle(r, false);
-	emit(r, false);
+	emit(r, false, r->decoy);
 	gw_respond(r, 401, "Unauthorized", g->cfg->gw.login_uniform ? BODY_SIGNIN : BODY_401, 0,
 		   true, false);
 }

@@ -59,11 +59,11 @@ enum gw_shed {
 	GW_SHED_DB_FULL,      /* no database slot */
 	GW_SHED_CLIENT_GONE,  /* the connection closed while it waited */
 	/* Counters (user/lib/store.h), checked before a login is admitted: */
-	GW_SHED_FAILURES,     /* the (account, prefix) pair, or an unknown account's prefix,
-			       * has used its failed-login budget */
+	GW_SHED_FAILURES,     /* the (account, prefix) pair, or its (account, allocation), has
+			       * used its failed-login budget */
 	GW_SHED_SUCCESSES,    /* the pair logged in successfully too often (a token mill) */
 	GW_SHED_TENANT_LOGINS,/* the tenant's password logins across the cluster (capacity) */
-	GW_SHED_ACCOUNT_BLOCKED, /* the stream job's ladder reached "block" for this account */
+	GW_SHED_ACCOUNT_BLOCKED, /* no longer given: the ladder's top is a step-up (issue 14) */
 	GW_SHED_COUNTER,      /* an endpoint's counter (token, MFA, reset, register, magic) */
 	GW_SHED_CEILING,      /* the tenant is at its ceiling (tenants[].ceiling) */
 	GW_SHED__MAX
