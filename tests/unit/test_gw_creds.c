@@ -6,7 +6,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sodium.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 
 #include "gw_creds.h"
@@ -341,11 +343,26 @@ static int collect_n(struct gw_cwriter *w, struct gw_cappend **got, int n)
 	return have;
 }
 
+/* The origin appends are checked against: a load of @path, as the loop's table is. */
+static struct gw_creds_origin origin;
+
+static void load_origin(const char *path)
+{
+	struct gw_creds *s = NULL;
+	char e[1024];
+
+	assert_int_equal(gw_creds_load(path, cfg, &s, e, sizeof(e)), 0);
+	origin = *gw_creds_origin(s);
+	assert_true(origin.ino != 0);
+	gw_creds_free(s);
+}
+
 static struct gw_cappend *an_append(const char *path, const char *tenant, const char *account)
 {
 	struct gw_cappend *a = calloc(1, sizeof(*a));
 
 	assert_non_null(a);
+	a->origin = origin;
 	snprintf(a->path, sizeof(a->path), "%s", path);
 	snprintf(a->tenant, sizeof(a->tenant), "%s", tenant);
 	snprintf(a->account, sizeof(a->account), "%s", account);
@@ -366,7 +383,7 @@ static void the_writer_appends(void **state)
 	char path[] = "/tmp/sluice-unit-writer-XXXXXX", e[2048], name[32];
 	static struct gw_cappend *got[GW_CWRITER_MAX + 8];
 	struct gw_cwriter *w = NULL;
-	struct gw_cwriter_stats st;
+	struct gw_cwriter_stats st, st0;
 	struct gw_creds *s = NULL;
 	struct gw_cappend *a;
 	int fd, i, n;
@@ -377,6 +394,7 @@ static void the_writer_appends(void **state)
 	assert_true(fd >= 0);
 	close(fd);
 	assert_int_equal(gw_creds_add(path, cfg, "acme", "alice", "pw", 2, e, sizeof(e)), 0);
+	load_origin(path);
 	assert_int_equal(gw_cwriter_start(&w), 0);
 
 	/* Two sign-ups: on disk, the file loads with them; pending until collected. */
@@ -396,31 +414,56 @@ static void the_writer_appends(void **state)
 	assert_non_null(gw_creds_find(s, "globex", "bob", 3));
 	gw_creds_free(s);
 
-	/* Another writer (user add) between two looks, and a hand-edited line with capitals:
-	 * each is found in what was appended since, and nothing is written twice. */
+	/* Another writer (user add) after the load, and a hand-edited line with capitals:
+	 * found in what was appended since the load, and remembered: a later batch, after the
+	 * writer has read past them, is refused too. Nothing is written twice. */
 	assert_int_equal(gw_creds_add(path, cfg, "acme", "carol", "pw", 2, e, sizeof(e)), 0);
 	fd = open(path, O_WRONLY | O_APPEND);
 	assert_true(fd >= 0);
 	assert_true(dprintf(fd, "acme,Dave,%s", phc) > 0); /* and no newline at the end */
 	close(fd);
 	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "carol")), 0);
+	assert_int_equal(collect_n(w, got, 1), 1);
+	assert_int_equal(got[0]->ret, -EEXIST);
+	assert_contains(got[0]->err, "is in the file already");
+	free_all(got, 1);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "dave")), 0);
+	assert_int_equal(collect_n(w, got, 1), 1);
+	assert_int_equal(got[0]->ret, -EEXIST);
+	free_all(got, 1);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "carol")), 0);
 	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "dave")), 0);
 	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "erin")), 0);
 	assert_int_equal(collect_n(w, got, 3), 3);
-	for (i = 0; i < 3; i++) {
-		if (!strcmp(got[i]->account, "erin")) {
-			assert_int_equal(got[i]->ret, 0);
-		} else {
-			assert_int_equal(got[i]->ret, -EEXIST);
-			assert_contains(got[i]->err, "is in the file already");
-		}
-	}
+	for (i = 0; i < 3; i++)
+		assert_int_equal(got[i]->ret, strcmp(got[i]->account, "erin") ? -EEXIST : 0);
 	free_all(got, 3);
 	assert_int_equal(gw_creds_load(path, cfg, &s, e, sizeof(e)), 0);
 	assert_int_equal(gw_creds_count(s), 6); /* alice, bob x2, carol, dave, erin */
 	gw_creds_free(s);
+	/* Only what came after the load was read: the writer never read the file whole. */
+	gw_cwriter_get_stats(w, &st);
+	assert_true(st.scanned_bytes > 0);
+	assert_true(st.scanned_bytes < (uint64_t)origin.size + 2 * strlen(phc) + 64);
 
-	/* A file replaced under the same name is another file: read whole again. */
+	/* A new load (a reload): its table holds what others added, so the writer starts
+	 * afresh from there; it still finds what comes after. */
+	load_origin(path);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "gina")), 0);
+	assert_int_equal(collect_n(w, got, 1), 1);
+	assert_int_equal(got[0]->ret, 0);
+	free_all(got, 1);
+	gw_cwriter_get_stats(w, &st0);
+	assert_int_equal(gw_creds_add(path, cfg, "acme", "hank", "pw", 2, e, sizeof(e)), 0);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "hank")), 0);
+	assert_int_equal(collect_n(w, got, 1), 1);
+	assert_int_equal(got[0]->ret, -EEXIST);
+	free_all(got, 1);
+	gw_cwriter_get_stats(w, &st);
+	assert_true(st.scanned_bytes - st0.scanned_bytes < 2 * strlen(phc));
+
+	/* A file replaced under the same name since the load is another file: read whole, for
+	 * every batch until the next load. */
 	fd = open("/tmp/sluice-unit-writer-new", O_WRONLY | O_CREAT | O_TRUNC, 0600);
 	assert_true(fd >= 0);
 	assert_true(dprintf(fd, "acme,frank,%s\n", phc) > 0);
@@ -430,6 +473,15 @@ static void the_writer_appends(void **state)
 	assert_int_equal(collect_n(w, got, 1), 1);
 	assert_int_equal(got[0]->ret, -EEXIST);
 	free_all(got, 1);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "ivy")), 0);
+	assert_int_equal(collect_n(w, got, 1), 1);
+	assert_int_equal(got[0]->ret, 0);
+	free_all(got, 1);
+	assert_int_equal(gw_cwriter_submit(w, an_append(path, "acme", "frank")), 0);
+	assert_int_equal(collect_n(w, got, 1), 1);
+	assert_int_equal(got[0]->ret, -EEXIST);
+	free_all(got, 1);
+	load_origin(path);
 
 	/* Past GW_CWRITER_MAX outstanding the loop is told to wait. */
 	for (i = 0; i < GW_CWRITER_MAX; i++) {
@@ -445,12 +497,12 @@ static void the_writer_appends(void **state)
 		assert_int_equal(got[i]->ret, 0);
 	free_all(got, n);
 	gw_cwriter_get_stats(w, &st);
-	assert_int_equal(st.appended, 3 + GW_CWRITER_MAX);
-	assert_int_equal(st.exists, 3);
-	assert_true(st.batches <= 4 + GW_CWRITER_MAX);
-	assert_true(st.scanned_bytes > 0);
+	assert_int_equal(st.appended, 5 + GW_CWRITER_MAX); /* bob x2, erin, gina, ivy */
+	assert_int_equal(st.exists, 7); /* carol x2, dave x2, hank, frank x2 */
+	assert_true(st.batches <= 14 + GW_CWRITER_MAX);
+	assert_int_equal(st.failed, 0);
 	assert_int_equal(gw_creds_load(path, cfg, &s, e, sizeof(e)), 0);
-	assert_int_equal(gw_creds_count(s), 1 + GW_CWRITER_MAX);
+	assert_int_equal(gw_creds_count(s), 2 + GW_CWRITER_MAX); /* frank, ivy and m* */
 	gw_creds_free(s);
 
 	/* Stopping writes what was queued; collect still returns it. */
@@ -492,6 +544,55 @@ static void the_writer_fails_cleanly(void **state)
 	gw_cwriter_free(w);
 }
 
+struct bg_load {
+	const char *path;
+	int ret;
+	uint32_t count;
+	int done;         /* atomic */
+};
+
+static void *bg_load_main(void *arg)
+{
+	struct bg_load *b = arg;
+	struct gw_creds *s = NULL;
+	char e[1024];
+
+	b->ret = gw_creds_load(b->path, cfg, &s, e, sizeof(e));
+	b->count = gw_creds_count(s);
+	gw_creds_free(s);
+	__atomic_store_n(&b->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* A load (a reload's) waits while an append holds the file, so it never reads half a
+ * batch: here a line is half written under the exclusive lock when the load starts. */
+static void a_load_waits_for_an_append(void **state)
+{
+	char path[] = "/tmp/sluice-unit-lock-XXXXXX";
+	struct bg_load b = { .path = path };
+	pthread_t th;
+	int fd, i;
+
+	(void)state;
+	hash_of("x");
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_true(dprintf(fd, "acme,alice,%s\n", phc) > 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_true(dprintf(fd, "acme,bob,%.20s", phc) > 0); /* half a line */
+	assert_int_equal(pthread_create(&th, NULL, bg_load_main, &b), 0);
+	for (i = 0; i < 20 && !__atomic_load_n(&b.done, __ATOMIC_ACQUIRE); i++)
+		usleep(10000);
+	assert_false(__atomic_load_n(&b.done, __ATOMIC_ACQUIRE));
+	assert_true(dprintf(fd, "%s\n", phc + 20) > 0);
+	assert_int_equal(flock(fd, LOCK_UN), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(b.ret, 0);
+	assert_int_equal(b.count, 2);
+	close(fd);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -504,6 +605,7 @@ int main(void)
 		cmocka_unit_test(inserts_grow_the_table),
 		cmocka_unit_test(the_writer_appends),
 		cmocka_unit_test(the_writer_fails_cleanly),
+		cmocka_unit_test(a_load_waits_for_an_append),
 	};
 
 	return cmocka_run_group_tests_name("gw_creds", tests, setup, teardown);

@@ -52,6 +52,7 @@ struct gw_creds {
 	uint32_t *old;
 	uint32_t old_mask, old_pos;
 	struct arena *arena;
+	struct gw_creds_origin origin;
 	uint8_t key[crypto_shorthash_KEYBYTES];
 };
 
@@ -180,8 +181,13 @@ static int tenant_known(const struct sl_config *c, const char *name)
 	return 0;
 }
 
-/* Read all of @path (at most GW_CREDS_MAX_BYTES) into a NUL-terminated buffer. */
-static int slurp(const char *path, char **out, size_t *len, struct report *r)
+/*
+ * Read all of @path (at most GW_CREDS_MAX_BYTES) into a NUL-terminated buffer; with @lock
+ * under a shared flock, so no append (the writer's, user add's: both exclusive) is seen
+ * half done. Without it the caller holds the exclusive lock already.
+ */
+static int slurp(const char *path, char **out, size_t *len, struct report *r, bool lock,
+		 struct gw_creds_origin *origin)
 {
 	struct stat st;
 	char *buf = NULL;
@@ -193,6 +199,11 @@ static int slurp(const char *path, char **out, size_t *len, struct report *r)
 		ret = -errno;
 		bad(r, 0, "cannot read: %s", strerror(-ret));
 		return ret;
+	}
+	if (lock && flock(fd, LOCK_SH)) {
+		ret = -errno;
+		bad(r, 0, "cannot lock: %s", strerror(-ret));
+		goto out;
 	}
 	if (fstat(fd, &st)) {
 		ret = -errno;
@@ -236,6 +247,9 @@ static int slurp(const char *path, char **out, size_t *len, struct report *r)
 	buf[got] = '\0';
 	*out = buf;
 	*len = got;
+	origin->dev = st.st_dev;
+	origin->ino = st.st_ino;
+	origin->size = (off_t)got;
 	buf = NULL;
 out:
 	free(buf);
@@ -351,8 +365,8 @@ static int parse(struct gw_creds *s, char *text, size_t len, const struct sl_con
 	return 0;
 }
 
-int gw_creds_load(const char *path, const struct sl_config *c, struct gw_creds **out,
-		  char *err, size_t errlen)
+static int load(const char *path, const struct sl_config *c, struct gw_creds **out,
+		char *err, size_t errlen, bool lock)
 {
 	struct report r = { .path = path, .err = err, .errlen = errlen };
 	struct gw_creds *s;
@@ -366,7 +380,7 @@ int gw_creds_load(const char *path, const struct sl_config *c, struct gw_creds *
 	if (!s)
 		return -ENOMEM;
 	randombytes_buf(s->key, sizeof(s->key));
-	ret = slurp(path, &s->text, &len, &r);
+	ret = slurp(path, &s->text, &len, &r, lock, &s->origin);
 	if (ret)
 		goto fail;
 	s->text_len = len;
@@ -402,6 +416,12 @@ fail:
 	return ret;
 }
 
+int gw_creds_load(const char *path, const struct sl_config *c, struct gw_creds **out,
+		  char *err, size_t errlen)
+{
+	return load(path, c, out, err, errlen, true);
+}
+
 void gw_creds_free(struct gw_creds *s)
 {
 	if (!s)
@@ -425,6 +445,13 @@ void gw_creds_free(struct gw_creds *s)
 uint32_t gw_creds_count(const struct gw_creds *s)
 {
 	return s ? s->n : 0;
+}
+
+const struct gw_creds_origin *gw_creds_origin(const struct gw_creds *s)
+{
+	static const struct gw_creds_origin none;
+
+	return s ? &s->origin : &none;
 }
 
 static const struct ent *probe(const struct gw_creds *s, const uint32_t *slots, uint32_t mask,
@@ -642,7 +669,7 @@ static int append_entry(const char *path, const struct sl_config *c, const char 
 	if (st.st_size > 0) {
 		char lerr[2048];
 
-		ret = gw_creds_load(path, c, &s, lerr, sizeof(lerr));
+		ret = load(path, c, &s, lerr, sizeof(lerr), false); /* our lock is held */
 		if (ret) {
 			snprintf(err, errlen, "the file does not load as it is, so nothing was "
 				 "added:\n%s", lerr);
@@ -716,12 +743,14 @@ struct gw_cwriter {
 	/* the loop's */
 	struct gw_cappend *live;
 	uint32_t outstanding;
-	/* the thread's: the file it last wrote, and how far it has read or written it */
+	/* the thread's: the load the loop's table came from (path and origin), how far past it
+	 * the file has been read or written, and the names other writers added since it */
 	char path[PATH_MAX];
-	dev_t dev;
-	ino_t ino;
+	struct gw_creds_origin base;
+	bool have_base;
 	off_t known;
-	bool have_known;
+	char **others;                            /* "tenant\0account", folded */
+	size_t n_others, cap_others;
 };
 
 static uint64_t mono_ns(void)
@@ -748,8 +777,57 @@ static void fail_all(struct gw_cappend *list, int ret, const char *fmt, ...)
 	}
 }
 
-/* A line of the file, as another writer put it: does it name an account of @list? */
-static void match_line(const char *p, size_t n, struct gw_cappend *list)
+static bool same_name(const struct gw_cappend *a, const char *t, size_t tl, const char *n,
+		      size_t nl)
+{
+	return strlen(a->tenant) == tl && !memcmp(a->tenant, t, tl) && strlen(a->account) == nl &&
+	       !strncasecmp(a->account, n, nl);
+}
+
+static void taken(struct gw_cappend *a)
+{
+	a->ret = -EEXIST;
+	snprintf(a->err, sizeof(a->err), "account '%s' of tenant '%s' is in the file already "
+		 "(another writer put it there)", a->account, a->tenant);
+}
+
+/* Remember "tenant\0account" (folded) of a line another writer added. */
+static void remember(struct gw_cwriter *w, const char *t, size_t tl, const char *n, size_t nl)
+{
+	char *e, **grown;
+	size_t i;
+
+	if (w->n_others == w->cap_others) {
+		size_t cap = w->cap_others ? 2 * w->cap_others : 16;
+
+		grown = realloc(w->others, cap * sizeof(*grown));
+		if (!grown)
+			return; /* then only this batch is checked against the line */
+		w->others = grown;
+		w->cap_others = cap;
+	}
+	e = malloc(tl + nl + 2);
+	if (!e)
+		return;
+	memcpy(e, t, tl);
+	e[tl] = '\0';
+	for (i = 0; i < nl; i++)
+		e[tl + 1 + i] = (n[i] >= 'A' && n[i] <= 'Z') ? (char)(n[i] - 'A' + 'a') : n[i];
+	e[tl + 1 + nl] = '\0';
+	w->others[w->n_others++] = e;
+}
+
+static void forget_others(struct gw_cwriter *w)
+{
+	while (w->n_others)
+		free(w->others[--w->n_others]);
+}
+
+/*
+ * A line of the file as another writer put it: refuse the appends of @list that name its
+ * account, and with @w remember it for the batches to come.
+ */
+static void match_line(const char *p, size_t n, struct gw_cappend *list, struct gw_cwriter *w)
 {
 	const char *c1, *c2;
 	struct gw_cappend *a;
@@ -763,16 +841,15 @@ static void match_line(const char *p, size_t n, struct gw_cappend *list)
 	tl = (size_t)(c1 - p);
 	al = (size_t)(c2 - c1 - 1);
 	for (a = list; a; a = a->next)
-		if (!a->ret && strlen(a->tenant) == tl && !memcmp(a->tenant, p, tl) &&
-		    strlen(a->account) == al && !strncasecmp(a->account, c1 + 1, al)) {
-			a->ret = -EEXIST;
-			snprintf(a->err, sizeof(a->err), "account '%s' of tenant '%s' is in the "
-				 "file already (another writer put it there)", a->account, a->tenant);
-		}
+		if (!a->ret && same_name(a, p, tl, c1 + 1, al))
+			taken(a);
+	if (w)
+		remember(w, p, tl, c1 + 1, al);
 }
 
-/* Read @fd from @from to @to line by line for the accounts of @list. 0 or -errno. */
-static int scan_file(int fd, off_t from, off_t to, struct gw_cappend *list, uint64_t *scanned)
+/* Read @fd from @from to @to line by line (match_line). 0 or -errno. */
+static int scan_file(int fd, off_t from, off_t to, struct gw_cappend *list, struct gw_cwriter *w,
+		     uint64_t *scanned)
 {
 	char *buf = malloc(SCAN_CHUNK);
 	size_t have = 0;
@@ -803,7 +880,7 @@ static int scan_file(int fd, off_t from, off_t to, struct gw_cappend *list, uint
 		have += (size_t)n;
 		while ((nl = memchr(buf + start, '\n', have - start))) {
 			if (!skipping)
-				match_line(buf + start, (size_t)(nl - buf) - start, list);
+				match_line(buf + start, (size_t)(nl - buf) - start, list, w);
 			skipping = false;
 			start = (size_t)(nl - buf) + 1;
 		}
@@ -816,24 +893,40 @@ static int scan_file(int fd, off_t from, off_t to, struct gw_cappend *list, uint
 		have -= start;
 	}
 	if (!ret && have && !skipping)
-		match_line(buf, have, list); /* the last line, without its newline */
+		match_line(buf, have, list, w); /* the last line, without its newline */
 	free(buf);
 	return ret;
 }
 
-/* One run of appends to one file: look for their names in what is new, append, fsync. */
+static bool same_origin(const struct gw_creds_origin *a, const struct gw_creds_origin *b)
+{
+	return a->dev == b->dev && a->ino == b->ino && a->size == b->size;
+}
+
+/*
+ * One run of appends to one file, checked against one load: look for their names in what
+ * others appended since it, append, fsync.
+ */
 static void write_run(struct gw_cwriter *w, struct gw_cappend *list, struct gw_cwriter_stats *st)
 {
 	const char *path = list->path;
 	struct gw_cappend *a;
 	struct stat sb;
-	off_t from;
 	char *buf = NULL;
-	size_t len = 0, n = 0;
+	size_t len = 0, n = 0, i;
+	bool tail;
 	int fd, ret;
 
 	for (a = list; a; a = a->next)
 		n++;
+	/* A new load: what the loop's table holds starts there. */
+	if (!w->have_base || strcmp(w->path, path) || !same_origin(&w->base, &list->origin)) {
+		snprintf(w->path, sizeof(w->path), "%s", path);
+		w->base = list->origin;
+		w->known = list->origin.size;
+		w->have_base = true;
+		forget_others(w);
+	}
 	fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		fail_all(list, -errno, "%s: %s", path, strerror(errno));
@@ -847,17 +940,25 @@ static void write_run(struct gw_cwriter *w, struct gw_cappend *list, struct gw_c
 		fail_all(list, -EINVAL, "%s: not a regular file", path);
 		goto out;
 	}
-	/* What others (sluicectl user add) appended since the last look; the whole file when
-	 * it is another file, or shorter than what we know of it. */
-	from = w->have_known && !strcmp(w->path, path) && sb.st_dev == w->dev &&
-	       sb.st_ino == w->ino && sb.st_size >= w->known ? w->known : 0;
-	if (sb.st_size > from) {
-		ret = scan_file(fd, from, sb.st_size, list, &st->scanned_bytes);
-		if (ret) {
-			fail_all(list, ret, "%s: read: %s", path, strerror(-ret));
-			goto out;
-		}
+	/* The file the load read, grown: only what was appended since is news, and the names
+	 * in it are remembered. Replaced or cut since: read it all, every time. */
+	tail = sb.st_dev == w->base.dev && sb.st_ino == w->base.ino && sb.st_size >= w->known;
+	ret = sb.st_size > (tail ? w->known : 0) ?
+	      scan_file(fd, tail ? w->known : 0, sb.st_size, list, tail ? w : NULL,
+			&st->scanned_bytes) : 0;
+	if (ret) {
+		fail_all(list, ret, "%s: read: %s", path, strerror(-ret));
+		goto out;
 	}
+	if (tail)
+		w->known = sb.st_size;
+	for (a = list; a; a = a->next)
+		for (i = 0; !a->ret && i < w->n_others; i++) {
+			const char *t = w->others[i], *nm = t + strlen(t) + 1;
+
+			if (same_name(a, t, strlen(t), nm, strlen(nm)))
+				taken(a);
+		}
 	buf = malloc(n * (GW_CREDS_LINE_MAX + 2));
 	if (!buf) {
 		fail_all(list, -ENOMEM, "out of memory");
@@ -883,20 +984,12 @@ static void write_run(struct gw_cwriter *w, struct gw_cappend *list, struct gw_c
 		ret = append_locked(fd, path, sb.st_size, buf, len, err, sizeof(err));
 		if (ret) {
 			fail_all(list, ret, "%s", err);
-			w->have_known = false;
 			goto out;
 		}
-		if (fstat(fd, &sb)) {
-			w->have_known = false; /* read it all again next time */
-			goto out;
-		}
+		/* Ours: the loop adds them to its table as they come back. */
+		if (tail && fstat(fd, &sb) == 0)
+			w->known = sb.st_size;
 	}
-	/* Read up to here, or written by us: the next look starts at the end. */
-	snprintf(w->path, sizeof(w->path), "%s", path);
-	w->dev = sb.st_dev;
-	w->ino = sb.st_ino;
-	w->known = sb.st_size;
-	w->have_known = true;
 out:
 	free(buf);
 	close(fd); /* releases the lock */
@@ -926,7 +1019,8 @@ static void *writer_main(void *arg)
 			struct gw_cwriter_stats st = { .batches = 1 };
 			struct gw_cappend *a;
 
-			for (end = run; end->next && !strcmp(end->next->path, run->path);)
+			for (end = run; end->next && !strcmp(end->next->path, run->path) &&
+			     same_origin(&end->next->origin, &run->origin);)
 				end = end->next;
 			next = end->next;
 			end->next = NULL;
@@ -1099,6 +1193,8 @@ void gw_cwriter_free(struct gw_cwriter *w)
 		free(a);
 		a = nx;
 	}
+	forget_others(w);
+	free(w->others);
 	close(w->efd);
 	pthread_cond_destroy(&w->cv);
 	pthread_mutex_destroy(&w->mu);

@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "config.h"
 #include "gw_body.h"
@@ -48,14 +49,22 @@ bool gw_account_canonical(const char *s, size_t n);
 struct gw_creds;
 
 /*
- * Load @path, checking every tenant against @c and every hash against @c's argon2
- * settings. Returns 0 with *@out set, or a negative errno with one "file:line: reason" line
+ * Load @path (under a shared flock: appends are exclusive), checking every tenant against
+ * @c and every hash against @c's argon2 settings. Returns 0 with *@out set, or a negative errno with one "file:line: reason" line
  * per problem (the first 16) in @err.
  */
 int gw_creds_load(const char *path, const struct sl_config *c, struct gw_creds **out,
 		  char *err, size_t errlen);
 void gw_creds_free(struct gw_creds *s);
 uint32_t gw_creds_count(const struct gw_creds *s);
+
+/* The file a table was loaded from, as it was then (all zero for none). */
+struct gw_creds_origin {
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+};
+const struct gw_creds_origin *gw_creds_origin(const struct gw_creds *s);
 
 /* The PHC string for (@tenant, @account), or NULL. */
 const char *gw_creds_find(const struct gw_creds *s, const char *tenant, const char *account,
@@ -96,6 +105,7 @@ struct gw_cappend {
 	char tenant[SL_TENANT_NAME_LEN];
 	char account[GW_USER_MAX + 1];
 	char phc[GW_PHC_MAX];
+	struct gw_creds_origin origin;        /* of the table the name was looked up in */
 	void *arg;                            /* the caller's (the request waiting) */
 	/* out */
 	int ret;                              /* 0: on disk; -EEXIST: the file has it already */
@@ -117,11 +127,14 @@ int gw_cwriter_start(struct gw_cwriter **out);
 /* Readable when finished appends wait to be collected. */
 int gw_cwriter_fd(const struct gw_cwriter *w);
 /*
- * Loop side: queue @a (its path, tenant, account, phc filled in). Under an exclusive flock
- * the writer looks for the account in what others (sluicectl user add) appended to the file
- * since its last look, the whole file the first time, then appends the line and fsyncs;
- * every append queued meanwhile shares the write and the fsync. A failed write is cut off
- * again, so the file always loads. 0, or -EBUSY with GW_CWRITER_MAX outstanding.
+ * Loop side: queue @a (path, tenant, account, phc and the origin of the table the loop
+ * found the name missing in; gw_cwriter_free() frees what was never collected, so malloc
+ * it). Under an exclusive flock the writer reads what others (sluicectl user add, a hand
+ * edit) appended to the file since that load, remembering their names until the next load,
+ * and refuses a name among them (-EEXIST); a file replaced or cut since the load is read
+ * whole. Then it appends the line and fsyncs; every append queued meanwhile shares the
+ * write and the fsync. A failed write is cut off again, so the file always loads. 0, or
+ * -EBUSY with GW_CWRITER_MAX outstanding, -ESHUTDOWN once stopped.
  */
 int gw_cwriter_submit(struct gw_cwriter *w, struct gw_cappend *a);
 /* Loop side: is an append of (@tenant, @account) submitted and not yet collected? */

@@ -190,6 +190,7 @@ static void magic_finish(struct gw_req *r)
 		snprintf(a->tenant, sizeof(a->tenant), "%s", r->tenant);
 		snprintf(a->account, sizeof(a->account), "%s", r->user);
 		snprintf(a->phc, sizeof(a->phc), "%s", w->phc);
+		a->origin = *gw_creds_origin(g->creds);
 		a->arg = r;
 		ret = gw_cwriter_submit(g->cw, a);
 	}
