@@ -97,7 +97,7 @@ static void a_source_stops_being_usual_a_ttl_after_its_last_sign_in(void **state
 	gw_usual_free(&u);
 }
 
-/* One set (4 ways): the fifth source forgets the one signed in from longest ago. */
+/* One set: the source after the set's last way forgets the one signed in from longest ago. */
 static void a_full_set_forgets_the_oldest_sign_in(void **state)
 {
 	struct gw_usual u;
@@ -105,21 +105,21 @@ static void a_full_set_forgets_the_oldest_sign_in(void **state)
 	int i;
 
 	(void)state;
-	assert_int_equal(gw_usual_init(&u, 4, 0, key), 0);
+	assert_int_equal(gw_usual_init(&u, GW_USUAL_WAYS, 0, key), 0);
 	assert_int_equal(u.sets, 1);
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < GW_USUAL_WAYS; i++) {
 		snprintf(a, sizeof(a), "203.0.113.%d", i + 1);
 		rec(&u, "acme", "dave", a, 32, GW_USUAL_PASSWORD, T0 + 10 * (uint32_t)i);
 	}
 	/* The first is refreshed: the second is now the oldest. */
-	rec(&u, "acme", "dave", "203.0.113.1", 32, GW_USUAL_PASSWORD, T0 + 100);
+	rec(&u, "acme", "dave", "203.0.113.1", 32, GW_USUAL_PASSWORD, T0 + 1000);
 	assert_int_equal(u.evictions, 0);
-	rec(&u, "acme", "dave", "203.0.113.9", 32, GW_USUAL_PASSWORD, T0 + 101);
+	rec(&u, "acme", "dave", "203.0.113.200", 32, GW_USUAL_PASSWORD, T0 + 1001);
 	assert_int_equal(u.evictions, 1);
-	assert_false(is(&u, "acme", "dave", "203.0.113.2", 32, GW_USUAL_PASSWORD, T0 + 102));
-	assert_true(is(&u, "acme", "dave", "203.0.113.1", 32, GW_USUAL_PASSWORD, T0 + 102));
-	assert_true(is(&u, "acme", "dave", "203.0.113.3", 32, GW_USUAL_PASSWORD, T0 + 102));
-	assert_true(is(&u, "acme", "dave", "203.0.113.9", 32, GW_USUAL_PASSWORD, T0 + 102));
+	assert_false(is(&u, "acme", "dave", "203.0.113.2", 32, GW_USUAL_PASSWORD, T0 + 1002));
+	assert_true(is(&u, "acme", "dave", "203.0.113.1", 32, GW_USUAL_PASSWORD, T0 + 1002));
+	assert_true(is(&u, "acme", "dave", "203.0.113.3", 32, GW_USUAL_PASSWORD, T0 + 1002));
+	assert_true(is(&u, "acme", "dave", "203.0.113.200", 32, GW_USUAL_PASSWORD, T0 + 1002));
 	gw_usual_free(&u);
 }
 

@@ -36,9 +36,9 @@
 
 /* ---- where the account usually signs in from (gw_usual.h) -------------------------------- */
 
-/* The table, made at its first use: four entries an account (its key prefix and its
- * allocation, each with room), at least 65,536, at most 4M (64 MiB). NULL memory: nothing is
- * usual, which only costs the accounts the protections that need it. */
+/* The table, made at its first use: eight slots an account (its key prefix and its
+ * allocation, a quarter full), at least 65,536, at most 4M (64 MiB). Out of memory: nothing
+ * is usual, which only costs the accounts the protections that need it. */
 static struct gw_usual *usual_of(struct gateway *g)
 {
 	uint8_t k[16];
@@ -49,7 +49,7 @@ static struct gw_usual *usual_of(struct gateway *g)
 	g->usual = calloc(1, sizeof(*g->usual));
 	if (!g->usual)
 		return NULL;
-	n = 4ull * gw_creds_count(g->creds);
+	n = 8ull * gw_creds_count(g->creds);
 	if (n < 65536)
 		n = 65536;
 	if (n > (4u << 20))

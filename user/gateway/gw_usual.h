@@ -14,9 +14,10 @@
  * source, one shared by everywhere else.
  *
  * A source is an address masked to a prefix length: callers record both the key prefix
- * (/32, /64) and the allocation (/24, /48). The table is fixed size, 4-way set associative
+ * (/32, /64) and the allocation (/24, /48). The table is fixed size, 16-way set associative
  * under a keyed hash of (tenant, account, prefix), so nobody can aim entries at a set; a
- * full set forgets the way signed in from longest ago. Each node keeps its own.
+ * full set forgets the way signed in from longest ago (16 ways at two entries per 16 slots
+ * overflow for about one set in 10^5). Each node keeps its own.
  */
 #ifndef SLUICE_GW_USUAL_H
 #define SLUICE_GW_USUAL_H
@@ -27,7 +28,7 @@
 
 #include "gw_addr.h"
 
-#define GW_USUAL_WAYS 4
+#define GW_USUAL_WAYS 16
 #define GW_USUAL_TTL_S (30u * 86400u) /* a source stays usual 30 days after a sign-in */
 
 enum gw_usual_level {
