@@ -206,10 +206,11 @@ expect_match "stats: both went to the destination's tenant" \
 expect_match "stats: and to no route (the default and unreadable costs)" \
 	"$(jget "$s" first_requests.by_route)" '"name": "\(default cost\)"'
 
-# 5. A reused 4-tuple is a new connection: decided connections are keyed by tuple and ISS.
-#    The server closes first (Connection: close) and keeps the tuple in TIME_WAIT; the same
-#    client port again (curl --local-port) is a new SYN, a new cookie, a new first request charged its unit, and
-#    the hand-off finds the listener behind the TIME_WAIT socket.
+# 5. A reused 4-tuple. The server closes first (Connection: close) and keeps the tuple in
+#    TIME_WAIT; the same client port again (curl --local-port) is a new connection, but one
+#    the kernel reopens by its own rules: its SYN goes to the kernel (time_wait_reuse, no
+#    cookie), and it is charged like a SYN-front connection, at the ACK that completes the
+#    kernel's handshake, at the port's unreadable_cost (950: its request is never read).
 a0=$(avail 203.0.113.10)
 s0=$(sluicectl stats --json)
 codes="" tw=""
@@ -224,16 +225,18 @@ for i in 1 2; do
 	done
 done
 s=$(sluicectl stats --json)
-# Against the datapath of 6e8f1b9 the second connection hangs: TC hands its first request to
-# the listener behind the TIME_WAIT socket (time_wait_reuse), the kernel opens a request
-# socket (PassiveOpens moves) and then drops the child, the TIME_WAIT socket still holding the
-# tuple; every retransmission is handed off again. The kernel's own SYN path retires the
-# TIME_WAIT socket first.
+delta() { echo $(($(jget "$s" "by_reason.$1") - $(jget "$s0" "by_reason.$1"))); }
 expect_eq "one 4-tuple, two connections: each answered 200" "$codes" "200 200 "
 expect_eq "  ... the server held the tuple in TIME_WAIT after the first" "$tw" 1
-expect_eq "  ... the second handed off over the TIME_WAIT socket, once" \
-	"$(($(jget "$s" by_reason.time_wait_reuse) - $(jget "$s0" by_reason.time_wait_reuse)))" 1
-near "  ... and each charged its unit (2)" "$(charged_since "$a0" "$(avail 203.0.113.10)")" 2
+expect_eq "  ... the second's SYN went to the kernel (time_wait_reuse), with no cookie" \
+	"$(delta time_wait_reuse) $(delta handshake)" "1 1"
+# Against the datapath of e43d54c the second connection is not charged at all: on a cookie
+# port the ACK that completes the kernel's handshake fails the cookie check, and the socket
+# lookup that follows finds the kernel's request socket and passes it as not_syn before it
+# reaches the handshake check (sl_syn_verify).
+expect_eq "  ... and its handshake's ACK was verified and charged (passed)" "$(delta passed)" 1
+near "  ... the first charged its 1 unit, the second the unreadable 950" \
+	"$(charged_since "$a0" "$(avail 203.0.113.10)")" 951
 
 # 6. Window scaling and timestamps on a handed-off connection. A client that offers
 #    timestamps gets them, SACK and window scaling: its options ride in our TSval.
@@ -375,9 +378,10 @@ s=$(sluicectl stats --json)
 expect_eq "fallback: requests still reach the server" "$paths" "/after1 /after2 /after3 /after4 "
 expect_eq "fallback: each SYN was weighed, not charged (syn_peeked)" \
 	"$(($(jget "$s" by_reason.syn_peeked) - $(jget "$s0" by_reason.syn_peeked)))" 4
-# Against the datapath of 6e8f1b9 only the SYNs that arrive in an odd second are charged: a
-# SYN stamps its pending slot with (seconds | 1), and an ACK in the same even second finds
-# seconds - slot = -1, i.e. "stale", and passes uncharged as not_syn.
+# Four, so that a clock-dependent miss shows (b9595e4 fixed one: half of them went uncharged).
+# Against the datapath of e43d54c none is charged: on a `reply` port the handshake's ACK fails
+# the cookie check and the socket lookup after it finds the kernel's request socket and passes
+# it as not_syn before the handshake check (sl_syn_verify) sees it.
 expect_eq "fallback: each handshake's ACK was verified and charged (passed)" \
 	"$(($(jget "$s" by_reason.passed) - $(jget "$s0" by_reason.passed)))" 4
 near "fallback: the source's bucket was charged 1 unit per connection (4)" \
