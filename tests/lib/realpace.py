@@ -9,8 +9,9 @@ each sending one HTTP request and reading the answer. Prints one JSON object:
 
 Sources take turns (--src repeatable). Each connection ends with a reset (SO_LINGER 0) once
 its answer's status line is read, so that it leaves no TIME_WAIT on the server: a later
-connection that happens to reuse the port would otherwise land on it (--fin: close normally,
-the server closing first as HTTP/1.0 servers do). Used by tests/net/test_leases.sh.
+connection that happens to reuse the port would otherwise land on it and be the kernel's to
+reopen, not a first request the edge reads (--fin: close normally, the server closing first
+as HTTP/1.0 servers do). Used by tests/net/test_leases.sh.
 """
 import argparse
 import json

@@ -147,8 +147,9 @@ expect_eq "the lease says it is coordinated through Redis" "$(jget "$l" coordina
 
 # clients SRC DST RATE SECONDS: real connections from the client namespace, one request each.
 # They end with a reset, leaving the server no TIME_WAIT: a later client port that collides
-# with one hangs against the datapath of 6e8f1b9 (see test_stateless, section 5), retransmits
-# past the race window and is charged again, which would blur every count below.
+# with one (a few in a few hundred connections) is a tuple the kernel reopens, charged at
+# its handshake's ACK at the port's unreadable cost (test_stateless, section 5), not as a
+# first request; against e43d54c not charged at all. Either would blur the counts below.
 clients() {
 	ip netns exec "$NS_C" $PY "$ROOT/tests/lib/realpace.py" --src "$1" --dst "$2" \
 		--rate "$3" --seconds "$4" --timeout 2
