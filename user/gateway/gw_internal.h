@@ -40,6 +40,7 @@
 #include "gw_chain.h"
 #include "gw_client.h"
 #include "gw_deliver.h"
+#include "gw_head.h"
 #include "gw_hist.h"
 #include "gw_pool.h"
 #include "gw_sched.h"
@@ -129,7 +130,23 @@ struct gw_tstats {
 
 struct gw_conn;
 struct gw_usual;
+struct gw_pfx;
 struct esc;
+
+/* The HTTP front's connection state (gw_conn.c) and what it refused (gw_conn.c, gw_http.c). */
+struct gw_front {
+	struct gw_pfx *pfx[CONN_BUCKETS];      /* open connections per source prefix and parent */
+	uint8_t pfx_key[16];                    /* their table's SipHash key */
+	struct gw_conn *idle_head, *idle_tail;  /* waiting for a request, longest first */
+	struct gw_conn *pending;                /* accepted, their peer not yet looked at */
+	struct event *classify;                 /* looks at them right after the accept */
+	bool full_logged;                       /* "full, nothing idle" said for this pause */
+	uint64_t prefix_refused, parent_refused;/* closed as accepted: over the prefix's share */
+	uint64_t evicted;                       /* idle ones closed to make room */
+	uint64_t request_capped;                /* closed after max_requests_per_connection */
+	uint64_t head_refused[GW_HEAD__N];      /* request heads answered 400, by rule */
+	uint64_t xff_refused;                   /* X-Forwarded-For that could not be read: 400 */
+};
 
 struct gw_req {
 	struct gw_job job;             /* first: the scheduler hands these back */
@@ -228,6 +245,7 @@ struct gateway {
 	struct gw_conn *conn_bucket[CONN_BUCKETS];
 	struct gw_conn *conns;
 	uint32_t n_conns;
+	struct gw_front front;
 	bool paused;
 	unsigned ticks;
 	uint32_t held;                 /* answers on their floor timers (at most max_held) */
@@ -255,7 +273,8 @@ static inline struct gw_req *req_of_work(struct gw_work *w)
 
 /* gw_conn.c */
 struct bufferevent *gw_conn_new(struct event_base *base, void *arg); /* evhttp's bevcb */
-/* @req arrived whole: its connection has no read deadline until the answer is out. */
+/* @req arrived whole: its connection has no read deadline until the answer is out, and
+ * its answer closes it when it is the connection's last (max_requests_per_connection). */
 void gw_conn_request(struct gateway *g, struct evhttp_request *req);
 /* Release connections evhttp has freed; close those past their request deadline. */
 void gw_conn_sweep(struct gateway *g, uint64_t now);

@@ -123,11 +123,22 @@ static void tenants_json(struct gateway *g, FILE *f)
 	json_u64(&j, "max", g->cfg->gw.max_connections);
 	json_u64(&j, "timed_out", g->st.conn_timeouts);
 	json_u64(&j, "accept_pauses", g->st.accept_pauses);
+	json_u64(&j, "max_per_prefix", g->cfg->gw.max_conns_prefix);
+	json_u64(&j, "max_per_parent", g->cfg->gw.max_conns_parent);
+	json_u64(&j, "refused_prefix", g->front.prefix_refused);
+	json_u64(&j, "refused_parent", g->front.parent_refused);
+	json_u64(&j, "evicted_idle", g->front.evicted);
+	json_u64(&j, "closed_at_max_requests", g->front.request_capped);
+	json_obj_end(&j);
+	json_obj_begin(&j, "heads_refused");
+	for (code = 1; code < GW_HEAD__N; code++)
+		json_u64(&j, gw_head_reason(code), g->front.head_refused[code]);
 	json_obj_end(&j);
 	json_obj_begin(&j, "client_address");
 	json_u64(&j, "trusted_hops", g->cfg->gw.trusted_hops);
 	json_u64(&j, "from_xff", g->st.xff_used);
 	json_u64(&j, "xff_ignored", g->st.xff_ignored);
+	json_u64(&j, "xff_refused", g->front.xff_refused);
 	json_obj_end(&j);
 	json_obj_begin(&j, "responses");
 	for (code = 100; code < 600; code++)
@@ -647,4 +658,28 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 		  "Spent refresh tokens presented again (each revoked its whole chain).");
 	evbuffer_add_printf(out, "sluice_gateway_refresh_reuse_total %llu\n",
 			    (unsigned long long)g->refresh_reuse);
+	prom_head(out, "sluice_gateway_heads_refused_total", "counter",
+		  "Request heads answered 400 before evhttp parsed them, by the rule they broke.");
+	for (k = 1; k < GW_HEAD__N; k++)
+		evbuffer_add_printf(out, "sluice_gateway_heads_refused_total{rule=\"%s\"} %llu\n",
+				    gw_head_reason(k),
+				    (unsigned long long)g->front.head_refused[k]);
+	prom_head(out, "sluice_gateway_connections_closed_total", "counter",
+		  "Connections the gateway closed: over their prefix's or parent's share as "
+		  "accepted, idle to make room, after their last request, past the deadline.");
+	evbuffer_add_printf(out, "sluice_gateway_connections_closed_total{reason=\"prefix\"} %llu\n"
+			    "sluice_gateway_connections_closed_total{reason=\"parent\"} %llu\n"
+			    "sluice_gateway_connections_closed_total{reason=\"idle\"} %llu\n"
+			    "sluice_gateway_connections_closed_total{reason=\"max_requests\"} %llu\n"
+			    "sluice_gateway_connections_closed_total{reason=\"deadline\"} %llu\n",
+			    (unsigned long long)g->front.prefix_refused,
+			    (unsigned long long)g->front.parent_refused,
+			    (unsigned long long)g->front.evicted,
+			    (unsigned long long)g->front.request_capped,
+			    (unsigned long long)g->st.conn_timeouts);
+	prom_head(out, "sluice_gateway_xff_refused_total", "counter",
+		  "Requests refused because X-Forwarded-For did not end in one address per "
+		  "trusted proxy.");
+	evbuffer_add_printf(out, "sluice_gateway_xff_refused_total %llu\n",
+			    (unsigned long long)g->front.xff_refused);
 }
