@@ -143,6 +143,59 @@ static void repeated_headers_join_in_order(void **state)
 	assert_string_equal(str(&out), "2001:db8::7");
 }
 
+/*
+ * The forgeries of issue 14: a header long enough, or lines enough, to push our proxy's
+ * entry out of a reader that stops early. Read whole, counted from the right, the entry our
+ * proxy wrote is the one used however much comes before it.
+ */
+static void forgeries_cannot_hide_our_entry(void **state)
+{
+	struct gw_addr p = A("10.0.0.9"), out;
+	static char longv[70000];
+	const char *lines[80];
+	char own[80][24];
+	int i, src;
+
+	(void)state;
+	/* One line: 64 KiB of garbage and spoofed entries, then what our proxy appended. */
+	memset(longv, 'A', 65536);
+	for (i = 0; i < 65536; i += 64)
+		longv[i] = ',';
+	snprintf(longv + 65536, sizeof(longv) - 65536, ", 203.0.113.5, 198.51.100.9");
+	lines[0] = longv;
+	assert_int_equal(gw_client_addr(&p, lines, 1, 1, &out), GW_ADDR_XFF);
+	assert_string_equal(str(&out), "198.51.100.9");
+	assert_int_equal(gw_client_addr(&p, lines, 1, 2, &out), GW_ADDR_XFF);
+	assert_string_equal(str(&out), "203.0.113.5");
+	/* Lines past any count a reader might keep: 79 of the client's, then our proxy's. */
+	for (i = 0; i < 79; i++) {
+		snprintf(own[i], sizeof(own[i]), "192.0.2.%d", i + 1);
+		lines[i] = own[i];
+	}
+	lines[79] = "198.51.100.9";
+	assert_int_equal(gw_client_addr(&p, lines, 80, 1, &out), GW_ADDR_XFF);
+	assert_string_equal(str(&out), "198.51.100.9");
+	/* A proxy that appends to the last line instead of adding one. */
+	lines[78] = "192.0.2.79, 198.51.100.10";
+	assert_int_equal(gw_client_addr(&p, lines, 79, 1, &out), GW_ADDR_XFF);
+	assert_string_equal(str(&out), "198.51.100.10");
+	/* Our proxies wrote the N entries on the right: one that is not an address means the
+	 * header is not what they sent. */
+	lines[0] = "203.0.113.5, 10.0.0.1, junk";
+	src = gw_client_addr(&p, lines, 1, 2, &out);
+	assert_int_equal(src, GW_ADDR_XFF_INVALID);
+	assert_string_equal(str(&out), "10.0.0.9");
+	lines[0] = "203.0.113.5, junk, 10.0.0.1";
+	assert_int_equal(gw_client_addr(&p, lines, 1, 2, &out), GW_ADDR_XFF_INVALID);
+	/* ... while garbage left of the N-th, however long, is never read. */
+	memset(longv, 'x', 65536);
+	snprintf(longv + 65536, sizeof(longv) - 65536, ", 198.51.100.9");
+	lines[0] = longv;
+	assert_int_equal(gw_client_addr(&p, lines, 1, 1, &out), GW_ADDR_XFF);
+	assert_string_equal(str(&out), "198.51.100.9");
+	assert_int_equal(gw_client_addr(&p, lines, 1, 2, &out), GW_ADDR_XFF_INVALID);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +205,7 @@ int main(void)
 		cmocka_unit_test(spoofed_chains_are_ignored),
 		cmocka_unit_test(short_headers_are_not_trusted),
 		cmocka_unit_test(repeated_headers_join_in_order),
+		cmocka_unit_test(forgeries_cannot_hide_our_entry),
 	};
 
 	return cmocka_run_group_tests_name("gw_addr", tests, NULL, NULL);

@@ -131,10 +131,11 @@ int gw_client_addr(const struct gw_addr *peer, const char *const *xff, int n_xff
 	if (n_xff <= 0)
 		return GW_ADDR_XFF_MISSING;
 	/* Walk the joined list from the right: the last header's last entry is the one our
-	 * nearest proxy appended. Only the N-th is parsed; the rest are only counted. */
+	 * nearest proxy appended. The first N entries are our proxies': each is parsed, the
+	 * N-th is the answer; nothing left of it is looked at. */
 	for (h = n_xff - 1; h >= 0; h--) {
 		const char *v = xff[h];
-		size_t len = strnlen(v, GW_XFF_MAX);
+		size_t len = strlen(v);
 		size_t end = len;
 
 		for (;;) {
@@ -150,12 +151,14 @@ int gw_client_addr(const struct gw_addr *peer, const char *const *xff, int n_xff
 				b--;
 			/* Empty list elements ("a,,b") are not entries (RFC 9110 list rules). */
 			if (b > a) {
-				seen++;
-				if (seen == trusted_hops) {
-					if (gw_addr_parse(v + a, b - a, out)) {
-						*out = *peer;
-						return GW_ADDR_XFF_INVALID;
-					}
+				struct gw_addr e;
+
+				if (gw_addr_parse(v + a, b - a, &e)) {
+					*out = *peer;
+					return GW_ADDR_XFF_INVALID;
+				}
+				if (++seen == trusted_hops) {
+					*out = e;
 					return GW_ADDR_XFF;
 				}
 			}

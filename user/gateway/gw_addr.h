@@ -2,9 +2,13 @@
 /*
  * Who is the client? The socket's peer, unless gateway.trusted_hops = N says N proxies of
  * ours stand in front: then the address N entries from the right of X-Forwarded-For, the
- * one our outermost proxy saw. Everything left of it is whatever the client chose to send,
- * so it is never read. A header with fewer than N entries did not pass through all our
- * proxies and is ignored, as is an entry that is not an address.
+ * one our outermost proxy saw. The header is read whole, every line of it and at any length
+ * (evhttp's max_headers bounds it), and counted from the right, so nothing a client sends
+ * can push our proxies' entries out of sight. Everything left of the N-th entry is whatever
+ * the client chose to send, so it is never read. The N-th and the ones right of it were
+ * written by our proxies: each must be an address. A header with fewer than N entries did
+ * not pass through all our proxies. The caller refuses both (400) rather than fall back to
+ * the peer, which is a proxy of ours: its bucket is everybody's.
  */
 #ifndef SLUICE_GW_ADDR_H
 #define SLUICE_GW_ADDR_H
@@ -23,12 +27,9 @@ enum gw_addr_source {
 	GW_ADDR_PEER = 0,       /* the socket: no trusted hops configured */
 	GW_ADDR_XFF,            /* X-Forwarded-For, N hops from the right */
 	GW_ADDR_XFF_SHORT,      /* the header had fewer than N entries: peer used */
-	GW_ADDR_XFF_INVALID,    /* the entry N from the right is not an address: peer used */
+	GW_ADDR_XFF_INVALID,    /* an entry 1..N from the right is not an address: peer used */
 	GW_ADDR_XFF_MISSING,    /* hops configured, no header: peer used */
 };
-
-/* The longest X-Forwarded-For we read; longer headers are still counted from the right. */
-#define GW_XFF_MAX 4096
 
 /* Parse one address ("192.0.2.1", "192.0.2.1:443", "2001:db8::1", "[2001:db8::1]:443"). */
 int gw_addr_parse(const char *s, size_t len, struct gw_addr *out);
@@ -38,8 +39,9 @@ const char *gw_addr_str(const struct gw_addr *a, char *buf, size_t n);
 
 /*
  * The client address for a request from @peer with the X-Forwarded-For header values
- * @xff[0..n_xff) (in arrival order; several headers are one comma-joined list) and
- * @trusted_hops proxies in front. Returns enum gw_addr_source.
+ * @xff[0..n_xff) (in arrival order, each whole; several headers are one comma-joined list)
+ * and @trusted_hops proxies in front. Returns enum gw_addr_source; *@out is the peer for
+ * anything but GW_ADDR_XFF.
  */
 int gw_client_addr(const struct gw_addr *peer, const char *const *xff, int n_xff,
 		   uint32_t trusted_hops, struct gw_addr *out);

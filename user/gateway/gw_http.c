@@ -380,25 +380,12 @@ static int method_of(struct evhttp_request *req)
 	}
 }
 
-/* Host header to the form the config uses: lowercase, no port, no trailing dot. Returns
- * 1 with @out set, 0 when absent, -1 when malformed or repeated. */
-static int host_of(struct evhttp_request *req, char *out, size_t n)
+/* @v (a Host value, or an authority's host) to the form the config uses: lowercase, no
+ * port, no trailing dot. 1 with @out set, -1 when malformed. */
+static int host_norm(const char *v, char *out, size_t n)
 {
-	const struct evkeyvalq *h = evhttp_request_get_input_headers(req);
-	const struct evkeyval *kv;
-	const char *v = NULL;
-	size_t len, i;
+	size_t len = strlen(v), i;
 
-	TAILQ_FOREACH(kv, h, next) {
-		if (strcasecmp(kv->key, "Host"))
-			continue;
-		if (v)
-			return -1; /* RFC 9112: more than one Host is a 400 */
-		v = kv->value;
-	}
-	if (!v)
-		return 0;
-	len = strlen(v);
 	if (!len || len > MAX_HOST || len >= n)
 		return -1;
 	if (v[0] == '[') {
@@ -430,6 +417,40 @@ static int host_of(struct evhttp_request *req, char *out, size_t n)
 	return len ? 1 : -1;
 }
 
+/*
+ * The host a request names, for its tenant. An absolute-form target's authority wins over
+ * Host (RFC 9112 3.2.2: the server ignores Host then), as the edge names the tenant: a
+ * request cannot be charged to one tenant at the edge and served as another here. Its
+ * scheme must be http or https, without userinfo. 1 with @out set, 0 when there is none
+ * (HTTP/1.0 without Host), -1 when malformed or repeated. The raw head has refused an
+ * HTTP/1.1 request without Host and any with two (gw_head.h); this does not rely on it.
+ */
+static int host_of(struct evhttp_request *req, char *out, size_t n)
+{
+	const struct evhttp_uri *u = evhttp_request_get_evhttp_uri(req);
+	const char *scheme = u ? evhttp_uri_get_scheme(u) : NULL;
+	const struct evkeyvalq *h = evhttp_request_get_input_headers(req);
+	const struct evkeyval *kv;
+	const char *v = NULL;
+
+	TAILQ_FOREACH(kv, h, next) {
+		if (strcasecmp(kv->key, "Host"))
+			continue;
+		if (v)
+			return -1; /* RFC 9112: more than one Host is a 400 */
+		v = kv->value;
+	}
+	if (scheme) {
+		const char *authority = evhttp_uri_get_host(u);
+
+		if ((strcasecmp(scheme, "http") && strcasecmp(scheme, "https")) || !authority ||
+		    evhttp_uri_get_userinfo(u))
+			return -1;
+		return host_norm(authority, out, n);
+	}
+	return v ? host_norm(v, out, n) : 0;
+}
+
 /* X-Request-Deadline-Ms: the client's remaining patience. 0 with *ms set, 1 when absent,
  * -1 when malformed. */
 static int client_deadline(struct evhttp_request *req, uint32_t *ms)
@@ -455,30 +476,52 @@ static int client_deadline(struct evhttp_request *req, uint32_t *ms)
 	return 0;
 }
 
-static void client_of(struct gateway *g, struct evhttp_request *req, struct gw_addr *out)
+/*
+ * The client's address into @out (gw_addr.h): the peer, or with trusted_hops the entry our
+ * outermost proxy wrote into X-Forwarded-For, every line of it read whole. 0, or -1 when
+ * that header cannot be read (fewer entries than hops, or one of our proxies' entries not
+ * an address): the caller refuses it, for the peer is a proxy of ours and its bucket is
+ * everybody's. No header at all: the peer (a client that came around the proxies).
+ */
+static int client_of(struct gateway *g, struct evhttp_request *req, struct gw_addr *out)
 {
 	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
 	const struct evkeyvalq *h = evhttp_request_get_input_headers(req);
 	const struct evkeyval *kv;
-	const char *xff[16];
+	const char *some[16], **xff = some;
 	struct gw_addr peer;
 	int n = 0, src;
 
 	memset(&peer, 0, sizeof(peer));
 	if (evcon)
 		gw_addr_from_sockaddr(evhttp_connection_get_addr(evcon), &peer);
-	if (!g->cfg->gw.trusted_hops) {
-		*out = peer;
-		return;
-	}
+	*out = peer;
+	if (!g->cfg->gw.trusted_hops)
+		return 0;
 	TAILQ_FOREACH(kv, h, next)
-		if (!strcasecmp(kv->key, "X-Forwarded-For") && n < 16)
+		n += !strcasecmp(kv->key, "X-Forwarded-For");
+	if (n > (int)(sizeof(some) / sizeof(some[0]))) {
+		xff = malloc((size_t)n * sizeof(*xff));
+		if (!xff)
+			return -1;
+	}
+	n = 0;
+	TAILQ_FOREACH(kv, h, next)
+		if (!strcasecmp(kv->key, "X-Forwarded-For"))
 			xff[n++] = kv->value;
 	src = gw_client_addr(&peer, xff, n, g->cfg->gw.trusted_hops, out);
-	if (src == GW_ADDR_XFF)
+	if (xff != some)
+		free(xff);
+	if (src == GW_ADDR_XFF) {
 		g->st.xff_used++;
-	else
+		return 0;
+	}
+	if (src == GW_ADDR_XFF_MISSING) {
 		g->st.xff_ignored++;
+		return 0;
+	}
+	g->front.xff_refused++;
+	return -1;
 }
 
 /* Pull the body into one piece; the password in it is wiped after parsing. */
@@ -568,6 +611,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 	const struct sl_config *c = g->cfg;
 	const struct gw_endpoint *e;
 	struct gw_req *r;
+	struct gw_addr client;
 	char host[MAX_HOST + 1];
 	const char *path;
 	uint32_t dl_ms = c->gw.default_deadline_ms;
@@ -585,7 +629,8 @@ static void on_request(struct evhttp_request *req, void *arg)
 	}
 	hr = host_of(req, host, sizeof(host));
 	if (hr < 0) {
-		reply_plain(g, req, 400, "Bad Request", "bad_request", "malformed Host header");
+		reply_plain(g, req, 400, "Bad Request", "bad_request",
+			    "malformed Host header or request-target authority");
 		return;
 	}
 	ti = hr ? sl_config_tenant_by_host(c, host) : c->default_tenant;
@@ -623,6 +668,11 @@ static void on_request(struct evhttp_request *req, void *arg)
 	}
 	if (dl_ms > c->gw.max_deadline_ms)
 		dl_ms = c->gw.max_deadline_ms;
+	if (client_of(g, req, &client)) {
+		reply_plain(g, req, 400, "Bad Request", "bad_request", "X-Forwarded-For must end "
+			    "in one address per trusted proxy (gateway.trusted_hops)");
+		return;
+	}
 
 	r = calloc(1, sizeof(*r));
 	if (!r) {
@@ -636,7 +686,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 	r->method = method;
 	snprintf(r->tenant, sizeof(r->tenant), "%s", c->tenants[ti].name);
 	r->tenant_idx = ti;
-	client_of(g, req, &r->client);
+	r->client = client;
 	r->next = g->reqs;
 	if (g->reqs)
 		g->reqs->prev = r;
