@@ -6,7 +6,9 @@
 # to a file this script reads. Client prefixes come from X-Forwarded-For (one trusted hop).
 # Checks:
 #  - POST /token: both grants, rotation and reuse detection of refresh tokens, client tokens
-#    validate and introspect; a flood of garbage for someone else's client_id from another
+#    validate and introspect (for a client that authenticates: HTTP Basic or
+#    client_secret_post, else 401 invalid_client); a flood of garbage for someone else's
+#    client_id from another
 #    prefix is refused (429 + RateLimit fields) while the real client still gets tokens; a
 #    refresh flood with valid credentials stops at the client's own limit, and a client
 #    within its own stops at its tenant's;
@@ -17,6 +19,9 @@
 #    existing, a missing and a throttled account, all within the floor;
 #  - magic links: three GETs neither spend nor consume the link, one POST does, a second
 #    POST fails; a sign-up link and a password create an account that can log in;
+#  - tokens end with a password reset (the account's password and MFA tokens from before
+#    it stop validating and introspect inactive, the one the reset link gave works) and
+#    with a password change (a new hash in the credential file, reloaded);
 #  - `sluicectl limits` and `--json`: floor, reservation, ceiling per tenant, per-principal
 #    limits per user and per client; a tenant at its ceiling is shed;
 #  - account names (issue 14, item 7): folded where they enter (user add, login, reset), and
@@ -192,7 +197,20 @@ elif CMD == "token_basics":
     v = req("acme.test", "/token/validate", method="GET",
             headers={"Authorization": "Bearer " + tok.get("access_token", "x")})
     out["validate"] = v
-    out["introspect"] = req("acme.test", "/introspect", form(token=tok.get("access_token", "x")))
+    import base64
+    def basic(cid, sec):
+        return {"Authorization": "Basic " + base64.b64encode(("%s:%s" % (cid, sec)).encode()).decode()}
+    # RFC 7662 2.1: the caller authenticates, as HTTP Basic or in the body.
+    at = tok.get("access_token", "x")
+    out["introspect"] = req("acme.test", "/introspect", form(token=at),
+                            basic("ci-bot", "ci-bot-secret"))
+    out["introspect_post"] = req("acme.test", "/introspect", form(
+        token=at, client_id="ci-bot", client_secret="ci-bot-secret", token_type_hint="access_token"))
+    out["introspect_none"] = req("acme.test", "/introspect", form(token=at))
+    out["introspect_wrong"] = req("acme.test", "/introspect", form(token=at),
+                                  basic("ci-bot", "wrong"), xff="192.0.2.12")
+    out["introspect_foreign"] = req("acme.test", "/introspect", form(token=at),
+                                    basic("batch", "batch-secret"), xff="192.0.2.12")
     out["other_host"] = req("other.test", "/token/validate", method="GET",
                             headers={"Authorization": "Bearer " + tok.get("access_token", "x")})
     out["wrong_secret"] = token("acme.test", xff="192.0.2.11", grant_type="client_credentials",
@@ -201,9 +219,6 @@ elif CMD == "token_basics":
                             client_secret="batch-secret", refresh_token="abc")
     out["bad_grant_type"] = token("acme.test", grant_type="password", client_id="ci-bot",
                                   client_secret="ci-bot-secret")
-    import base64
-    def basic(cid, sec):
-        return {"Authorization": "Basic " + base64.b64encode(("%s:%s" % (cid, sec)).encode()).decode()}
     out["basic"] = req("acme.test", "/token", form(grant_type="client_credentials"),
                        basic("ci-bot", "ci-bot-secret"))["status"]
     wb = req("acme.test", "/token", form(grant_type="client_credentials"),
@@ -439,6 +454,41 @@ elif CMD == "forged":
     out["register_folded"] = req("acme.test", "/register", form(username="ALICE"),
                                  xff="198.20.4.1")["status"]
 
+elif CMD == "revoke":
+    # frank signs in, completes a second factor, then resets his password through the link.
+    import base64
+    rs = {"Authorization": "Basic " + base64.b64encode(b"ci-bot:ci-bot-secret").decode()}
+    xff = "198.21.0.1"
+    def valid(tok):
+        return req("acme.test", "/token/validate", method="GET", xff=xff,
+                   headers={"Authorization": "Bearer " + tok})["status"]
+    def active(tok):
+        return json.loads(req("acme.test", "/introspect", form(token=tok), rs,
+                              xff=xff)["body"]).get("active")
+    t1 = login("frank", "pw-frank", xff)
+    mfa_send(t1)
+    v = mfa_verify(t1, last_code("frank"))
+    tm = json.loads(v["body"]).get("access_token", "x") if v["status"] == 200 else "x"
+    out["before"] = [valid(t1), valid(tm), active(t1)]
+    req("acme.test", "/password-reset", form(username="frank"), xff=xff)
+    p = req("acme.test", "/magic/" + last_link("reset_link", "frank"), "", xff=xff)
+    t2 = json.loads(p["body"]).get("access_token", "x") if p["status"] == 200 else "x"
+    out["reset"] = p["status"]
+    out["after"] = [valid(t1), valid(tm), active(t1), valid(t2), active(t2)]
+    # The first factor from before the reset asks for no code any more.
+    out["old_first_factor"] = mfa_send(t1)["status"]
+    out["t2"] = t2
+
+elif CMD == "after_change":
+    # ARGS: the token the reset gave, the new password.
+    xff = "198.21.0.2"
+    def valid(tok):
+        return req("acme.test", "/token/validate", method="GET", xff=xff,
+                   headers={"Authorization": "Bearer " + tok})["status"]
+    t3 = login("frank", ARGS[1], xff)
+    out = {"t2": valid(ARGS[0]), "old_password": bool(login("frank", "pw-frank", xff)),
+           "t3": valid(t3) if t3 else 0}
+
 elif CMD == "user_dial":
     # counters.user has a burst of 2: erin's third completed sign-in in a row is refused,
     # with the one failure body, though her code is right.
@@ -459,7 +509,7 @@ hdr() { $PY -c 'import json,sys; print(json.loads(sys.argv[1])["headers"].get(sy
 : >"$DIR/creds.txt"
 chmod 600 "$DIR/creds.txt"
 for who in "acme alice pw-alice" "acme bob pw-bob" "acme carol pw-carol" "acme erin pw-erin" \
-	"acme Dave pw-dave"; do
+	"acme Dave pw-dave" "acme frank pw-frank"; do
 	set -- $who
 	echo "$3" | ctl user add "$1" "$2" >/dev/null || { echo "Bail out! user add $1 $2"; exit 1; }
 done
@@ -469,10 +519,18 @@ gw_start "$DIR/gw.conf" "$DIR/sluiced.log"
 r=$(probe token_basics)
 expect_eq "client_credentials with the right secret: 200" "$(jget "$r" cc.status)" 200
 expect_match "the answer holds a bearer access token and a refresh token" "$(jget "$r" cc.body)" \
-	'"token_type":"Bearer".*"refresh_token":"v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}"'
+	'"token_type":"Bearer".*"refresh_token":"v2\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}"'
 expect_eq "the client token validates, naming the client" \
 	"$(jget "$(jget "$r" validate.body)" client_id)/$(jget "$(jget "$r" validate.body)" tenant)" "ci-bot/acme"
-expect_eq "and introspects as active" "$(jget "$(jget "$r" introspect.body)" active)" true
+expect_eq "and introspects as active (the caller authenticated with HTTP Basic)" \
+	"$(jget "$(jget "$r" introspect.body)" active)" true
+expect_eq "  ... or with client_secret_post" "$(jget "$(jget "$r" introspect_post.body)" active)" true
+expect_eq "introspect without client authentication: 401 invalid_client, WWW-Authenticate: Basic" \
+	"$(jget "$r" introspect_none.status) $(jget "$r" introspect_none.body) $(hdr "$(jget "$r" introspect_none)" www-authenticate)" \
+	'401 {"error":"invalid_client"} Basic realm="introspect"'
+expect_eq "  ... with a wrong secret, or as another tenant's client: 401 invalid_client" \
+	"$(jget "$r" introspect_wrong.status) $(jget "$r" introspect_wrong.body) $(jget "$r" introspect_foreign.status)" \
+	'401 {"error":"invalid_client"} 401'
 expect_eq "it does not validate on another tenant's host" "$(jget "$r" other_host.status)" 401
 expect_eq "a wrong secret: 401 invalid_client" \
 	"$(jget "$r" wrong_secret.status) $(jget "$r" wrong_secret.body)" '401 {"error":"invalid_client"}'
@@ -660,6 +718,34 @@ if $PY -c 'import prometheus_client' 2>/dev/null; then
 else
 	tap_skip "metrics" "python3-prometheus-client is not installed"
 fi
+
+# ---- tokens end with a password reset, and with a password change -----------------------
+r=$(probe revoke)
+expect_eq "frank's password token and MFA token validate, and introspect active" \
+	"$(jget "$r" before)" "[200, 200, true]"
+expect_eq "his reset link signs him in" "$(jget "$r" reset)" 200
+expect_eq "after the reset his tokens from before it are refused (validate 401, introspect inactive); the reset's own works" \
+	"$(jget "$r" after)" "[401, 401, false, 200, true]"
+expect_eq "  ... and the old password token is no first factor any more" \
+	"$(jget "$r" old_first_factor)" 401
+t2=$(jget "$r" t2)
+sed -e "s#credentials = \"$DIR/creds.txt\"#credentials = \"$DIR/change.creds\"#" \
+    -e "s#control_socket = \"$DIR/ctl.sock\"#control_socket = \"$DIR/change.sock\"#" \
+    "$DIR/gw.conf" >"$DIR/change.conf"
+: >"$DIR/change.creds"
+echo pw-frank-2 | "$BUILD/sluicectl" -c "$DIR/change.conf" user add acme frank >/dev/null 2>&1
+newline=$(grep '^acme,frank,' "$DIR/change.creds")
+grep -v '^acme,frank,' "$DIR/creds.txt" >"$DIR/creds.new"
+echo "$newline" >>"$DIR/creds.new"
+cat "$DIR/creds.new" >"$DIR/creds.txt"
+expect_match "a password change: frank's new hash in the credential file, reloaded" \
+	"$(ctl reload 2>&1)" "reload"
+r=$(probe after_change "$t2" pw-frank-2)
+expect_eq "  ... ends the token the reset gave; the old password fails, the new one signs in" \
+	"$(jget "$r" t2) $(jget "$r" old_password) $(jget "$r" t3)" "401 false 200"
+st=$(ctl tenants --json)
+expect_eq "sluicectl: two resets ended their accounts' tokens (carol's link above, frank's)" \
+	"$(jget "$st" gateway.endpoints.tokens_revoked)" 2
 
 r=$(probe user_dial)
 expect_eq "the per-user dial (counters.user, burst 2): a third verified code in a row is refused" \

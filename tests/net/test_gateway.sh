@@ -12,7 +12,8 @@
 #    first two, and all three answered no sooner than the floor;
 #  - bad input gets a clear 4xx and hashes nothing; slow and idle connections are closed;
 #    accept pauses at max_connections; a bad credential file on reload changes nothing;
-#    `sluicectl user add` plus reload makes a login work; tokens validate and introspect.
+#    `sluicectl user add` plus reload makes a login work; tokens validate, and introspect
+#    for a client that authenticates.
 # SL_DEBUG=1 leaves the directory and the daemon's log in place.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -46,6 +47,9 @@ trap cleanup EXIT
 
 PORT=$(free_port)
 FLOOR_MS=300
+# A resource server that introspects (RFC 7662 2.1: it authenticates, here with HTTP Basic).
+RS_HASH=$($PY -c 'import hashlib; print("blake2b256:" + hashlib.blake2b(b"rs-secret", digest_size=32).hexdigest())')
+RS_AUTH="Authorization: Basic $(printf 'rs:rs-secret' | base64)"
 
 write_conf() { # $1: credentials file
 	cat >"$DIR/gw.conf" <<EOF
@@ -72,6 +76,7 @@ gateway: {
   max_headers = 2048;
   max_connections = 64;
   request_timeout_ms = 1000;
+  clients = ( { id = "rs"; tenant = "quiet"; secret_hash = "$RS_HASH"; } );
 };
 # This suite measures admission: the login counters (tests/net/test_counters.sh) stay out
 # of its way.
@@ -290,15 +295,18 @@ gw_start "$DIR/gw.conf" "$DIR/sluiced.log"
 r=$(probe one quiet.test /login POST "username=alice&password=pw-a")
 expect_eq "login with the right password: 200" "$(jget "$r" status)" 200
 tok=$(jget "$(jget "$r" body)" access_token)
-expect_match "the answer holds a v1 token" "$tok" '^v1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$'
+expect_match "the answer holds a v2 token" "$tok" '^v2\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$'
 r=$(probe one quiet.test /token/validate GET - "Authorization: Bearer $tok")
 expect_eq "the token validates on its tenant's host" "$(jget "$(jget "$r" body)" sub)" alice
 r=$(probe one noisy.test /token/validate GET - "Authorization: Bearer $tok")
 expect_eq "the token does not validate on another tenant's host" "$(jget "$r" status)" 401
-r=$(probe one quiet.test /introspect POST "token=$tok")
+r=$(probe one quiet.test /introspect POST "token=$tok" "$RS_AUTH")
 expect_eq "introspect: active" "$(jget "$(jget "$r" body)" active)" true
-r=$(probe one quiet.test /introspect POST "token=${tok}x")
+r=$(probe one quiet.test /introspect POST "token=${tok}x" "$RS_AUTH")
 expect_eq "introspect of a forged token: inactive" "$(jget "$(jget "$r" body)" active)" false
+r=$(probe one quiet.test /introspect POST "token=$tok")
+expect_eq "introspect without client authentication: 401 invalid_client" \
+	"$(jget "$r" status) $(jget "$r" body)" '401 {"error":"invalid_client"}'
 r=$(probe one unknown.example /login POST "username=carol&password=pw-c")
 expect_eq "an unknown Host is the default tenant" "$(jget "$r" status)" 200
 

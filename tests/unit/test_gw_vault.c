@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-/* The vault of one-time codes, links and refresh tokens; client secrets and token keys;
- * the gateway.clients and gateway.ceilings config with file:line errors. */
+/* The vault of one-time codes, links and refresh tokens, and the revocations beside it;
+ * client secrets and token keys; the gateway.clients and gateway.ceilings config with
+ * file:line errors. */
 #include "unit.h"
 
 #include <errno.h>
@@ -162,6 +163,75 @@ static void a_full_table_forgets_the_nearest_expiry(void **state)
 	gw_vault_free(v);
 }
 
+#define NS 1000000000ull
+
+/* A reset revokes one account's tokens issued until then, for as long as any of them could
+ * live, and nobody else's. */
+static void a_revocation_ends_the_tokens_before_it(void **state)
+{
+	struct gw_vault *v = gw_vault_new(key);
+	uint64_t t0 = 1000 * NS + 5, since;
+
+	(void)state;
+	assert_int_equal(gw_vault_valid_since(v, "acme", "alice", 1000), 0);
+	gw_vault_note_ttl(v, 3600);
+	gw_vault_revoke(v, "acme", "alice", t0);
+	since = gw_vault_valid_since(v, "acme", "alice", 1000);
+	assert_true(since > t0);                   /* a token issued at the reset is ended */
+	assert_true(since <= t0 + 1000);           /* one issued right after is not */
+	assert_int_equal(gw_vault_valid_since(v, "acme", "bob", 1000), 0);
+	assert_int_equal(gw_vault_valid_since(v, "other", "alice", 1000), 0);
+	/* Kept while a token from before it could still be alive, then let go. */
+	assert_int_equal(gw_vault_valid_since(v, "acme", "alice", 1000 + 3600), since);
+	assert_int_equal(gw_vault_valid_since(v, "acme", "alice", 1000 + 3602), 0);
+	/* A second reset moves it on. */
+	gw_vault_revoke(v, "acme", "alice", t0 + 10 * NS);
+	assert_true(gw_vault_valid_since(v, "acme", "alice", 1011) > t0 + 10 * NS);
+	gw_vault_free(v);
+}
+
+/* A full probe window never forgets a revocation: the oldest makes way and its time becomes
+ * everybody's floor (over-revoking, never bringing tokens back). Codes and links, in a table
+ * of their own, cannot push a revocation out. */
+static void a_full_revocation_table_raises_the_floor(void **state)
+{
+	struct gw_vault *v = gw_vault_new(key);
+	uint64_t t0 = 2000 * NS;
+	unsigned i;
+	char name[32];
+
+	(void)state;
+	gw_vault_note_ttl(v, 3600);
+	for (i = 0; i < 3 * GW_VAULT_SLOTS; i++) {
+		uint8_t id[16];
+		struct gw_vault_entry *e;
+
+		snprintf(name, sizeof(name), "code%u", i);
+		gw_vault_id_name(v, GW_V_OTP, 1, name, id);
+		e = gw_vault_put(v, id, 2000);
+		e->kind = GW_V_OTP;
+		e->exp_s = 3000 + i;
+	}
+	gw_vault_revoke(v, "acme", "first", t0);
+	assert_true(gw_vault_valid_since(v, "acme", "first", 2000) > t0);
+	assert_int_equal(v->rv_floor_ns, 0);
+	for (i = 0; i < 2 * GW_REVOKE_SLOTS; i++) {
+		snprintf(name, sizeof(name), "user%u", i);
+		gw_vault_revoke(v, "acme", name, t0 + (i + 1) * 1000);
+	}
+	assert_true(v->rv_evicted > 0);
+	assert_true(v->rv_floor_ns > t0);
+	/* Whatever was forgotten, no account's tokens from before its revocation count. */
+	assert_true(gw_vault_valid_since(v, "acme", "first", 2000) > t0);
+	for (i = 0; i < 2 * GW_REVOKE_SLOTS; i++) {
+		snprintf(name, sizeof(name), "user%u", i);
+		assert_true(gw_vault_valid_since(v, "acme", name, 2000) > t0 + (i + 1) * 1000);
+	}
+	/* And an account never revoked has only the floor. */
+	assert_int_equal(gw_vault_valid_since(v, "acme", "never", 2000), v->rv_floor_ns);
+	gw_vault_free(v);
+}
+
 static void client_secrets_and_token_keys(void **state)
 {
 	static struct sl_config c;
@@ -272,6 +342,8 @@ int main(void)
 		cmocka_unit_test(the_stored_check_is_not_the_code),
 		cmocka_unit_test(secrets_and_ids),
 		cmocka_unit_test(a_full_table_forgets_the_nearest_expiry),
+		cmocka_unit_test(a_revocation_ends_the_tokens_before_it),
+		cmocka_unit_test(a_full_revocation_table_raises_the_floor),
 		cmocka_unit_test(client_secrets_and_token_keys),
 		cmocka_unit_test(refresh_names_round_trip),
 		cmocka_unit_test(clients_and_ceilings_config),

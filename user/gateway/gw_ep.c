@@ -119,8 +119,7 @@ void gw_ep_issue(struct gw_req *r, int kind, const char *name, const char *refre
 {
 	struct gateway *g = r->g;
 	char tok[GW_TOKEN_MAX + 1];
-	int n = gw_token_issue(g->tkey[kind], r->tenant, name, (uint64_t)time(NULL),
-			       g->cfg->gw.token_ttl_s, tok, sizeof(tok));
+	int n = gw_token_mint(g, kind, r->tenant, name, g->cfg->gw.token_ttl_s, tok, sizeof(tok));
 
 	if (n < 0) {
 		gw_ep_answer(r, 503, "Service Unavailable", BODY_503, false);

@@ -124,6 +124,9 @@ static void magic_post_done(struct gw_req *r, const struct gw_ask *refused, uint
 		return;
 	}
 	gw_vault_del(e); /* consumed: once */
+	/* A password reset: whoever holds the account's tokens from before it (the reason one
+	 * resets) holds nothing now; the person signs in afresh with this one. */
+	gw_account_revoke(r->g, r->tenant, r->user);
 	gw_ep_issue(r, GW_TOK_PASSWORD, r->user, NULL);
 }
 
@@ -234,8 +237,8 @@ static void signup_stored(struct gw_req *r, const struct gw_cappend *a)
 		gw_vault_del(e);
 	g->ep[K_MAGIC].ok++;
 	t->ok++;
-	if (gw_token_issue(g->tkey[GW_TOK_PASSWORD], r->tenant, r->user, (uint64_t)time(NULL),
-			   g->cfg->gw.token_ttl_s, tok, sizeof(tok)) < 0) {
+	if (gw_token_mint(g, GW_TOK_PASSWORD, r->tenant, r->user, g->cfg->gw.token_ttl_s, tok,
+			  sizeof(tok)) < 0) {
 		gw_respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);
 		return;
 	}

@@ -2,11 +2,17 @@
 /*
  * The token family: POST /token (OAuth 2.0 client_credentials and rotating refresh_token
  * grants for the clients in gateway.clients), and the two cheap checks of a token already
- * issued, GET /token/validate (a bearer) and POST /introspect (RFC 7662). /token asks its
- * (client_id, source prefix) failures before the secret is checked, and after it the
- * client's own limit (the per-principal dial, beside which its measured rate is kept for
- * sluicectl limits) and its tenant's issuance. The checks run inline on the loop right
- * after admission. docs/endpoints.md, "POST /token".
+ * issued, GET /token/validate (a bearer) and POST /introspect (RFC 7662, for a client of
+ * gateway.clients that authenticates). /token and /introspect ask the (client_id, source
+ * prefix) failures before the secret is checked; /token then the client's own limit (the
+ * per-principal dial, beside which its measured rate is kept for sluicectl limits) and its
+ * tenant's issuance. The checks run inline on the loop right after admission.
+ *
+ * And what every token the gateway issues is bound to (gw_token_mint): a person's token
+ * carries a stamp of the account's credential, so a password change (a new PHC string in
+ * the credential file) ends every token issued before it on every node that reads the
+ * file; a password reset (a sign-in link consumed) revokes the account's tokens issued
+ * before it on this node (gw_vault.h). docs/endpoints.md, "POST /token", "Tokens".
  */
 #include <errno.h>
 #include <stdio.h>
@@ -51,19 +57,90 @@ static void claims_json(struct evbuffer *b, const struct gw_token_claims *c, int
 			    (unsigned long long)c->exp);
 }
 
-/* Check @tok against every kind's key; the kind in *@kind. 0 or negative. */
+/* ---- what tokens are bound to ----------------------------------------------------------- */
+
+static uint64_t now_unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A person's tokens are bound to the account's credential: a keyed hash of its PHC string,
+ * which a password change (or a re-hash) replaces. 0: no such account. */
+static uint64_t account_stamp(const struct gateway *g, const char *tenant, const char *account)
+{
+	static const char ctx[] = "sluice account stamp";
+	const char *phc = gw_creds_find(g->creds, tenant, account, strlen(account));
+	crypto_generichash_state st;
+	uint8_t h[8];
+	uint64_t v;
+
+	if (!phc)
+		return 0;
+	crypto_generichash_init(&st, g->key, sizeof(g->key), sizeof(h));
+	crypto_generichash_update(&st, (const uint8_t *)ctx, sizeof(ctx));
+	crypto_generichash_update(&st, (const uint8_t *)tenant, strlen(tenant) + 1);
+	crypto_generichash_update(&st, (const uint8_t *)account, strlen(account) + 1);
+	crypto_generichash_update(&st, (const uint8_t *)phc, strlen(phc));
+	crypto_generichash_final(&st, h, sizeof(h));
+	memcpy(&v, h, sizeof(v));
+	return v ? v : 1;
+}
+
+static bool account_kind(int kind)
+{
+	return kind == GW_TOK_PASSWORD || kind == GW_TOK_MFA;
+}
+
+int gw_token_mint(struct gateway *g, int kind, const char *tenant, const char *name,
+		  uint32_t ttl_s, char *out, size_t n)
+{
+	uint64_t now = now_unix_ns(), stamp = 0;
+
+	if (account_kind(kind)) {
+		uint64_t since = gw_vault_valid_since(g->vault, tenant, name, now / 1000000000ull);
+
+		stamp = account_stamp(g, tenant, name);
+		if (!stamp)
+			return -ENOENT;
+		/* Never before a revocation of the account: this token is not one it ended. */
+		if (since > now)
+			now = since;
+		gw_vault_note_ttl(g->vault, ttl_s);
+	}
+	return gw_token_issue(g->tkey[kind], tenant, name, now, ttl_s, stamp, out, n);
+}
+
+void gw_account_revoke(struct gateway *g, const char *tenant, const char *account)
+{
+	gw_vault_note_ttl(g->vault, g->cfg->gw.token_ttl_s);
+	gw_vault_revoke(g->vault, tenant, account, now_unix_ns());
+	g->tokens_revoked++;
+}
+
+/* Check @tok against every kind's key; the kind in *@kind. 0 or negative: -EKEYREVOKED for
+ * a person's token its account no longer honours (its credential changed, it was revoked,
+ * or it is a v1 token, which carries no stamp). */
 int gw_token_any(const struct gateway *g, const char *tok, size_t len,
 		 struct gw_token_claims *cl, int *kind)
 {
+	uint64_t now_s = (uint64_t)time(NULL);
 	int k, ret = -EBADMSG;
 
 	for (k = 0; k < GW_TOK__N; k++) {
-		ret = gw_token_check(g->tkey[k], tok, len, (uint64_t)time(NULL), cl);
+		ret = gw_token_check(g->tkey[k], tok, len, now_s, cl);
 		if (ret != -EBADMSG)
 			break;
 	}
 	*kind = k;
-	return ret;
+	if (ret || !account_kind(k))
+		return ret;
+	if (cl->version < 2 || cl->stamp != account_stamp(g, cl->tenant, cl->account) ||
+	    cl->iat_ns < gw_vault_valid_since(g->vault, cl->tenant, cl->account, now_s))
+		return -EKEYREVOKED;
+	return 0;
 }
 
 /* Validate and introspect: cheap, on the loop, right after admission. */
@@ -77,11 +154,10 @@ static void check_token(struct gw_req *r)
 	bad = gw_token_any(g, r->bearer, r->bearer_len, &cl, &tk) ||
 	      strcmp(cl.tenant, r->tenant);
 	sodium_memzero(r->bearer, sizeof(r->bearer));
-	/* Introspection also asks the store whether the account (or client) still exists:
-	 * its database read, and the reason the route holds a db slot. */
-	if (!bad && r->kind == K_INTROSPECT &&
-	    (tk == GW_TOK_CLIENT ? sl_config_client(g->cfg, r->tenant_idx, cl.account) < 0 :
-	     !gw_creds_find(g->creds, cl.tenant, cl.account, strlen(cl.account))))
+	/* A person's token names an account that still exists with the same credential (its
+	 * stamp, gw_token_any); introspection also asks whether a client's still exists. */
+	if (!bad && r->kind == K_INTROSPECT && tk == GW_TOK_CLIENT &&
+	    sl_config_client(g->cfg, r->tenant_idx, cl.account) < 0)
 		bad = 1;
 	if (!bad)
 		claims_json(evhttp_request_get_output_buffer(r->req), &cl, tk);
@@ -111,33 +187,11 @@ static void validate_start(struct gw_req *r)
 	gw_admit(r);
 }
 
-static int introspect_fields(struct gw_req *r, int type, const char *body, size_t len,
-			     char *err, size_t errlen)
-{
-	struct gw_field f = { .name = "token", .buf = r->bearer, .cap = sizeof(r->bearer) };
-	int ret = gw_body_fields(type, body, len, &f, 1, err, errlen);
-
-	if (!ret && !f.found) {
-		snprintf(err, errlen, "'token' is required");
-		ret = -EINVAL;
-	}
-	r->bearer_len = f.len;
-	return ret;
-}
-
 const struct gw_endpoint gw_endpoint_validate = {
 	.path = "/token/validate",
 	.method = SL_M_GET,
 	.www_authenticate = "Bearer",
 	.start = validate_start,
-	.run = check_token,
-};
-
-const struct gw_endpoint gw_endpoint_introspect = {
-	.path = "/introspect",
-	.method = SL_M_POST,
-	.fields = introspect_fields,
-	.start = gw_admit,
 	.run = check_token,
 };
 
@@ -223,6 +277,32 @@ bad_zeroed:
 	return -1;
 }
 
+/*
+ * The client's credentials, from the body (@id and @secret: client_secret_post) or as HTTP
+ * Basic, never both. 0 with r->client_id and r->secret filled, r->client_id empty when none
+ * were given at all; -EINVAL with @err when malformed or half given.
+ */
+static int client_credentials(struct gw_req *r, const struct gw_field *id,
+			      const struct gw_field *secret, char *err, size_t errlen)
+{
+	if (secret->found)
+		r->secret_len = secret->len;
+	if (id->found || secret->found) {
+		if (basic_auth(r->req, NULL, NULL, 0) > 0) {
+			snprintf(err, errlen, "client credentials in the body and in "
+				 "Authorization: use one");
+			return -EINVAL;
+		}
+		if (!id->found || !id->len || !secret->found) {
+			snprintf(err, errlen, "'client_id' and 'client_secret' go together (in the "
+				 "body, or as Authorization: Basic)");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	return basic_auth(r->req, r, err, errlen) < 0 ? -EINVAL : 0;
+}
+
 static int token_fields(struct gw_req *r, int type, const char *body, size_t len, char *err,
 			size_t errlen)
 {
@@ -236,26 +316,14 @@ static int token_fields(struct gw_req *r, int type, const char *body, size_t len
 
 	if (ret)
 		return ret;
-	if (f[2].found)
-		r->secret_len = f[2].len;
 	if (!f[0].found || (strcmp(r->grant, "client_credentials") &&
 			    strcmp(r->grant, "refresh_token"))) {
 		snprintf(err, errlen, "'grant_type' must be client_credentials or refresh_token");
 		return -EINVAL;
 	}
-	if (f[1].found || f[2].found) {
-		if (basic_auth(r->req, NULL, NULL, 0) > 0) {
-			snprintf(err, errlen, "client credentials in the body and in "
-				 "Authorization: use one");
-			return -EINVAL;
-		}
-	} else if (basic_auth(r->req, r, err, errlen) < 0) {
+	if (client_credentials(r, &f[1], &f[2], err, errlen))
 		return -EINVAL;
-	} else if (r->client_id[0]) {
-		f[1].found = f[2].found = true;
-		f[1].len = strlen(r->client_id);
-	}
-	if (!f[1].found || !f[1].len || !f[2].found) {
+	if (!r->client_id[0]) {
 		snprintf(err, errlen, "'client_id' and 'client_secret' are required (in the body, "
 			 "or as Authorization: Basic)");
 		return -EINVAL;
@@ -331,8 +399,8 @@ static void token_post_done(struct gw_req *r, const struct gw_ask *refused, uint
 			snprintf(e->name, sizeof(e->name), "%s", cl->id);
 		}
 		if (gw_refresh_name(name, sizeof(name), cl->id, family, gen) ||
-		    gw_token_issue(g->tkey[GW_TOK_REFRESH], r->tenant, name, now_s,
-				   g->cfg->gw.refresh_ttl_s, refresh, sizeof(refresh)) < 0) {
+		    gw_token_mint(g, GW_TOK_REFRESH, r->tenant, name, g->cfg->gw.refresh_ttl_s,
+				  refresh, sizeof(refresh)) < 0) {
 			gw_ep_answer(r, 503, "Service Unavailable", BODY_503, false);
 			return;
 		}
@@ -489,4 +557,75 @@ const struct gw_endpoint gw_endpoint_token = {
 	.fields = token_fields,
 	.start = token_start,
 	.run = ep_token,
+};
+
+/* ---- POST /introspect ------------------------------------------------------------------- */
+
+/* RFC 7662 2.1: token (token_type_hint is allowed and not needed), and the caller's own
+ * client credentials, in the body or as HTTP Basic, as /token takes them. */
+static int introspect_fields(struct gw_req *r, int type, const char *body, size_t len,
+			     char *err, size_t errlen)
+{
+	char hint[32];
+	struct gw_field f[4] = {
+		{ .name = "token", .buf = r->bearer, .cap = sizeof(r->bearer) },
+		{ .name = "client_id", .buf = r->client_id, .cap = sizeof(r->client_id) },
+		{ .name = "client_secret", .buf = r->secret, .cap = sizeof(r->secret) },
+		{ .name = "token_type_hint", .buf = hint, .cap = sizeof(hint) },
+	};
+	int ret = gw_body_fields(type, body, len, f, 4, err, errlen);
+
+	if (ret)
+		return ret;
+	if (!f[0].found) {
+		snprintf(err, errlen, "'token' is required");
+		return -EINVAL;
+	}
+	r->bearer_len = f[0].len;
+	return client_credentials(r, &f[1], &f[2], err, errlen);
+}
+
+/* Who asks must be a client of this tenant: no credentials at all is the 401 a wrong secret
+ * gets (RFC 6749 5.2), behind the floor; given ones are checked after the (client_id,
+ * prefix) pair has been asked, as on /token, so guessing a client's secret through here
+ * spends the same budget. */
+static void introspect_start(struct gw_req *r)
+{
+	if (!r->client_id[0]) {
+		sodium_memzero(r->bearer, sizeof(r->bearer));
+		r->g->ep[K_INTROSPECT].failed++;
+		r->g->ts[r->job.tenant].unauthorized++;
+		gw_respond(r, 401, "Unauthorized", BODY_INVALID_CLIENT, 0, true, false);
+		return;
+	}
+	token_start(r);
+}
+
+static void ep_introspect(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	int idx;
+	bool ok = gw_client_auth(g->cfg, r->tenant_idx, r->client_id, r->secret, r->secret_len,
+				 &idx);
+
+	sodium_memzero(r->secret, sizeof(r->secret));
+	if (!ok) {
+		sodium_memzero(r->bearer, sizeof(r->bearer));
+		g->ep[K_INTROSPECT].failed++;
+		gw_ep_answer(r, 401, "Unauthorized", BODY_INVALID_CLIENT, true);
+		return;
+	}
+	gw_chain_settle(r, true);
+	g->ep[K_INTROSPECT].ok++;
+	check_token(r);
+}
+
+const struct gw_endpoint gw_endpoint_introspect = {
+	.path = "/introspect",
+	.method = SL_M_POST,
+	.www_authenticate = "Basic realm=\"introspect\"",
+	.ratelimit_fields = true,
+	.fields = introspect_fields,
+	.start = introspect_start,
+	.run = ep_introspect,
 };

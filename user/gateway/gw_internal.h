@@ -233,6 +233,7 @@ struct gateway {
 		uint64_t ok, failed, throttled;
 	} ep[K__MAX];
 	uint64_t otp_sent, links_sent, notices_sent, refresh_reuse, outbound_failed;
+	uint64_t tokens_revoked;       /* accounts whose tokens a password reset ended */
 	/* Each client's measured request rate (authenticated requests), for setting its
 	 * per-principal limit just above it: the peak over 10 s windows since start. */
 	struct gw_client_meter {
@@ -356,9 +357,17 @@ void gw_ep_deliver(struct gw_req *r, const char *kind, const char *text);
 void gw_on_signups(evutil_socket_t fd, short what, void *arg);
 
 /* gw_ep_token.c */
-/* Check @tok against every kind's key; the kind in *@kind. 0 or negative. */
+/* Check @tok against every kind's key; the kind in *@kind. 0 or negative (-EKEYREVOKED: a
+ * person's token whose account no longer honours it). */
 int gw_token_any(const struct gateway *g, const char *tok, size_t len,
 		 struct gw_token_claims *cl, int *kind);
+/* Issue a token of @kind for @tenant/@name, valid @ttl_s, into @out: a person's bound to
+ * the account's credential and issued after its last revocation. Its length, -ENOENT (no
+ * such account), -EINVAL or -ENOSPC. */
+int gw_token_mint(struct gateway *g, int kind, const char *tenant, const char *name,
+		  uint32_t ttl_s, char *out, size_t n);
+/* Every token of (@tenant, @account) issued so far no longer counts (a password reset). */
+void gw_account_revoke(struct gateway *g, const char *tenant, const char *account);
 /* Client @idx's measured peak rate, and its authenticated requests, since start. */
 double gw_client_peak(const struct gateway *g, int idx, uint64_t now);
 uint64_t gw_client_requests(const struct gateway *g, int idx);

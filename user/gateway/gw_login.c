@@ -495,8 +495,8 @@ static void finish_login(struct gw_req *r)
 	}
 	if (r->work.verified && r->known && !r->decoy) {
 		char tok[GW_TOKEN_MAX + 1];
-		int n = gw_token_issue(g->key, r->tenant, r->user, (uint64_t)time(NULL),
-				       g->cfg->gw.token_ttl_s, tok, sizeof(tok));
+		int n = gw_token_mint(g, GW_TOK_PASSWORD, r->tenant, r->user,
+				      g->cfg->gw.token_ttl_s, tok, sizeof(tok));
 
 		if (n < 0) {
 			gw_respond(r, 503, "Service Unavailable", BODY_503, 0, false, false);

@@ -87,6 +87,8 @@ static void tenants_json(struct gateway *g, FILE *f)
 	json_u64(&j, "notices_sent", g->notices_sent);
 	json_u64(&j, "delivery_failed", g->outbound_failed);
 	json_u64(&j, "refresh_reuse", g->refresh_reuse);
+	json_u64(&j, "tokens_revoked", g->tokens_revoked);
+	json_u64(&j, "revocations_evicted", g->vault->rv_evicted);
 	json_u64(&j, "vault_live", gw_vault_live(g->vault, (uint64_t)time(NULL)));
 	json_obj_end(&j);
 	json_obj_begin(&j, "queue");
@@ -658,6 +660,10 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 		  "Spent refresh tokens presented again (each revoked its whole chain).");
 	evbuffer_add_printf(out, "sluice_gateway_refresh_reuse_total %llu\n",
 			    (unsigned long long)g->refresh_reuse);
+	prom_head(out, "sluice_gateway_tokens_revoked_total", "counter",
+		  "Password resets that ended every token of their account issued before them.");
+	evbuffer_add_printf(out, "sluice_gateway_tokens_revoked_total %llu\n",
+			    (unsigned long long)g->tokens_revoked);
 	prom_head(out, "sluice_gateway_heads_refused_total", "counter",
 		  "Request heads answered 400 before evhttp parsed them, by the rule they broke.");
 	for (k = 1; k < GW_HEAD__N; k++)

@@ -8,10 +8,15 @@
 
 #include "gw_token.h"
 
-#define PREFIX "v1."
+#define PREFIX "v2."
+#define PREFIX_V1 "v1."
+#define PREFIX_LEN 3
 #define VARIANT sodium_base64_VARIANT_URLSAFE_NO_PADDING
-/* exp(8) iat(8) nonce(8) tenant_len(1) tenant account_len(1) account */
-#define PAYLOAD_MAX (8 + 8 + 8 + 1 + SL_TENANT_NAME_LEN + 1 + GW_USER_MAX)
+/* v2: exp(8, s) iat(8, ns) nonce(8) stamp(8) tenant_len(1) tenant account_len(1) account;
+ * v1: exp(8, s) iat(8, s) nonce(8) tenant_len(1) tenant account_len(1) account */
+#define FIXED_V2 32
+#define FIXED_V1 24
+#define PAYLOAD_MAX (FIXED_V2 + 1 + SL_TENANT_NAME_LEN + 1 + GW_USER_MAX)
 
 _Static_assert(GW_TOKEN_KEY_BYTES == crypto_auth_KEYBYTES, "crypto_auth key size");
 
@@ -62,46 +67,48 @@ static uint64_t get_u64(const uint8_t *p)
 	return v;
 }
 
-static void mac(const uint8_t key[GW_TOKEN_KEY_BYTES], const uint8_t *payload, size_t n,
-		uint8_t out[crypto_auth_BYTES])
+static void mac(const uint8_t key[GW_TOKEN_KEY_BYTES], const char *prefix,
+		const uint8_t *payload, size_t n, uint8_t out[crypto_auth_BYTES])
 {
 	crypto_auth_hmacsha512256_state st;
 
 	/* The version string is part of what is signed: a v2 token can never be replayed as
 	 * a v1 one with the same bytes. */
 	crypto_auth_hmacsha512256_init(&st, key, GW_TOKEN_KEY_BYTES);
-	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)PREFIX, strlen(PREFIX));
+	crypto_auth_hmacsha512256_update(&st, (const uint8_t *)prefix, PREFIX_LEN);
 	crypto_auth_hmacsha512256_update(&st, payload, n);
 	crypto_auth_hmacsha512256_final(&st, out);
 }
 
 int gw_token_issue(const uint8_t key[GW_TOKEN_KEY_BYTES], const char *tenant,
-		   const char *account, uint64_t now_s, uint32_t ttl_s, char *out, size_t n)
+		   const char *account, uint64_t iat_ns, uint32_t ttl_s, uint64_t stamp,
+		   char *out, size_t n)
 {
 	uint8_t p[PAYLOAD_MAX], m[crypto_auth_BYTES];
 	size_t tl = strlen(tenant), al = strlen(account), len = 0, need, b1, b2;
 
 	if (tl >= SL_TENANT_NAME_LEN || al > GW_USER_MAX)
 		return -EINVAL;
-	put_u64(p, now_s + ttl_s);
-	put_u64(p + 8, now_s);
+	put_u64(p, iat_ns / 1000000000ull + ttl_s);
+	put_u64(p + 8, iat_ns);
 	randombytes_buf(p + 16, 8);
-	len = 24;
+	put_u64(p + 24, stamp);
+	len = FIXED_V2;
 	p[len++] = (uint8_t)tl;
 	memcpy(p + len, tenant, tl);
 	len += tl;
 	p[len++] = (uint8_t)al;
 	memcpy(p + len, account, al);
 	len += al;
-	mac(key, p, len, m);
+	mac(key, PREFIX, p, len, m);
 	b1 = sodium_base64_ENCODED_LEN(len, VARIANT);
 	b2 = sodium_base64_ENCODED_LEN(sizeof(m), VARIANT);
 	/* The encoded lengths include a NUL each; one of them becomes the '.'. */
-	need = strlen(PREFIX) + b1 + b2;
+	need = PREFIX_LEN + b1 + b2;
 	if (need > n)
 		return -ENOSPC;
-	memcpy(out, PREFIX, strlen(PREFIX));
-	sodium_bin2base64(out + strlen(PREFIX), b1, p, len, VARIANT);
+	memcpy(out, PREFIX, PREFIX_LEN);
+	sodium_bin2base64(out + PREFIX_LEN, b1, p, len, VARIANT);
 	len = strlen(out);
 	out[len++] = '.';
 	sodium_bin2base64(out + len, b2, m, sizeof(m), VARIANT);
@@ -112,14 +119,23 @@ int gw_token_check(const uint8_t key[GW_TOKEN_KEY_BYTES], const char *tok, size_
 		   uint64_t now_s, struct gw_token_claims *c)
 {
 	uint8_t p[PAYLOAD_MAX], m[crypto_auth_BYTES], want[crypto_auth_BYTES];
-	const char *dot, *body;
-	size_t plen = 0, mlen = 0, off, tl, al;
+	const char *dot, *body, *prefix;
+	size_t plen = 0, mlen = 0, off, tl, al, fixed;
 
 	memset(c, 0, sizeof(*c));
-	if (len > GW_TOKEN_MAX || len < strlen(PREFIX) || memcmp(tok, PREFIX, strlen(PREFIX)))
+	if (len > GW_TOKEN_MAX || len < PREFIX_LEN)
 		return -EBADMSG;
-	body = tok + strlen(PREFIX);
-	dot = memchr(body, '.', len - strlen(PREFIX));
+	if (!memcmp(tok, PREFIX, PREFIX_LEN)) {
+		prefix = PREFIX;
+		fixed = FIXED_V2;
+	} else if (!memcmp(tok, PREFIX_V1, PREFIX_LEN)) {
+		prefix = PREFIX_V1;
+		fixed = FIXED_V1;
+	} else {
+		return -EBADMSG;
+	}
+	body = tok + PREFIX_LEN;
+	dot = memchr(body, '.', len - PREFIX_LEN);
 	if (!dot)
 		return -EBADMSG;
 	if (sodium_base642bin(p, sizeof(p), body, (size_t)(dot - body), NULL, &plen, NULL,
@@ -128,13 +144,13 @@ int gw_token_check(const uint8_t key[GW_TOKEN_KEY_BYTES], const char *tok, size_
 			      NULL, VARIANT) ||
 	    mlen != sizeof(m))
 		return -EBADMSG;
-	mac(key, p, plen, want);
+	mac(key, prefix, p, plen, want);
 	if (sodium_memcmp(m, want, sizeof(m)))
 		return -EBADMSG;
 	/* Authentic from here on: the layout is ours, but check it anyway. */
-	if (plen < 26)
+	if (plen < fixed + 2)
 		return -EBADMSG;
-	off = 24;
+	off = fixed;
 	tl = p[off++];
 	if (tl >= SL_TENANT_NAME_LEN || off + tl + 1 > plen)
 		return -EBADMSG;
@@ -145,7 +161,16 @@ int gw_token_check(const uint8_t key[GW_TOKEN_KEY_BYTES], const char *tok, size_
 		return -EBADMSG;
 	memcpy(c->account, p + off, al);
 	c->exp = get_u64(p);
-	c->iat = get_u64(p + 8);
+	if (fixed == FIXED_V2) {
+		c->version = 2;
+		c->iat_ns = get_u64(p + 8);
+		c->iat = c->iat_ns / 1000000000ull;
+		c->stamp = get_u64(p + 24);
+	} else {
+		c->version = 1;
+		c->iat = get_u64(p + 8);
+		c->iat_ns = c->iat * 1000000000ull;
+	}
 	if (now_s >= c->exp)
 		return -ETIMEDOUT;
 	return 0;

@@ -164,3 +164,76 @@ unsigned gw_vault_live(const struct gw_vault *v, uint64_t now_s)
 		n += v->e[i].exp_s > now_s;
 	return n;
 }
+
+/* ---- revocations ------------------------------------------------------------------------ */
+
+static void revoke_id(const struct gw_vault *v, const char *tenant, const char *account,
+		      uint8_t id[16])
+{
+	/* By tenant name: a reload that reorders the tenants keeps every revocation. */
+	hash_parts(v, id, 16, GW_V_REVOKED, 0xfffe, tenant, account);
+}
+
+void gw_vault_note_ttl(struct gw_vault *v, uint32_t ttl_s)
+{
+	if (ttl_s > v->ttl_max_s)
+		v->ttl_max_s = ttl_s;
+}
+
+void gw_vault_revoke(struct gw_vault *v, const char *tenant, const char *account,
+		     uint64_t now_ns)
+{
+	uint8_t id[16];
+	uint64_t now_s = now_ns / 1000000000ull;
+	uint32_t s, i;
+	struct gw_revocation *slot = NULL, *oldest = NULL;
+
+	revoke_id(v, tenant, account, id);
+	s = slot_of(id) & (GW_REVOKE_SLOTS - 1);
+	for (i = 0; i < GW_REVOKE_PROBE; i++) {
+		struct gw_revocation *e = &v->rv[(s + i) & (GW_REVOKE_SLOTS - 1)];
+
+		if (e->exp_s > now_s && !memcmp(e->id, id, 16)) {
+			slot = e;
+			break;
+		}
+		if (e->exp_s <= now_s) {
+			if (!slot)
+				slot = e;
+			continue;
+		}
+		if (!oldest || e->since_ns < oldest->since_ns)
+			oldest = e;
+	}
+	if (!slot) {
+		/* Forgetting a revocation would bring its tokens back: what it revoked, every
+		 * account's tokens of that age are now. */
+		slot = oldest;
+		if (slot->since_ns > v->rv_floor_ns)
+			v->rv_floor_ns = slot->since_ns;
+		v->rv_evicted++;
+	}
+	memcpy(slot->id, id, 16);
+	/* Strictly after every token issued so far; one issued from now on is issued at it or
+	 * later (gw_vault_valid_since). */
+	slot->since_ns = now_ns + 1;
+	/* Kept until the last token it revokes has expired by itself. */
+	slot->exp_s = now_s + v->ttl_max_s + 1;
+}
+
+uint64_t gw_vault_valid_since(const struct gw_vault *v, const char *tenant,
+			      const char *account, uint64_t now_s)
+{
+	uint8_t id[16];
+	uint32_t s, i;
+
+	revoke_id(v, tenant, account, id);
+	s = slot_of(id) & (GW_REVOKE_SLOTS - 1);
+	for (i = 0; i < GW_REVOKE_PROBE; i++) {
+		const struct gw_revocation *e = &v->rv[(s + i) & (GW_REVOKE_SLOTS - 1)];
+
+		if (e->exp_s > now_s && !memcmp(e->id, id, 16))
+			return e->since_ns > v->rv_floor_ns ? e->since_ns : v->rv_floor_ns;
+	}
+	return v->rv_floor_ns;
+}

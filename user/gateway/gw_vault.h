@@ -11,6 +11,12 @@
  * A fixed table in this process, open addressing with a bounded probe: a full probe window
  * forgets the entry closest to its expiry. Entries live on one node; a fleet behind a load
  * balancer needs the same node for the code's send and verify (docs/endpoints.md).
+ *
+ * Beside it, the revocations: for an account whose password was reset, the time before
+ * which its tokens no longer count, kept (by keyed hash of tenant and account) until every
+ * token issued before it has expired. A table of its own, so codes and links cannot push a
+ * revocation out; when its own probe window is full, the oldest revocation makes way and its
+ * time becomes a floor for every account's tokens: over-revoking, never forgetting one.
  */
 #ifndef SLUICE_GW_VAULT_H
 #define SLUICE_GW_VAULT_H
@@ -24,6 +30,8 @@
 
 #define GW_VAULT_SLOTS 16384u
 #define GW_VAULT_PROBE 16
+#define GW_REVOKE_SLOTS 16384u
+#define GW_REVOKE_PROBE 16
 #define GW_SECRET_BYTES 32              /* links and refresh tokens: 256 random bits */
 #define GW_SECRET_TEXT 44               /* base64url of those, without padding, + NUL */
 
@@ -31,6 +39,7 @@ enum gw_vault_kind {
 	GW_V_OTP = 1,
 	GW_V_MAGIC,
 	GW_V_REFRESH,
+	GW_V_REVOKED,         /* ids of the revocation table only */
 };
 
 /* What a magic link is for. */
@@ -51,10 +60,21 @@ struct gw_vault_entry {
 	char name[GW_USER_MAX + 1]; /* the account, or the client id */
 };
 
+/* An account's tokens issued before @since_ns no longer count; kept until @exp_s. */
+struct gw_revocation {
+	uint8_t id[16];
+	uint64_t since_ns;
+	uint64_t exp_s;       /* 0: free */
+};
+
 struct gw_vault {
 	uint8_t key[32];
 	struct gw_vault_entry e[GW_VAULT_SLOTS];
 	uint64_t evicted;
+	struct gw_revocation rv[GW_REVOKE_SLOTS];
+	uint64_t rv_floor_ns; /* every account's tokens issued before this no longer count */
+	uint64_t rv_evicted;  /* revocations that made way (and raised the floor) */
+	uint32_t ttl_max_s;   /* the longest lifetime of a token issued since start */
 };
 
 struct gw_vault *gw_vault_new(const uint8_t key[32]);
@@ -84,5 +104,15 @@ void gw_vault_new_secret(char out[GW_SECRET_TEXT]);
 
 /* Live entries (for stats). */
 unsigned gw_vault_live(const struct gw_vault *v, uint64_t now_s);
+
+/* A token that lives @ttl_s is being issued: revocations are kept that long at least. */
+void gw_vault_note_ttl(struct gw_vault *v, uint32_t ttl_s);
+/* Every token of (@tenant, @account) issued until @now_ns no longer counts. */
+void gw_vault_revoke(struct gw_vault *v, const char *tenant, const char *account,
+		     uint64_t now_ns);
+/* The earliest issue time (unix ns) a token of (@tenant, @account) may have to count: 0
+ * when nothing was revoked. */
+uint64_t gw_vault_valid_since(const struct gw_vault *v, const char *tenant,
+			      const char *account, uint64_t now_s);
 
 #endif
