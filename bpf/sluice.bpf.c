@@ -741,7 +741,7 @@ __noinline int sl_retry_after(const struct sl_settings *set, __u64 now, struct d
 	if (!base)
 		base = 1;
 	/* 80 %..120 %: throttled clients must not come back in step. */
-	base = base * (800 + bpf_get_prandom_u32() % 401) / 1000;
+	base = (base * (800 + bpf_get_prandom_u32() % 401) + 500) / 1000; /* rounded */
 	return base ? (__u16)(base > 65535 ? 65535 : base) : 1;
 }
 
@@ -764,7 +764,7 @@ static __always_inline int reply_from(struct reply *r, const struct xdp_md *ctx,
 	void *data = xdp_data(ctx), *end = xdp_data_end(ctx);
 	__u8 *p = data;
 
-	if ((void *)(p + 22) > end)
+	if ((void *)(p + 22) > end || pk->n_vlan > SL_REPLY_MAX_VLAN)
 		return -1;
 	__builtin_memcpy(r->dmac, p + 6, 6);
 	__builtin_memcpy(r->smac, p, 6);
@@ -1016,8 +1016,21 @@ static __always_inline struct sl_conn *shed_entry(struct sl_conn_key *ck, const 
 static __always_inline int absorb(struct xdp_md *ctx, const struct pkt *pk, struct sl_conn *c,
 				  struct reply *rp)
 {
-	/* A dropped connection was sent nothing, so it gets nothing: its FIN too is dropped,
-	 * as a drop port's silence promises. */
+	/* A dropped connection was sent nothing. When its client gives up and closes, it gets
+	 * the reset the kernel gives a segment of no connection, so it is not left holding its
+	 * tuple in FIN_WAIT1 while it retransmits the FIN. */
+	if ((pk->flags & TF_FIN) && !(pk->flags & TF_RST) && c->state == SL_CONN_DROPPED &&
+	    !sl_martian(ctx, pk)) {
+		if (reply_from(rp, ctx, pk))
+			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+		rp->kind = REPLY_RST;
+		rp->seq = pk->ack;
+		rp->ack = pk->seq + pk->payload + 1;
+		rp->ts = pk->ts;
+		rp->tsval = pk->tsecr;
+		rp->tsecr = pk->tsval;
+		return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, sl_emit_reply(ctx, rp));
+	}
 	if ((pk->flags & TF_FIN) && !(pk->flags & TF_RST) && c->state == SL_CONN_SHED &&
 	    !sl_martian(ctx, pk)) {
 		if (reply_from(rp, ctx, pk))
@@ -1146,6 +1159,7 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	struct reply *rp;
 	__u32 zero = 0, iss;
 	__u64 now;
+	int st;
 
 	if (!ctx || !pk)
 		return NOT_MINE;
@@ -1186,7 +1200,10 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 		 * segment of an admitted first burst (the kernel's socket is on its way), a shed
 		 * connection's leftover, or a forgery.
 		 */
-		if (sl_sock_state(ctx, pk) >= 0)
+		st = sl_sock_state(ctx, pk);
+		if (st == BPF_TCP_NEW_SYN_RECV)
+			return NOT_MINE; /* a handshake of the kernel's: sl_syn_verify's */
+		if (st >= 0)
 			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 		if (pk->front == SL_FRONT_STATELESS) {
 			conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
@@ -1639,8 +1656,13 @@ int sluice_xdp(struct xdp_md *ctx)
 	int proto, rc, crc = NOT_MINE, marked = 0;
 
 	proto = parse_eth(&c);
-	if (proto < 0)
+	if (proto < 0) {
+		/* Deeper than SL_MAX_VLAN tags the port cannot be read, and the kernel, which strips
+		 * priority tags one after another, could still deliver it: not let through. */
+		if (proto == -SL_R_MAL_VLAN_DEPTH)
+			return record(SL_CLASS_NONE, SL_R_MAL_VLAN_DEPTH, XDP_DROP);
 		return record(SL_CLASS_NONE, -proto, XDP_PASS);
+	}
 	l3 = c.pos;
 	ip_off = (__u32)(l3 - xdp_data(ctx));
 	n_vlan = (ip_off - 14) >> 2;
@@ -1656,8 +1678,14 @@ int sluice_xdp(struct xdp_md *ctx)
 	 * protected port. The malformed and fragment policies below touch only traffic whose
 	 * port is visible and protected.
 	 */
-	if (proto < 0)
+	if (proto < 0) {
+		/* A first fragment whose extension chain goes on into a later fragment: RFC 8200
+		 * section 4.5 says to discard it, and a kernel that reassembles it anyway would
+		 * hand its upper layer past the edge unjudged. */
+		if (frag == FRAG_FIRST)
+			return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
 		return record(SL_CLASS_NONE, -proto, XDP_PASS);
+	}
 	if (proto != IPPROTO_TCP)
 		return record(SL_CLASS_NONE, SL_R_NOT_PROTECTED, XDP_PASS);
 	/* A later fragment has no ports; without its first fragment (judged below) the kernel
@@ -1681,6 +1709,25 @@ int sluice_xdp(struct xdp_md *ctx)
 			return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
 		return record(SL_CLASS_NONE, -rc,
 			      !set || set->malformed_action == SL_ACT_DROP ? XDP_DROP : XDP_PASS);
+	}
+	/* The TCP header must lie inside the IP datagram, not in the frame's trailer: a first
+	 * fragment holding 8 bytes of TCP, padded with bytes that read as the rest of a header,
+	 * would otherwise pass as an ACK and be reassembled by the kernel into a SYN. */
+	{
+		__u32 dlen = 0, hoff = (__u32)((void *)th - l3);
+
+		if (iph)
+			dlen = bpf_ntohs(iph->tot_len);
+		else if (ip6)
+			dlen = bpf_ntohs(ip6->payload_len) + 40;
+		if (hoff + th->doff * 4 > dlen) {
+			set = bpf_map_lookup_elem(&sl_settings, &zero);
+			if (frag != FRAG_NONE)
+				return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
+			return record(SL_CLASS_NONE, SL_R_MAL_TCP_DOFF,
+				      !set || set->malformed_action == SL_ACT_DROP ? XDP_DROP :
+										     XDP_PASS);
+		}
 	}
 	flags = ((__u8 *)th)[13];
 	if ((flags & TF_SYN) && (flags & (TF_FIN | TF_RST)))
@@ -1773,7 +1820,7 @@ int sluice_xdp(struct xdp_md *ctx)
 		return record(SL_CLASS_NONE, SL_R_NOT_LOCAL, XDP_PASS);
 
 	if (!(flags & TF_SYN)) {
-		if (port->action == SL_ACT_REPLY || port->front == SL_FRONT_STATELESS) {
+		if (marked) {
 			crc = sl_cookie_segment(ctx, pk);
 			if (crc == NEED_JUDGE)
 				return sl_decide(ctx, pk);

@@ -728,7 +728,7 @@ static void vary_l2_l3(struct spec *s)
 	pick_dmac(s->dmac);
 	pick_smac(s->smac);
 	r = below(100);
-	s->vlans = r < 60 ? 0 : r < 84 ? 1 : r < 98 ? 2 : 3;
+	s->vlans = r < 60 ? 0 : r < 84 ? 1 : r < 96 ? 2 : r < 98 ? 3 : 3 + (int)below(7);
 	if (chance(3))
 		s->version = (int)below(16);
 	if (chance(4))
@@ -781,7 +781,7 @@ static void vary_l2_l3(struct spec *s)
 struct ref {
 	int eth;
 	int n_vlan;
-	uint8_t tags[8];      /* as they sit at bytes 12..19: TPID, TCI per tag */
+	uint8_t tags[4 * SL_MAX_VLAN]; /* as they sit from byte 12: TPID, TCI per tag */
 	int family;           /* 4, 6, or 0 */
 	size_t l3, l4;
 	uint8_t saddr[16], daddr[16];
@@ -817,7 +817,7 @@ static void ref_parse(const uint8_t *f, size_t len, struct ref *r)
 	et = rd16(f + 12);
 	while (is_vlan(et)) {
 		if (r->n_vlan == SL_MAX_VLAN) {
-			r->why = "more than two VLAN tags";
+			r->why = "more VLAN tags than the datapath reads";
 			return;
 		}
 		if (off + 4 > len) {
@@ -1609,7 +1609,7 @@ static void mutate(struct input *in)
 
 struct rview {
 	int n_vlan;
-	uint8_t tags[8];
+	uint8_t tags[4 * SL_MAX_VLAN];
 	int family;
 	uint8_t saddr[16], daddr[16];
 	uint16_t sport, dport;
@@ -1906,7 +1906,7 @@ static void check_reply(struct run_ctx *c)
 
 		if (memcmp(c->out, f + 6, 6) || memcmp(c->out + 6, f, 6))
 			snprintf(what, sizeof(what), "Ethernet addresses not swapped");
-		else if (v.n_vlan != r->n_vlan || memcmp(v.tags, r->tags, 8))
+		else if (v.n_vlan != r->n_vlan || memcmp(v.tags, r->tags, 4 * (size_t)r->n_vlan))
 			snprintf(what, sizeof(what), "%d VLAN tag(s) for the input's %d, or other "
 				 "tags", v.n_vlan, r->n_vlan);
 		else if (v.family != r->family)

@@ -1130,11 +1130,14 @@ static void drop_port(struct env *e)
 	if (v.ok)
 		diag("  it was answered: flags %#x seq %u (ISS%+d) ack ISN%+d", v.flags, v.seq,
 		     (int)(v.seq - c.iss), (int)(v.ack - c.isn));
-	step(e, "drop port: a bare FIN of the shed connection gets no answer", in,
-	     seg(&c, F_ACK | F_FIN, done, c.iss + 1, NULL, in), XDP_DROP, "none/cookie_drop", &v);
-	if (v.ok)
-		diag("  it was answered: flags %#x seq %u (ISS%+d) ack ISN%+d", v.flags, v.seq,
-		     (int)(v.seq - c.iss), (int)(v.ack - c.isn));
+	/* Its client, giving up, closes: the reset the kernel gives a segment of no connection,
+	 * so the client does not hold its tuple in FIN_WAIT1 retransmitting the FIN. */
+	step(e, "drop port: a bare FIN of the shed connection gets a reset", in,
+	     seg(&c, F_ACK | F_FIN, done, c.iss + 1, NULL, in), XDP_TX, "none/cookie_fin", &v);
+	tap(v.ok && v.flags == (F_RST | F_ACK) && v.seq == c.iss + 1 && v.ack == done + 1 &&
+	    v.paylen == 0,
+	    "drop port: ... RST|ACK at seq = its ack, ack = its FIN + 1, nothing else (flags %#x "
+	    "seq ISS%+d ack ISN%+d)", v.flags, (int)(v.seq - c.iss), (int)(v.ack - c.isn));
 }
 
 /* ---- what gets no answer ------------------------------------------------------------------ */
