@@ -174,11 +174,13 @@ if CMD == "xff":
     out["direct"] = token("ci-bot-secret", None)
 
 elif CMD == "lock":
-    # One address (the proxy saw 203.0.113.12) tries alice's password from 12 forged /24s.
+    # One address (the proxy saw 203.0.113.12) tries alice's password from 12 forged /24s,
+    # each pushed where a reader keeping 16 lines would take it for the client.
     att = []
     for i in range(12):
+        forged = ["10.%d.0.1" % (i + 1)] * 20 + ["203.0.113.12"]
         att.append(status(form_post("/login", "username=alice&password=wrong-%d" % i,
-                                    "10.%d.0.1, 203.0.113.12" % (i + 1))))
+                                    forged)))
     out["attacker"] = att
     out["alice"] = status(form_post("/login", "username=alice&password=pw-alice",
                                     "198.51.100.20"))
