@@ -68,6 +68,10 @@ gateway: {
   admission = $2;
   reject_floor_ms = 250;
   max_connections = 8192;
+  # The crowd is one address, 127.0.0.1, standing in for clients everywhere: its share of the
+  # connection table (a sixteenth by default) would stop it at 512.
+  max_connections_per_prefix = 8192;
+  max_connections_per_parent = 8192;
   max_held = 8192;
 };
 # The crowd signs one account in from one address, over and over: the per-account counters
