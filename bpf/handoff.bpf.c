@@ -113,6 +113,43 @@ static long ts_step(__u32 idx, struct ts_opts *o)
 	return 0;
 }
 
+/*
+ * The tags a deep stack still holds in the frame, under the one the kernel took into
+ * skb->vlan_tci before this hook, stripped the way the kernel would strip them next: only
+ * when every tag is a priority tag (VLAN id 0), for which no VLAN device can exist. The kfunc
+ * keys on skb->protocol, which names the next tag until then. A stack holding a real VLAN id
+ * is left alone (its frame belongs to a VLAN device): -1, and the hand-off fails. A cookie
+ * goes back under at most SL_MAX_VLAN tags, so no first request of ours is under more.
+ * Invalidates every packet pointer.
+ */
+static __always_inline int strip_priority_tags(struct __sk_buff *skb)
+{
+	__u32 off = 12;
+	__u8 h[4];
+	int i, n;
+
+	if (skb->vlan_present && (skb->vlan_tci & 0x0fff))
+		return -1;
+	for (n = 0; n < SL_MAX_VLAN; n++) {
+		if (bpf_skb_load_bytes(skb, off, h, 4))
+			return -1;
+		if (!proto_is_vlan((__u16)(h[0] | (__u16)h[1] << 8)))
+			break;
+		if ((h[2] & 0x0f) || h[3])
+			return -1;
+		off += 4;
+	}
+	if (n == SL_MAX_VLAN)
+		return -1;
+	/* Each pop drops the tag in skb->vlan_tci and moves the next one there. */
+	for (i = 0; i < SL_MAX_VLAN; i++) {
+		if (i >= n || bpf_skb_vlan_pop(skb))
+			break;
+	}
+	return skb->protocol == bpf_htons(ETH_P_IP) || skb->protocol == bpf_htons(ETH_P_IPV6) ?
+		       0 : -1;
+}
+
 SEC("tc")
 int sluice_handoff(struct __sk_buff *skb)
 {
@@ -134,6 +171,10 @@ int sluice_handoff(struct __sk_buff *skb)
 	int proto, ret, reused = 0;
 
 	proto = parse_eth(&c);
+	/* The kernel took the outermost tag into skb->vlan_tci before this hook; the rest of a
+	 * deep stack is still in the frame, and XDP judged it whole. */
+	if (proto == -SL_R_MAL_VLAN_DEPTH)
+		proto = parse_eth_deep(&c, skb, (void *)(long)skb->data, 1);
 	if (proto == bpf_htons(ETH_P_IP))
 		proto = parse_ip4(&c, &iph, &frag);
 	else if (proto == bpf_htons(ETH_P_IPV6))
@@ -232,6 +273,11 @@ int sluice_handoff(struct __sk_buff *skb)
 	/* The kfunc's floor: IPv6 cannot go below 1220. */
 	if (!iph && attrs.mss < 1220)
 		attrs.mss = 1220;
+	/* From here no packet pointer is used: a deep tag stack may be stripped. */
+	if (proto_is_vlan((__u16)skb->protocol) && strip_priority_tags(skb)) {
+		bpf_sk_release(sk);
+		return count(SL_R_HANDOFF_FAIL);
+	}
 	if (o.wscale) {
 		attrs.wscale_ok = 1;
 		attrs.snd_wscale = o.wscale - 1;

@@ -68,7 +68,12 @@ static __always_inline int proto_is_vlan(__u16 h_proto)
 	return h_proto == bpf_htons(ETH_P_8021Q) || h_proto == bpf_htons(ETH_P_8021AD);
 }
 
-/* Ethernet plus up to SL_MAX_VLAN tags. Returns the EtherType (network order). */
+/*
+ * Ethernet plus up to SL_VLAN_UNROLLED tags, read in line. Returns the EtherType (network
+ * order), or -SL_R_MAL_VLAN_DEPTH when more tags follow: the program walks those under
+ * bpf_loop (parse_eth_deep), since the kernel strips priority tags without limit.
+ */
+#define SL_VLAN_UNROLLED 2
 static __always_inline int parse_eth(struct cursor *c)
 {
 	struct ethhdr *eth = c->pos;
@@ -82,7 +87,7 @@ static __always_inline int parse_eth(struct cursor *c)
 	c->pos = eth + 1;
 
 #pragma unroll
-	for (i = 0; i < SL_MAX_VLAN; i++) {
+	for (i = 0; i < SL_VLAN_UNROLLED; i++) {
 		if (!proto_is_vlan(proto))
 			break;
 		vh = c->pos;
@@ -94,6 +99,63 @@ static __always_inline int parse_eth(struct cursor *c)
 	if (proto_is_vlan(proto))
 		return -SL_R_MAL_VLAN_DEPTH;
 	return proto;
+}
+
+struct vlan_walk {
+	void *ctx;       /* the program's context: struct xdp_md or struct __sk_buff */
+	__u32 off;       /* offset of the next tag (TPID, TCI), then of the EtherType after it */
+	__u32 len;
+	__u16 proto;     /* the EtherType after the last tag read (network order) */
+	__u8 done;       /* 1: past the tags; 2: cut short */
+};
+
+/* One tag: its TCI and the EtherType after it (bytes 2..3 of the 4 read at the tag's TCI).
+ * @off points at a tag's TCI, so the EtherType read is the next TPID or the payload's. */
+#define VLAN_WALK_STEP(name, load)                                                     \
+	static long name(__u32 idx, struct vlan_walk *w)                               \
+	{                                                                              \
+		__u8 h[4];                                                             \
+                                                                                       \
+		if (w->off + 4 > w->len || w->off > 0x3fff || load(w->ctx, w->off, h, 4)) { \
+			w->done = 2;                                                   \
+			return 1;                                                      \
+		}                                                                      \
+		w->proto = (__u16)(h[2] | (__u16)h[3] << 8); /* kept in network order */ \
+		w->off += 4;                                                           \
+		if (!proto_is_vlan(w->proto)) {                                        \
+			w->done = 1;                                                   \
+			return 1;                                                      \
+		}                                                                      \
+		return 0;                                                              \
+	}
+
+VLAN_WALK_STEP(vlan_walk_step_xdp, bpf_xdp_load_bytes)
+VLAN_WALK_STEP(vlan_walk_step_skb, bpf_skb_load_bytes)
+
+/*
+ * The rest of a deep tag stack, after parse_eth returned -SL_R_MAL_VLAN_DEPTH with the cursor
+ * past its SL_VLAN_UNROLLED tags (c->pos - 2 holds the next TPID): the EtherType with the
+ * cursor past every tag, or a negative reason. @skb says which kind @ctx is. The loop's
+ * bound, SL_MAX_VLAN_WALK, is a 9000-byte frame's worth of tags.
+ */
+#define SL_MAX_VLAN_WALK 2300
+static __always_inline int parse_eth_deep(struct cursor *c, void *ctx, void *data, int skb)
+{
+	struct vlan_walk w = {};
+
+	w.ctx = ctx;
+	w.off = (__u32)(c->pos - data); /* the next tag's TCI: its TPID was the EtherType read */
+	w.len = (__u32)(c->end - data);
+	if (skb)
+		bpf_loop(SL_MAX_VLAN_WALK, vlan_walk_step_skb, &w, 0);
+	else
+		bpf_loop(SL_MAX_VLAN_WALK, vlan_walk_step_xdp, &w, 0);
+	if (w.done != 1)
+		return w.done == 2 ? -SL_R_MAL_VLAN : -SL_R_MAL_VLAN_DEPTH;
+	if (w.off > 0x3fff || data + w.off > c->end)
+		return -SL_R_MAL_VLAN;
+	c->pos = data + w.off;
+	return w.proto;
 }
 
 /* Where a datagram sits in its fragment train. */

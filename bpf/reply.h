@@ -63,7 +63,7 @@ enum reply_kind {
  * packet pointer). Addresses and ports are already the reply's (swapped). */
 struct reply {
 	__u8 dmac[6], smac[6];
-	__be16 vlan[4];      /* up to SL_MAX_VLAN (TPID, TCI) pairs, as they came */
+	__be16 vlan[2 * SL_MAX_VLAN]; /* up to SL_MAX_VLAN (TPID, TCI) pairs, as they came */
 	__u8 n_vlan;
 	__u8 family;
 	__u8 kind;           /* enum reply_kind */
@@ -242,7 +242,7 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 
 	if (!ctx || !r)
 		return XDP_DROP;
-	l2 = 14 + 4 * (r->n_vlan & 3);
+	l2 = 14 + 4 * (r->n_vlan > SL_MAX_VLAN ? SL_MAX_VLAN : r->n_vlan);
 	l3 = r->family == SL_FAM_V4 ? 20 : 40;
 	if (r->kind == REPLY_SYNACK)
 		l4 = r->ts ? 40 : 24;
@@ -254,7 +254,7 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 	end = xdp_data_end(ctx);
 	have = end - data;
 	delta = (long)want - have;
-	if (l2 > 22)
+	if (l2 > 14 + 4 * SL_MAX_VLAN)
 		return XDP_DROP;
 	if (delta > 0) {
 		if (bpf_xdp_adjust_head(ctx, (int)-delta))
@@ -267,25 +267,26 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 	data = xdp_data(ctx);
 	end = xdp_data_end(ctx);
 	p = data;
-	if ((void *)(p + 22) > end)
+	if ((void *)(p + 14) > end)
 		return XDP_DROP;
 	__builtin_memcpy(p, r->dmac, 6);
 	__builtin_memcpy(p + 6, r->smac, 6);
-	if (r->n_vlan == 0) {
-		*(__be16 *)(p + 12) = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP : ETH_P_IPV6);
-	} else {
-		*(__be16 *)(p + 12) = r->vlan[0];
-		*(__be16 *)(p + 14) = r->vlan[1];
-		if (r->n_vlan == 1) {
-			*(__be16 *)(p + 16) = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP :
-							ETH_P_IPV6);
-		} else {
-			*(__be16 *)(p + 16) = r->vlan[2];
-			*(__be16 *)(p + 18) = r->vlan[3];
-			*(__be16 *)(p + 20) = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP :
-							ETH_P_IPV6);
-		}
+	/* The tags, then the EtherType. The count varies, so all SL_MAX_VLAN slots go through
+	 * the store helper at one constant size; what lies past the last real tag is
+	 * overwritten by the EtherType and the headers below (every reply is longer). */
+	if (l2 > 14 && bpf_xdp_store_bytes(ctx, 12, r->vlan, sizeof(r->vlan)))
+		return XDP_DROP;
+	{
+		__be16 et = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP : ETH_P_IPV6);
+
+		if (bpf_xdp_store_bytes(ctx, (l2 - 2) & 0x3f, &et, 2))
+			return XDP_DROP;
 	}
+	data = xdp_data(ctx);
+	end = xdp_data_end(ctx);
+	p = data;
+	if (l2 > 14 + 4 * SL_MAX_VLAN || (void *)(p + l2) > end)
+		return XDP_DROP;
 	p += l2;
 
 	switch (r->kind) {

@@ -758,25 +758,22 @@ static __always_inline void conn_key_of(struct sl_conn_key *ck, const struct src
 }
 
 /* Fill the parts of a reply that mirror the incoming frame. */
-static __always_inline int reply_from(struct reply *r, const struct xdp_md *ctx,
+static __always_inline int reply_from(struct reply *r, struct xdp_md *ctx,
 				      const struct pkt *pk)
 {
 	void *data = xdp_data(ctx), *end = xdp_data_end(ctx);
 	__u8 *p = data;
 
-	if ((void *)(p + 22) > end || pk->n_vlan > SL_REPLY_MAX_VLAN)
+	if ((void *)(p + 22) > end || pk->n_vlan > SL_MAX_VLAN)
 		return -1;
 	__builtin_memcpy(r->dmac, p + 6, 6);
 	__builtin_memcpy(r->smac, p, 6);
 	r->n_vlan = pk->n_vlan;
-	if (pk->n_vlan > 0) {
-		r->vlan[0] = *(__be16 *)(p + 12);
-		r->vlan[1] = *(__be16 *)(p + 14);
-	}
-	if (pk->n_vlan > 1) {
-		r->vlan[2] = *(__be16 *)(p + 16);
-		r->vlan[3] = *(__be16 *)(p + 18);
-	}
+	/* The tags as they came (TPID, TCI pairs). Their number varies, so the helper reads all
+	 * SL_MAX_VLAN slots at one constant size: any frame here holds an IP and a TCP header
+	 * after its tags, more than the 32 bytes, and what follows the last tag is not used. */
+	if (pk->n_vlan && bpf_xdp_load_bytes(ctx, 12, r->vlan, sizeof(r->vlan)))
+		return -1;
 	r->family = pk->s.family;
 	__builtin_memcpy(r->saddr, pk->s.daddr, 16);
 	__builtin_memcpy(r->daddr, pk->s.saddr, 16);
@@ -1596,6 +1593,10 @@ __noinline int sl_syn(struct xdp_md *ctx, struct pkt *pk)
 				*slot = (__u32)(now / NS_PER_S) ?: 1; /* 0 marks a cold slot */
 			return record(SL_CLASS_NONE, SL_R_TW_REUSE, XDP_PASS);
 		}
+		/* Under more tags than a reply carries back, no cookie can reach the client; the
+		 * kernel would take the SYN, so it is not passed either. */
+		if (pk->n_vlan > SL_MAX_VLAN)
+			return record(SL_CLASS_NONE, SL_R_MAL_VLAN_DEPTH, XDP_DROP);
 		return record(SL_CLASS_NONE, SL_R_HANDSHAKE, sl_send_synack(ctx, pk));
 	}
 
@@ -1656,13 +1657,15 @@ int sluice_xdp(struct xdp_md *ctx)
 	int proto, rc, crc = NOT_MINE, marked = 0;
 
 	proto = parse_eth(&c);
-	if (proto < 0) {
-		/* Deeper than SL_MAX_VLAN tags the port cannot be read, and the kernel, which strips
-		 * priority tags one after another, could still deliver it: not let through. */
+	if (proto == -SL_R_MAL_VLAN_DEPTH) {
+		/* More tags than the in-line parse reads: the kernel strips priority tags one
+		 * after another, so a frame under any number of them can reach a listener. */
+		proto = parse_eth_deep(&c, ctx, xdp_data(ctx), 0);
 		if (proto == -SL_R_MAL_VLAN_DEPTH)
 			return record(SL_CLASS_NONE, SL_R_MAL_VLAN_DEPTH, XDP_DROP);
-		return record(SL_CLASS_NONE, -proto, XDP_PASS);
 	}
+	if (proto < 0)
+		return record(SL_CLASS_NONE, -proto, XDP_PASS);
 	l3 = c.pos;
 	ip_off = (__u32)(l3 - xdp_data(ctx));
 	n_vlan = (ip_off - 14) >> 2;

@@ -29,9 +29,9 @@
 #ifndef SL_ASN_MAX_ENTRIES
 #define SL_ASN_MAX_ENTRIES (4u << 20) /* LPM trie cap; no preallocation, so only a ceiling */
 #endif
-#define SL_MAX_VLAN 8              /* 802.1Q/802.1ad tags parsed; a frame with more is dropped
-				    * (the kernel strips priority tags without limit) */
-#define SL_REPLY_MAX_VLAN 2        /* tags a reply can carry back; deeper frames get none */
+#define SL_MAX_VLAN 8              /* 802.1Q/802.1ad tags a reply carries back; frames with more
+				    * are judged (the kernel strips priority tags without limit)
+				    * and get no reply */
 #define SL_MAX_IP6_EXT 1024        /* IPv6 extension headers walked (bpf_loop): more than a
 				    * 9000-byte frame can hold, so every chain is read to its end */
 #define SL_CAS_TRIES 4             /* compare-and-swap attempts on one bucket */
@@ -56,7 +56,8 @@ enum sl_reason {
 	SL_R_WOULD_SHED_PARENT,  /* monitor mode: would have been SHED_PARENT, passed */
 	SL_R_MAL_ETH,            /* frame shorter than an Ethernet header */
 	SL_R_MAL_VLAN,           /* truncated VLAN tag */
-	SL_R_MAL_VLAN_DEPTH,     /* more than SL_MAX_VLAN tags: dropped */
+	SL_R_MAL_VLAN_DEPTH,     /* a stateless SYN under more tags than a reply carries
+				  * (SL_MAX_VLAN), or a stack past the walk: dropped */
 	SL_R_MAL_IP4,            /* truncated IPv4 header */
 	SL_R_MAL_IP4_IHL,        /* IHL < 5, or options run past the frame */
 	SL_R_MAL_IP6,            /* truncated IPv6 header */

@@ -119,16 +119,23 @@ static const struct fixture fixtures[] = {
 	  XDP_TX, "none", SL_R_HANDSHAKE },
 	{ "two VLAN tags: first request", { V4("203.0.113.14", 80), .vlans = 2 }, 0, 0,
 	  XDP_PASS, "residential", SL_R_FIRST_ADMITTED, 1 },
-	/* The kernel strips priority tags one after another, so deeper frames are judged too;
-	 * a reply carries at most two tags back, so a deeper SYN gets none. */
-	{ "three VLAN tags: judged; no SYN-ACK can carry three tags back, so dropped",
-	  { V4("203.0.113.15", 80), .vlans = 3 }, 0, 0, XDP_DROP, "none", SL_R_HANDSHAKE },
+	/* The kernel strips priority tags one after another, so frames under any number of
+	 * them are judged; a reply carries at most SL_MAX_VLAN (8) back, so a deeper SYN gets
+	 * none. */
+	{ "three VLAN tags: SYN answered", { V4("203.0.113.15", 80), .vlans = 3 }, 0, 0,
+	  XDP_TX, "none", SL_R_HANDSHAKE },
 	{ "three VLAN tags: a first request is judged like any", { V4("203.0.113.15", 80),
 	  .vlans = 3 }, 0, 0, XDP_PASS, "residential", SL_R_FIRST_ADMITTED, 1 },
+	{ "eight VLAN tags: SYN answered", { V4("203.0.113.16", 80), .vlans = 8 }, 0, 0,
+	  XDP_TX, "none", SL_R_HANDSHAKE },
 	{ "eight VLAN tags: still judged", { V4("203.0.113.16", 80), .vlans = 8 }, 0, 0,
 	  XDP_PASS, "residential", SL_R_FIRST_ADMITTED, 1 },
-	{ "nine VLAN tags: the port cannot be read, dropped", { V4("203.0.113.15", 80),
+	{ "nine VLAN tags: no SYN-ACK can carry nine back, so dropped", { V4("203.0.113.17", 80),
 	  .vlans = 9 }, 0, 0, XDP_DROP, "none", SL_R_MAL_VLAN_DEPTH },
+	{ "sixty VLAN tags: the first request judged", { V4("203.0.113.18", 80), .vlans = 60 },
+	  0, 0, XDP_PASS, "residential", SL_R_FIRST_ADMITTED, 1 },
+	{ "sixty VLAN tags cut short", { V4("203.0.113.18", 80), .vlans = 60 }, CUT_L3, -2,
+	  XDP_PASS, "none", SL_R_MAL_VLAN },
 	{ "VLAN tag cut short", { V4("203.0.113.15", 80), .vlans = 1 }, CUT_L3, -2,
 	  XDP_PASS, "none", SL_R_MAL_VLAN },
 	{ "Ethernet header only", { V4("203.0.113.15", 80) }, CUT_L3, 0,

@@ -88,7 +88,7 @@ struct view {
 	int ok;                     /* Ethernet, IP and TCP parsed; IP length = frame length */
 	uint8_t dmac[6], smac[6];
 	int n_vlan;
-	uint16_t tpid[2], tci[2];
+	uint16_t tpid[SL_MAX_VLAN + 1], tci[SL_MAX_VLAN + 1];
 	int family;
 	uint8_t saddr[16], daddr[16];
 	uint8_t ttl;
@@ -139,7 +139,7 @@ static struct view parse_reply(const uint8_t *f, size_t len)
 	memcpy(v.dmac, f, 6);
 	memcpy(v.smac, f + 6, 6);
 	et = (uint16_t)(f[off] << 8 | f[off + 1]);
-	while ((et == ETH_P_8021Q || et == ETH_P_8021AD) && v.n_vlan < 2 && off + 6 <= len) {
+	while ((et == ETH_P_8021Q || et == ETH_P_8021AD) && v.n_vlan <= SL_MAX_VLAN && off + 6 <= len) {
 		v.tpid[v.n_vlan] = et;
 		v.tci[v.n_vlan] = (uint16_t)(f[off + 2] << 8 | f[off + 3]);
 		v.n_vlan++;
@@ -514,7 +514,7 @@ static void check_envelope(const struct conn *c, const char *what, const struct 
 	bool vlans = v->n_vlan == c->n_vlan;
 	int i;
 
-	for (i = 0; i < c->n_vlan && i < 2 && vlans; i++)
+	for (i = 0; i < c->n_vlan && i < SL_MAX_VLAN && vlans; i++)
 		vlans = v->tci[i] == 100 + i &&
 			v->tpid[i] == ((c->n_vlan > 1 && i == 0) ? ETH_P_8021AD : ETH_P_8021Q);
 	tap(v->ok && v->ip_csum_ok && v->tcp_csum_ok && !v->ip_opts && v->ttl == 64,
@@ -899,6 +899,35 @@ static void synacks(struct env *e)
 		if (first_request(e, &c, "QinQ first request", NULL, XDP_TX,
 				  "hosting/shed_prefix+hosting/replied_429", &v))
 			check_429(&c, "QinQ 429", &v, strlen(request), 0);
+	}
+
+	/* Eight tags (SL_MAX_VLAN) go back as they came, on the SYN-ACK and the 429; a ninth is
+	 * judged (the kernel strips priority tags without limit) but no reply carries it. */
+	{
+		struct conn c = conn_of("198.51.140.20", 8080, 1);
+		struct synack_want w = { 1, 6, 8, 1, 0 };
+		uint8_t in[SEG_MAX], o[40];
+		size_t len;
+		struct view v;
+
+		c.n_vlan = SL_MAX_VLAN;
+		w.tsecr = c.tsval;
+		len = seg_raw(&c, F_SYN, c.isn, 0, o, syn_opts(SO_ALL, 1460, c.tsval, o), NULL, 0,
+			      in);
+		step(e, "eight tags: SYN", in, len, XDP_TX, "none/handshake", &v);
+		check_synack(e, &c, "eight tags: SYN", &v, len, &w);
+		req_from(e, "eight tags: spend the /24", "198.51.140.21", NULL, 8080, NULL, XDP_PASS,
+			 "hosting/first_admitted");
+		if (first_request(e, &c, "eight tags: first request", NULL, XDP_TX,
+				  "hosting/shed_prefix+hosting/replied_429", &v))
+			check_429(&c, "eight tags: 429", &v, strlen(request), 0);
+
+		c = conn_of("198.51.140.30", 8080, 1);
+		c.n_vlan = SL_MAX_VLAN + 1;
+		len = seg_raw(&c, F_SYN, c.isn, 0, o, syn_opts(SO_ALL, 1460, c.tsval, o), NULL, 0,
+			      in);
+		step(e, "nine tags: the SYN is judged, no SYN-ACK carries nine back: dropped", in,
+		     len, XDP_DROP, "none/malformed_vlan_depth", NULL);
 	}
 
 	/* A SYN|FIN or SYN|RST is never answered, even on a reply port. */

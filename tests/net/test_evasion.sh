@@ -85,7 +85,9 @@ sluicectl verdict add 2001:db8:66::/48 --action block --ttl 600 --reason "evasio
 expect_eq "two block verdicts are live" \
 	"$(sluicectl verdict list | grep -c block)" 2
 
-# The edge parses this many VLAN tags: as many are judged, one more cannot be.
+# A reply carries back this many VLAN tags. The edge reads any number (the kernel strips
+# priority tags one after another, so a frame under forty reaches a listener): deeper SYNs
+# are judged, and on the stateless front dropped, as no cookie can go back under them.
 NVLAN=$(sed -n 's/^#define SL_MAX_VLAN \([0-9]*\).*/\1/p' "$ROOT/include/sluice/abi.h")
 # tags N [FIRST]: N priority tags (VLAN id 0) for synprobe --vlan, the outermost FIRST (q0).
 tags() { local t=${2:-q0} i; for ((i = 1; i < $1; i++)); do t+=",q0"; done; echo "$t"; }
@@ -93,7 +95,9 @@ tags() { local t=${2:-q0} i; for ((i = 1; i < $1; i++)); do t+=",q0"; done; echo
 # The table: name, family, kind, synprobe shape options. Kinds: plain (judged as a plain SYN
 # on both fronts), frag (a fragmented SYN holding the whole TCP header: the stateless front
 # answers it as a plain SYN, the SYN front drops it), data (a SYN with data: the same),
-# cut (the edge cannot judge it: dropped everywhere), bad (SYN|FIN, SYN|RST: dropped).
+# deep (under more VLAN tags than a reply carries: judged as plain on the SYN front, dropped
+# on the stateless one), cut (the edge cannot judge it: dropped everywhere), bad (SYN|FIN,
+# SYN|RST: dropped).
 cat >"$NT_DIR/shapes.json" <<EOF
 [
  {"name": "v4 plain SYN", "fam": 4, "kind": "plain", "o": {}},
@@ -101,8 +105,9 @@ cat >"$NT_DIR/shapes.json" <<EOF
  {"name": "v4 one 802.1Q priority tag", "fam": 4, "kind": "plain", "o": {"vlan": "q0"}},
  {"name": "v4 $NVLAN VLAN tags (802.1ad, 802.1Q)", "fam": 4, "kind": "plain",
   "o": {"vlan": "$(tags "$NVLAN" ad0)"}},
- {"name": "v4 $((NVLAN + 1)) VLAN priority tags", "fam": 4, "kind": "cut",
+ {"name": "v4 $((NVLAN + 1)) VLAN priority tags", "fam": 4, "kind": "deep",
   "o": {"vlan": "$(tags $((NVLAN + 1)))"}},
+ {"name": "v4 40 VLAN priority tags", "fam": 4, "kind": "deep", "o": {"vlan": "$(tags 40)"}},
  {"name": "v4 fragments, the whole TCP header in the first", "fam": 4, "kind": "frag",
   "o": {"frag4": "header", "data": 16}},
  {"name": "v4 fragments, the whole header in the first, sent last first", "fam": 4,
@@ -130,8 +135,9 @@ cat >"$NT_DIR/shapes.json" <<EOF
  {"name": "v6 one 802.1Q priority tag", "fam": 6, "kind": "plain", "o": {"vlan": "q0"}},
  {"name": "v6 $NVLAN VLAN priority tags", "fam": 6, "kind": "plain",
   "o": {"vlan": "$(tags "$NVLAN")"}},
- {"name": "v6 $((NVLAN + 1)) VLAN priority tags", "fam": 6, "kind": "cut",
+ {"name": "v6 $((NVLAN + 1)) VLAN priority tags", "fam": 6, "kind": "deep",
   "o": {"vlan": "$(tags $((NVLAN + 1)))"}},
+ {"name": "v6 40 VLAN priority tags", "fam": 6, "kind": "deep", "o": {"vlan": "$(tags 40)"}},
  {"name": "v6 real fragments, TCP in the first", "fam": 6, "kind": "frag",
   "o": {"frag6": "first"}},
  {"name": "v6 real fragments, sent last first", "fam": 6, "kind": "frag",
@@ -216,7 +222,7 @@ print(sum(s["kind"] in sys.argv[2].split(",") for s in json.load(open(sys.argv[1
 }
 
 # --- 1. The attacker, under a block verdict, on every protected port: nothing, anywhere.
-for group in "plain,frag,data,bad" "cut"; do
+for group in "plain,frag,data,bad,deep" "cut"; do
 	n=$(batch "$NT_DIR/b.json" "$group" "$BAD4" "$BAD6" 80 8080 8082)
 	s0=$(stats) m0=$(mib)
 	run "$NT_DIR/b.json" --handshake --wait 1.2
@@ -235,13 +241,18 @@ expect_eq "blocked source: never charged, it has no bucket" "$(jget "$p" bucket.
 
 # --- 2. The control: the same shapes from the same source to a port sluice does not protect
 # reach the application, so every shape above is one the kernel takes. (SYN|FIN, SYN|RST and
-# an IPv6 first fragment cut inside the TCP header the kernel drops itself: RFC 8200 4.5.)
-n=$(batch "$NT_DIR/b.json" "plain,frag,data,cut,bad" "$BAD4" "$BAD6" 8081)
+# an IPv6 first fragment cut inside the TCP header the kernel drops itself: RFC 8200 4.5. A
+# first fragment whose header chain goes on into the next one, which this kernel reassembles
+# though RFC 8200 4.5 says to discard it, the edge drops whatever its port: the port cannot
+# be read from it.)
+n=$(batch "$NT_DIR/b.json" "plain,frag,data,cut,bad,deep" "$BAD4" "$BAD6" 8081)
 run "$NT_DIR/b.json" --handshake --wait 1.2
 while IFS='|' read -r ans outcome status acked name; do
 	case "$name" in
 	*"SYN|FIN"* | *"SYN|RST"* | *"8 bytes of TCP in the first"*)
 		expect_eq "control, $name: the kernel drops it too" "$ans" None ;;
+	*"the header chain goes on into the second"*)
+		expect_eq "control, $name: the edge drops it, its port unread" "$ans" None ;;
 	*)
 		expect_match "control, $name: reaches the application (200)" "$status" " 200 " ;;
 	esac
@@ -274,7 +285,7 @@ expect_eq "clean source, stateless front: $n first requests admitted and handed 
 
 # --- 4. A clean source on the SYN front: plain shapes go to the kernel (weighed, charged on
 # the ACK), fragmented SYNs and SYNs with data are dropped before the kernel sees them.
-n=$(batch "$NT_DIR/b.json" plain "$OK4" "$OK6" 8080)
+n=$(batch "$NT_DIR/b.json" plain,deep "$OK4" "$OK6" 8080)
 s0=$(stats)
 run "$NT_DIR/b.json" --handshake --wait 1.2
 s1=$(stats)
@@ -310,6 +321,18 @@ expect_eq "clean source, unjudgeable shapes ($n probes): the kernel saw no TCP s
 	"$(mib_delta "$m0" "$m1")" "0 0 0 0 0"
 expect_eq "clean source: SYN|FIN and SYN|RST counted as bad_flags" \
 	"$(reason_delta "$s0" "$s1" bad_flags)" $((2 * $(n_kind bad)))
+
+# --- 5b. A clean source under more VLAN tags than a reply carries, on the stateless front:
+# no cookie SYN-ACK can go back, so the SYN is dropped, counted, and the kernel sees nothing.
+n=$(batch "$NT_DIR/b.json" deep "$OK4" "$OK6" 80)
+s0=$(stats) m0=$(mib)
+run "$NT_DIR/b.json" --handshake --wait 1.2
+m1=$(mib) s1=$(stats)
+while IFS='|' read -r ans outcome status acked name; do
+	expect_eq "clean source, stateless front, $name: dropped" "$ans/$status" "None/None"
+done < <(each)
+expect_eq "clean source, stateless front, deep tag stacks ($n probes): counted malformed_vlan_depth, the kernel saw no TCP segment" \
+	"$(reason_delta "$s0" "$s1" malformed_vlan_depth) $(mib_delta "$m0" "$m1")" "$n 0 0 0 0 0"
 
 # --- 6. UDP, DNS-sized and fragmented, from both sources, to ports protected on TCP (80, 8080)
 # and to DNS: every datagram reaches the listener intact.
