@@ -8,7 +8,9 @@
 #    Date, body), none sooner than the floor, none with Retry-After;
 #  - a login refused by tenant_logins, the tenant's capacity (fail closed when Redis is out),
 #    is a 429 with Retry-After: it says nothing about the account, and telling a right
-#    password it is wrong would be worse than saying the tenant is busy.
+#    password it is wrong would be worse than saying the tenant is busy;
+#  - and the tenant's capacity judges a throttled login as it judges any other (issue 14): a
+#    spent pair, known or missing, gets that same 429, not the 401 that would tell it apart.
 # SL_DEBUG=1 leaves the directory and the daemon's log in place.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -113,4 +115,9 @@ expect_match "tenant_logins spent: the tenant is refused with a 429 (statuses:$s
 expect_ge "  ... with a Retry-After" "$(j "$r" retry_after)" 1
 m=$($PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$MPORT/metrics" sluice_gateway_shed_total tenant=default reason=tenant_logins)
 expect_ge "  ... counted as a tenant_logins shed on /metrics" "${m:-0}" 1
+st=""
+for r in "$(login alice nope4 192.0.2.1)" "$(login mallory nope 192.0.2.2)" "$(login alice nope 192.0.2.77)"; do
+	st="$st $(j "$r" status)"
+done
+expect_eq "  ... and so is a throttled pair, known or missing, like a fresh one: 429 x3" "$st" " 429 429 429"
 tap_done
