@@ -371,8 +371,9 @@ static void limits_json(struct gateway *g, FILE *f)
 	uint32_t active;
 	double floor = tenant_floor(c, &active);
 	uint64_t now = gw_now_ns();
-	static const int per_account[] = { SL_CTR_LOGIN_FAILURES, SL_CTR_MFA_ATTEMPTS,
-		SL_CTR_MFA_SENDS, SL_CTR_RESET_ACCOUNT, SL_CTR_REGISTER_ACCOUNT };
+	static const int per_account[] = { SL_CTR_LOGIN_FAILURES, SL_CTR_LOGIN_PARENT,
+		SL_CTR_MFA_ATTEMPTS, SL_CTR_MFA_SENDS, SL_CTR_RESET_ACCOUNT,
+		SL_CTR_REGISTER_ACCOUNT };
 	static const int per_tenant[] = { SL_CTR_TENANT_LOGINS, SL_CTR_TENANT_TOKENS,
 		SL_CTR_OUTBOUND, SL_CTR_RESET_TENANT, SL_CTR_REGISTER_TENANT };
 	struct json j;
