@@ -57,6 +57,7 @@ enum reply_kind {
 	REPLY_ACK,
 	REPLY_FINACK,
 	REPLY_RST,
+	REPLY_RST_IN,        /* a reset from the client to this host's kernel (XDP_PASS) */
 };
 
 /* Everything a reply needs, saved before the frame is rewritten (which invalidates every
@@ -301,6 +302,9 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 		break;
 	case REPLY_RST:
 		flags = TF_RST | TF_ACK;
+		break;
+	case REPLY_RST_IN:
+		flags = TF_RST;
 		break;
 	default:
 		flags = TF_ACK;

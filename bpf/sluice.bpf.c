@@ -782,6 +782,36 @@ static __always_inline int reply_from(struct reply *r, struct xdp_md *ctx,
 	return 0;
 }
 
+/*
+ * A reset from the client, built from scratch over @pk (a segment of it) and passed up to
+ * this host's kernel: it frees the request socket of a connection shed over it. RST alone at
+ * the client's sequence number, which is inside that socket's window (it took the first
+ * request's bytes), and no ACK bit (an ACK that is not the handshake's makes the listener
+ * reset the client instead); no timestamp, so PAWS does not apply.
+ */
+static __always_inline int reset_inbound(struct xdp_md *ctx, const struct pkt *pk,
+					 struct reply *rp)
+{
+	__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
+	if (reply_from(rp, ctx, pk))
+		return XDP_DROP;
+	/* reply_from addressed it back to the client: turn it round again. */
+	__builtin_memcpy(rp->saddr, pk->s.saddr, 16);
+	__builtin_memcpy(rp->daddr, pk->s.daddr, 16);
+	rp->sport = bpf_htons(pk->sport);
+	rp->dport = bpf_htons(pk->dport);
+	{
+		__u8 mac[6];
+
+		__builtin_memcpy(mac, rp->dmac, 6);
+		__builtin_memcpy(rp->dmac, rp->smac, 6);
+		__builtin_memcpy(rp->smac, mac, 6);
+	}
+	rp->kind = REPLY_RST_IN;
+	rp->seq = pk->seq;
+	return sl_emit_reply(ctx, rp) == XDP_TX ? XDP_PASS : XDP_DROP;
+}
+
 static __always_inline void outcome(void *map, __u32 idx, int shed)
 {
 	struct sl_outcome *o = bpf_map_lookup_elem(map, &idx);
@@ -1013,6 +1043,37 @@ static __always_inline struct sl_conn *shed_entry(struct sl_conn_key *ck, const 
 static __always_inline int absorb(struct xdp_md *ctx, const struct pkt *pk, struct sl_conn *c,
 				  struct reply *rp)
 {
+	/* Shed at its bare ACK, its request socket reset (owe_429): the request gets the 429
+	 * now, and the connection is an answered one from here on. A FIN before any request
+	 * gets the reset a closed port gives; anything else is absorbed. */
+	if (c->state == SL_CONN_OWED) {
+		if ((pk->flags & (TF_RST | TF_SYN)) || sl_martian(ctx, pk))
+			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+		if (!pk->payload && !(pk->flags & TF_FIN))
+			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+		if (reply_from(rp, ctx, pk))
+			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+		if (!pk->payload) {
+			rp->kind = REPLY_RST;
+			rp->seq = c->our_next;
+			rp->ack = pk->seq + 1;
+			return record(SL_CLASS_NONE, SL_R_COOKIE_FIN, sl_emit_reply(ctx, rp));
+		}
+		rp->kind = REPLY_429;
+		rp->seq = c->our_next;
+		rp->ack = pk->seq + pk->payload + (pk->flags & TF_FIN ? 1 : 0);
+		rp->retry_after = c->retry_after;
+		rp->ts = c->tsval != 0;
+		rp->tsval = c->tsval;
+		rp->tsecr = pk->ts ? pk->tsval : c->ts_recent;
+		/* Answered: its FIN and retransmissions are those of any 429'd connection. A
+		 * second CPU racing here sends a second, identical 429, which TCP discards. */
+		c->their_next = rp->ack;
+		c->our_next += SL_429_LEN + 1;
+		c->ts_recent = pk->tsval;
+		c->state = SL_CONN_SHED;
+		return record(c->class_id, SL_R_REPLIED_429, sl_emit_reply(ctx, rp));
+	}
 	/* A dropped connection was sent nothing. When its client gives up and closes, it gets
 	 * the reset the kernel gives a segment of no connection, so it is not left holding its
 	 * tuple in FIN_WAIT1 while it retransmits the FIN. */
@@ -1089,6 +1150,36 @@ static __always_inline int answer_429(struct xdp_md *ctx, const struct pkt *pk,
 	emit_event(set, &pk->s, &ws->d.key, ws->d.class_id, SL_R_REPLIED_429, SL_ACT_REPLY,
 		   pk->dport, rp->retry_after, now);
 	return record(ws->d.class_id, SL_R_REPLIED_429, sl_emit_reply(ctx, rp));
+}
+
+/*
+ * A kernel handshake's bare ACK, shed on a reply port (SYN front, or a stateless port's tuple
+ * reused over a TIME_WAIT). A 429 needs the request it answers, and the kernel's request
+ * socket, which never sees this ACK, would hold the tuple for as long as it resends its
+ * SYN-ACK: a client reconnecting on the same port at once was answered from it with a reset.
+ * So the ACK goes up as a reset that frees the socket, the connection is remembered as owed
+ * its 429, and absorb() answers its request when it comes.
+ */
+static __always_inline int owe_429(struct xdp_md *ctx, const struct pkt *pk,
+				   const struct sl_settings *set, struct req_scratch *ws,
+				   struct reply *rp, __u64 now)
+{
+	struct sl_conn *c = &ws->cv;
+
+	__builtin_memset(c, 0, sizeof(*c));
+	c->our_next = pk->ack;
+	c->their_next = pk->seq;
+	c->expires_ns = now + SL_SHED_TTL_NS;
+	c->state = SL_CONN_OWED;
+	c->tsval = pk->ts && pk->our_tsval ? pk->our_tsval : 0;
+	c->ts_recent = pk->tsval;
+	c->retry_after = (__u16)sl_retry_after(set, now, &ws->d);
+	c->class_id = (__u16)ws->d.class_id;
+	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, pk->iss);
+	if (bpf_map_update_elem(&sl_shed, &ws->ck, c, BPF_NOEXIST))
+		return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP); /* a retransmission */
+	record(ws->d.class_id, ws->d.reason, -1); /* the shed; its 429 is counted when sent */
+	return record(SL_CLASS_NONE, SL_R_REQSK_RESET, reset_inbound(ctx, pk, rp));
 }
 
 /* Remember a connection that was shed by a drop, so its retransmissions are not judged again.
@@ -1353,10 +1444,18 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 			}
 			return record(ws->d.class_id, SL_R_PASSED, XDP_PASS);
 		}
-		/* A 429 needs the request it answers; a bare ACK shed on a reply port is
-		 * dropped, and the request that follows it gets the answer. */
-		if (!pk->payload)
+		/* A 429 needs the request it answers: a bare ACK shed on a reply port frees the
+		 * kernel's request socket, and the request that follows gets the 429. On a drop
+		 * port the socket stays: the kernel re-sends its SYN-ACK, and each try is
+		 * weighed again (the tarpit a drop port wants). */
+		if (!pk->payload) {
+			if (ws->d.action == SL_ACT_REPLY && !(pk->flags & (TF_FIN | TF_RST))) {
+				emit_event(set, &pk->s, &ws->d.key, ws->d.class_id, ws->d.reason,
+					   ws->d.action, pk->dport, 0, now);
+				return owe_429(ctx, pk, set, ws, rp, now);
+			}
 			ws->d.action = SL_ACT_DROP;
+		}
 	}
 shed:
 	emit_event(set, &pk->s, &ws->d.key, ws->d.class_id, ws->d.reason, ws->d.action,
@@ -1465,6 +1564,18 @@ __noinline int sl_syn_verify(struct xdp_md *ctx, struct pkt *pk)
 			conn = shed_entry(&ws->ck, pk, pk->ack - SL_429_LEN - 2, now);
 	}
 	if (conn && (!proven || !pk->payload)) {
+		/* Shed over the kernel's request socket, which would hold the tuple (a reconnect
+		 * on it is answered from there) and send its SYN-ACK again for a minute: the
+		 * client's reset goes to it, and so does its first ACK of the 429, turned into
+		 * one. Its FIN is acknowledged as any (a client whose FIN carries that first ACK
+		 * leaves the socket to the kernel's SYN-ACK retransmission, which it resets). */
+		if (state == BPF_TCP_NEW_SYN_RECV) {
+			if (pk->flags & TF_RST)
+				return record(SL_CLASS_NONE, SL_R_REQSK_RESET, XDP_PASS);
+			if (!(pk->flags & (TF_FIN | TF_SYN)) && !pk->payload)
+				return record(SL_CLASS_NONE, SL_R_REQSK_RESET,
+					      reset_inbound(ctx, pk, rp));
+		}
 		__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
 		sl_read_ts(ctx, pk);
 		return absorb(ctx, pk, conn, rp);

@@ -101,6 +101,10 @@ enum sl_reason {
 				  * socket for (its TIME_WAIT): passed to the kernel, which reopens
 				  * it by its own rules; charged at the verified ACK like the SYN
 				  * front. (TC: a first request handed to the listener past one.) */
+	SL_R_REQSK_RESET,        /* a segment of a connection shed over the kernel's request
+				  * socket (SYN front; a stateless TIME_WAIT reuse): the client's
+				  * RST, or its first ACK of the 429 turned into one, passed so the
+				  * kernel frees the tuple at once */
 	SL_R__MAX
 };
 _Static_assert(SL_R__MAX <= SL_REASON_SLOTS, "reasons outgrew the reserved counter slots");
@@ -339,6 +343,9 @@ enum sl_conn_state {
 	SL_CONN_SHED = 1,       /* answered (429) or dropped: absorb the rest */
 	SL_CONN_ADMITTED = 2,   /* stateless front: handed to the kernel, let the rest through */
 	SL_CONN_DROPPED = 3,    /* shed by a drop: we sent nothing, so we answer nothing */
+	SL_CONN_OWED = 4,       /* shed at the bare ACK of a kernel handshake on a reply port:
+				 * the kernel's request socket was reset, the 429 answers the
+				 * request when it comes */
 };
 
 struct sl_conn {
@@ -348,7 +355,8 @@ struct sl_conn {
 	__u32 state;            /* enum sl_conn_state */
 	__u32 tsval;            /* our TSval on this connection; 0: no timestamps */
 	__u32 ts_recent;        /* the client's latest TSval, echoed in our replies */
-	__u32 pad;
+	__u16 retry_after;      /* SL_CONN_OWED: the 429's Retry-After, fixed at the shed */
+	__u16 class_id;         /* SL_CONN_OWED: the class the shed was counted under */
 };
 
 /* Addresses this node serves (the kernel's local routing table, kept by sluiced), keyed like

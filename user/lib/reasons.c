@@ -46,6 +46,7 @@ static const char *const names[] = {
 	[SL_R_FRAG_LATER] = "fragment_later",
 	[SL_R_ESTABLISHED] = "established",
 	[SL_R_TW_REUSE] = "time_wait_reuse",
+	[SL_R_REQSK_RESET] = "reqsk_reset",
 };
 _Static_assert(sizeof(names) / sizeof(names[0]) == SL_R__MAX, "a reason has no name");
 
