@@ -112,9 +112,11 @@ struct {
  *  - sl_conns: admitted first requests, so the racing segments of their first burst pass
  *    before the kernel has made the socket. Only admitted connections create one, so a
  *    source creates them no faster than its budget lets it in.
- *  - sl_shed: connections answered with a 429 (or dropped), so their leftovers are absorbed
- *    and their FIN acknowledged. A shed source can churn this map, and losing an entry
- *    costs nothing: the leftover is dropped or reset, as the kernel would with no socket.
+ *  - sl_shed: connections shed over a kernel handshake (SYN front, a stateless tuple reused
+ *    over a TIME_WAIT), answered with a 429 (or owed one, or dropped), so their leftovers are
+ *    absorbed and their FIN acknowledged; cookie connections' are tags in sl_shed_sets. A
+ *    shed source can churn either, and losing an entry costs nothing: the leftover is
+ *    dropped or reset, as the kernel would with no socket.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -131,6 +133,16 @@ struct {
 	__type(value, struct sl_conn);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_shed SEC(".maps");
+
+/* Cookie connections shed (see struct sl_shed_set); sl_shed keeps those shed over a kernel
+ * handshake, whose leftovers need more than a tag. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_SHED_SETS);
+	__type(key, __u32);
+	__type(value, struct sl_shed_set);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_shed_sets SEC(".maps");
 
 /*
  * SYN front: when a SYN was last passed to the kernel, per slot of a keyed hash of its
@@ -156,6 +168,16 @@ struct {
 	__type(value, struct sl_local_val);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_local_host SEC(".maps");
+
+/* Bumped by sluiced each time it has rewritten the two tables above: the per-CPU cache of the
+ * last destination asked (sl_local_cache) holds only while it stands. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_local_gen SEC(".maps");
 
 /* The addresses this node serves (sluiced mirrors the kernel's local routing table). */
 struct {

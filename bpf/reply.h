@@ -64,7 +64,8 @@ enum reply_kind {
  * packet pointer). Addresses and ports are already the reply's (swapped). */
 struct reply {
 	__u8 dmac[6], smac[6];
-	__be16 vlan[2 * SL_MAX_VLAN]; /* up to SL_MAX_VLAN (TPID, TCI) pairs, as they came */
+	__be16 vlan[2 * SL_MAX_VLAN + 1]; /* up to SL_MAX_VLAN (TPID, TCI) pairs as they came,
+					   * then room for the EtherType */
 	__u8 n_vlan;
 	__u8 family;
 	__u8 kind;           /* enum reply_kind */
@@ -275,17 +276,22 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 	/* The tags, then the EtherType. The count varies, so all SL_MAX_VLAN slots go through
 	 * the store helper at one constant size; what lies past the last real tag is
 	 * overwritten by the EtherType and the headers below (every reply is longer). */
-	if (l2 > 14 && bpf_xdp_store_bytes(ctx, 12, r->vlan, sizeof(r->vlan)))
-		return XDP_DROP;
-	{
-		__be16 et = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP : ETH_P_IPV6);
+	if (l2 > 14) {
+		/* The EtherType goes in after the last tag, and the whole array (one constant
+		 * size) through the helper. */
+		__u32 i = (l2 - 14) / 2;
 
-		if (bpf_xdp_store_bytes(ctx, (l2 - 2) & 0x3f, &et, 2))
+		if (i > 2 * SL_MAX_VLAN)
 			return XDP_DROP;
+		r->vlan[i] = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP : ETH_P_IPV6);
+		if (bpf_xdp_store_bytes(ctx, 12, r->vlan, sizeof(r->vlan)))
+			return XDP_DROP;
+		data = xdp_data(ctx);
+		end = xdp_data_end(ctx);
+		p = data;
+	} else {
+		*(__be16 *)(p + 12) = bpf_htons(r->family == SL_FAM_V4 ? ETH_P_IP : ETH_P_IPV6);
 	}
-	data = xdp_data(ctx);
-	end = xdp_data_end(ctx);
-	p = data;
 	if (l2 > 14 + 4 * SL_MAX_VLAN || (void *)(p + l2) > end)
 		return XDP_DROP;
 	p += l2;

@@ -97,6 +97,7 @@ __noinline int sl_cookie_ok(const struct sl_conn_id *id, const struct cookie_q *
  * retransmission of its first request (sent only while the kernel's ACK has not arrived,
  * i.e. within a few retransmission timeouts) is passed, never judged again. */
 #define SL_SHED_TTL_NS (10ull * 1000000000ull)
+#define SL_SHED_TTL_S 10u
 #define SL_RACE_TTL_NS (10ull * 1000000000ull)
 #define NS_PER_S 1000000000ull
 
@@ -825,7 +826,7 @@ static __always_inline void outcome(void *map, __u32 idx, int shed)
 }
 
 /* Is @addr one of this node's? The exact table first; the trie only if wider prefixes exist. */
-static __always_inline int local_addr(const __u8 *addr, __u8 family)
+static __always_inline int local_addr_lookup(const __u8 *addr, __u8 family)
 {
 	const struct sl_settings *set;
 	struct sl_lpm_key lk;
@@ -838,6 +839,50 @@ static __always_inline int local_addr(const __u8 *addr, __u8 family)
 	if (!set || !set->local_nets)
 		return family == SL_FAM_V4 ? addr[0] == 127 : 0; /* loopback, always local */
 	return bpf_map_lookup_elem(&sl_local, &lk) != NULL;
+}
+
+/* The last destination each CPU asked about, and the answer, while sl_local_gen stands: a
+ * node's traffic goes to a handful of addresses, and the hash lookup it saves is a tenth of
+ * a 429's time. A flood aimed at many addresses only misses it. */
+struct local_cache {
+	__u64 gen;
+	__u64 a0, a1;            /* the address, as two words */
+	__u8 family;
+	__u8 local;
+	__u8 valid;
+	__u8 pad[5];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct local_cache);
+} sl_local_cache SEC(".maps");
+
+static __always_inline int local_addr(const __u8 *addr, __u8 family)
+{
+	struct local_cache *lc;
+	__u64 *gen, a0, a1;
+	__u32 zero = 0;
+	int local;
+
+	gen = bpf_map_lookup_elem(&sl_local_gen, &zero);
+	lc = bpf_map_lookup_elem(&sl_local_cache, &zero);
+	if (!gen || !lc)
+		return local_addr_lookup(addr, family);
+	__builtin_memcpy(&a0, addr, 8);
+	__builtin_memcpy(&a1, addr + 8, 8);
+	if (lc->valid && lc->gen == *gen && lc->family == family && lc->a0 == a0 && lc->a1 == a1)
+		return lc->local;
+	local = local_addr_lookup(addr, family);
+	lc->gen = *gen;
+	lc->a0 = a0;
+	lc->a1 = a1;
+	lc->family = family;
+	lc->local = (__u8)local;
+	lc->valid = 1;
+	return local;
 }
 
 /*
@@ -1038,6 +1083,116 @@ static __always_inline struct sl_conn *shed_entry(struct sl_conn_key *ck, const 
 	return c && now < c->expires_ns ? c : NULL;
 }
 
+/* What sl_decide() is asked to decide, set by whoever proved the source. */
+enum stage {
+	STAGE_FIRST_REQUEST = 1, /* stateless front: a cookie connection's first request */
+	STAGE_COOKIE_SHED,       /* SYN front, reply port: a connection shed at its SYN */
+	STAGE_VERIFIED,          /* SYN front: the segment that completed a kernel handshake */
+};
+
+/*
+ * The tag table of shed cookie connections (struct sl_shed_set). Plain stores: a torn pair
+ * from a racing CPU mismatches its tag at worst, and a mismatch only forgets a connection.
+ * Returns the state remembered for @ck (SL_CONN_SHED or SL_CONN_DROPPED), or 0.
+ */
+/* The key's set and tag (sl_shed_hash), out of line: inlined, its eleven rounds cost the
+ * callers' stack frames more than the verifier's 512 bytes allow along their call chains. */
+static __noinline __u64 shed_key_hash(const struct sl_conn_key *ck, __u32 seed)
+{
+	if (!ck)
+		return 0;
+	return sl_shed_hash(ck, seed);
+}
+
+static __noinline __u32 shed_tag_find(__u64 h, __u32 now_s)
+{
+	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = h >> 32;
+	struct sl_shed_set *ss = bpf_map_lookup_elem(&sl_shed_sets, &idx);
+	int i;
+
+	if (!ss)
+		return 0;
+#pragma unroll
+	for (i = 0; i < SL_SHED_WAYS; i++)
+		if ((ss->way[i].tag & ~SL_SHED_TAG_DROPPED) == tag && ss->way[i].until > now_s)
+			return ss->way[i].tag & SL_SHED_TAG_DROPPED ? SL_CONN_DROPPED :
+								      SL_CONN_SHED;
+	return 0;
+}
+
+/* Remember the connection hashed to @h as shed (@state SL_CONN_SHED or SL_CONN_DROPPED)
+ * until @until: an empty or expired way, else the one that expires first. 0 when it was
+ * remembered already. */
+static __noinline int shed_tag_add(__u64 h, __u32 now_s, __u32 until, __u32 state)
+{
+	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = h >> 32, low = ~0u;
+	struct sl_shed_set *ss = bpf_map_lookup_elem(&sl_shed_sets, &idx);
+	int i, victim = 0;
+
+	if (!ss)
+		return 1;
+#pragma unroll
+	for (i = 0; i < SL_SHED_WAYS; i++) {
+		__u32 u = ss->way[i].until;
+
+		if ((ss->way[i].tag & ~SL_SHED_TAG_DROPPED) == tag && u > now_s)
+			return 0;
+		if (!ss->way[i].tag || u <= now_s)
+			u = 0;
+		if (u < low) {
+			low = u;
+			victim = i;
+		}
+	}
+	if (state == SL_CONN_DROPPED)
+		tag |= SL_SHED_TAG_DROPPED;
+	/* Written one way at a time by index: the verifier wants a constant offset. */
+#pragma unroll
+	for (i = 0; i < SL_SHED_WAYS; i++) {
+		if (i == victim) {
+			ss->way[i].until = until;
+			ss->way[i].tag = tag;
+		}
+	}
+	return 1;
+}
+
+/*
+ * A shed cookie connection's entry, as absorb() wants it, made from its tag and the segment:
+ * after our 429 and FIN our next sequence number is ISS + 97, our TSval is what the client
+ * echoes, its own the one to echo. NULL when no tag speaks for (tuple, @iss).
+ */
+static __noinline struct sl_conn *cookie_tag(struct req_scratch *ws, const struct pkt *pk,
+					     const struct sl_settings *set, __u32 iss, __u64 now)
+{
+	__u32 st;
+
+	if (!ws || !pk || !set)
+		return NULL;
+	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+	st = shed_tag_find(shed_key_hash(&ws->ck, set->hash_seed), (__u32)(now / NS_PER_S));
+	if (!st)
+		return NULL;
+	__builtin_memset(&ws->cv, 0, sizeof(ws->cv));
+	ws->cv.state = st;
+	ws->cv.our_next = st == SL_CONN_SHED ? iss + 1 + SL_429_LEN + 1 : iss + 1;
+	ws->cv.their_next = pk->seq;
+	ws->cv.tsval = pk->ts ? pk->tsecr : 0;
+	ws->cv.ts_recent = pk->tsval;
+	return &ws->cv;
+}
+
+/* A marked segment's decided connection: a cookie connection's tag, else an entry of
+ * sl_shed (a connection shed over a kernel handshake, whose ISS may carry the marker too). */
+static __always_inline struct sl_conn *cookie_shed(struct req_scratch *ws, const struct pkt *pk,
+						   const struct sl_settings *set, __u32 iss,
+						   __u64 now)
+{
+	struct sl_conn *c = cookie_tag(ws, pk, set, iss, now);
+
+	return c ? c : shed_entry(&ws->ck, pk, iss, now);
+}
+
 /* The leftovers of a shed connection: its FIN is acknowledged, anything else absorbed (the
  * kernel has no socket for it and would only reset it). */
 static __always_inline int absorb(struct xdp_md *ctx, const struct pkt *pk, struct sl_conn *c,
@@ -1129,8 +1284,19 @@ static __always_inline int answer_429(struct xdp_md *ctx, const struct pkt *pk,
 	c->ts_recent = pk->tsval;
 	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
 	/* Created, never overwritten: an entry already there means this request was answered
-	 * before (a retransmission), and it gets no second 429 (nor a higher streak). */
-	if (bpf_map_update_elem(&sl_shed, &ws->ck, c, BPF_NOEXIST)) {
+	 * before (a retransmission), and it gets no second 429 (nor a higher streak). A cookie
+	 * connection is a tag; one shed over a kernel handshake keeps its whole entry. */
+	if (pk->stage != STAGE_VERIFIED) {
+		__u32 now_s = (__u32)(now / NS_PER_S);
+
+		if (!shed_tag_add(shed_key_hash(&ws->ck, set->hash_seed), now_s,
+				  now_s + SL_SHED_TTL_S, SL_CONN_SHED)) {
+			c = cookie_tag(ws, pk, set, iss, now);
+			if (c)
+				return absorb(ctx, pk, c, rp);
+			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
+		}
+	} else if (bpf_map_update_elem(&sl_shed, &ws->ck, c, BPF_NOEXIST)) {
 		struct sl_conn *old = bpf_map_lookup_elem(&sl_shed, &ws->ck);
 
 		if (old && now < old->expires_ns)
@@ -1185,13 +1351,13 @@ static __always_inline int owe_429(struct xdp_md *ctx, const struct pkt *pk,
 /* Remember a connection that was shed by a drop, so its retransmissions are not judged again.
  * 0 when it was remembered already (this is a retransmission). */
 static __always_inline int remember_drop(struct req_scratch *ws, const struct pkt *pk,
-					 __u32 iss, __u64 now)
+					 const struct sl_settings *set, __u32 iss, __u64 now)
 {
-	__builtin_memset(&ws->cv, 0, sizeof(ws->cv));
-	ws->cv.expires_ns = now + SL_SHED_TTL_NS;
-	ws->cv.state = SL_CONN_DROPPED;
+	__u32 now_s = (__u32)(now / NS_PER_S);
+
 	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-	return bpf_map_update_elem(&sl_shed, &ws->ck, &ws->cv, BPF_NOEXIST) == 0;
+	return shed_tag_add(shed_key_hash(&ws->ck, set->hash_seed), now_s, now_s + SL_SHED_TTL_S,
+			    SL_CONN_DROPPED);
 }
 
 /*
@@ -1222,13 +1388,6 @@ static __always_inline __u32 *pend_slot(const struct pkt *pk, const struct sl_se
 #define NOT_MINE_LOOKED (-3) /* not mine either, after a socket lookup found nothing */
 #define NO_SOCKET (-4)       /* marked, no cookie, no socket, no decided connection */
 
-/* What sl_decide() is asked to decide, set by whoever proved the source. */
-enum stage {
-	STAGE_FIRST_REQUEST = 1, /* stateless front: a cookie connection's first request */
-	STAGE_COOKIE_SHED,       /* SYN front, reply port: a connection shed at its SYN */
-	STAGE_VERIFIED,          /* SYN front: the segment that completed a kernel handshake */
-};
-
 /*
  * A non-SYN segment whose ack - 1 carries the cookie marker, on a stateless-front port or a
  * SYN-front `reply` port. Returns an XDP action; NEED_JUDGE when it is a proven connection's
@@ -1241,6 +1400,7 @@ enum stage {
  */
 __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 {
+	const struct sl_settings *set;
 	struct sl_cookie_keys *keys;
 	struct sl_conn *conn;
 	struct req_scratch *ws;
@@ -1252,9 +1412,10 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	if (!ctx || !pk)
 		return NOT_MINE;
 	keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
 	ws = bpf_map_lookup_elem(&sl_reqbuf, &zero);
-	if (!keys || !rp || !ws)
+	if (!keys || !set || !rp || !ws)
 		return NOT_MINE;
 	now = bpf_ktime_get_coarse_ns();
 	iss = pk->ack - 1;
@@ -1263,7 +1424,7 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	/* A shed connection's FIN, after our 429 + FIN: one lookup, where the cookie check below
 	 * would spend two MACs to fail. */
 	if ((pk->flags & TF_FIN) && !(pk->flags & TF_RST)) {
-		conn = shed_entry(&ws->ck, pk, pk->ack - SL_429_LEN - 2, now);
+		conn = cookie_shed(ws, pk, set, pk->ack - SL_429_LEN - 2, now);
 		if (conn) {
 			__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
 			return absorb(ctx, pk, conn, rp);
@@ -1299,9 +1460,9 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 			if (conn && now < conn->expires_ns)
 				return record(SL_CLASS_NONE, SL_R_RACE_PASS, XDP_PASS);
 		}
-		conn = shed_entry(&ws->ck, pk, iss, now);
+		conn = cookie_shed(ws, pk, set, iss, now);
 		if (!conn && !(pk->flags & TF_FIN))
-			conn = shed_entry(&ws->ck, pk, pk->ack - SL_429_LEN - 2, now);
+			conn = cookie_shed(ws, pk, set, pk->ack - SL_429_LEN - 2, now);
 		if (conn) {
 			__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
 			return absorb(ctx, pk, conn, rp);
@@ -1387,7 +1548,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		}
 		__builtin_memset(&ws->d, 0, sizeof(ws->d));
 		/* Shed before (a retransmission): absorbed, never answered twice. */
-		conn = shed_entry(&ws->ck, pk, pk->iss, now);
+		conn = cookie_tag(ws, pk, set, pk->iss, now);
 		if (conn)
 			return absorb(ctx, pk, conn, rp);
 		route = (__u32)sl_route_request(ctx, pk, set);
@@ -1464,7 +1625,7 @@ shed:
 		/* Dropped. A cookie connection is remembered so its retransmissions are not
 		 * judged again; on the SYN front the client retransmits, the kernel re-sends
 		 * its SYN-ACK, and each try is weighed again: the tarpit a drop port wants. */
-		if (pk->stage == STAGE_FIRST_REQUEST && !remember_drop(ws, pk, pk->iss, now))
+		if (pk->stage == STAGE_FIRST_REQUEST && !remember_drop(ws, pk, set, pk->iss, now))
 			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
 		return record(ws->d.class_id, ws->d.reason, XDP_DROP);
 	}

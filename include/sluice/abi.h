@@ -339,6 +339,26 @@ struct sl_conn_key {
 	__u8 saddr[16], daddr[16];
 };
 
+/*
+ * Cookie connections answered with a 429 or dropped (stateless front, and a SYN-front reply
+ * port's connections shed at their SYN): a fixed array of four-way sets of (tag, expiry),
+ * indexed by a keyed hash of the connection key. Everything absorbing a leftover needs
+ * besides (our next sequence number, the timestamps) is in the leftover itself, so a tag is
+ * all that is kept: one plain store per shed, no lock, no eviction walk, where the LRU hash
+ * this replaced spent most of a 429's time. A newcomer takes an empty or expired way, else
+ * the one that expires first; a lost entry leaves its leftovers to be dropped, as before.
+ */
+#define SL_SHED_WAYS 4
+#define SL_SHED_SETS 65536          /* 262,144 connections: 10 s of 26,000 429s a second */
+#define SL_SHED_TAG_DROPPED 1u      /* tag bit 0: shed by a drop (nothing was sent) */
+struct sl_shed_way {
+	__u32 tag;                  /* 0: empty; bit 1 always set; bit 0 SL_SHED_TAG_DROPPED */
+	__u32 until;                /* expiry, seconds of the coarse clock */
+};
+struct sl_shed_set {
+	struct sl_shed_way way[SL_SHED_WAYS];
+};
+
 enum sl_conn_state {
 	SL_CONN_SHED = 1,       /* answered (429) or dropped: absorb the rest */
 	SL_CONN_ADMITTED = 2,   /* stateless front: handed to the kernel, let the rest through */

@@ -47,4 +47,36 @@ static __always_inline __u64 sl_ghost_hash(const struct sl_bkey *k, __u32 seed)
 	return ((__u64)(sl_mix3(w, seed ^ 0x5bd1e995) | 1) << 32) | sl_mix3(w, seed ^ 0x9e3779b9);
 }
 
+/*
+ * A decided cookie connection's set and tag (struct sl_conn_key, 11 words): the low word
+ * picks the set, the high word is the tag (bit 1 set, so never 0; bit 0 left for the state).
+ */
+_Static_assert(sizeof(struct sl_conn_key) == 44 && _Alignof(struct sl_conn_key) == 4,
+	       "sl_shed_hash reads the key as 11 aligned words");
+static __always_inline __u64 sl_shed_hash(const struct sl_conn_key *k, __u32 seed)
+{
+	/* Read in place (the key is 4-byte aligned): a copy would cost the BPF stack 44 bytes
+	 * in every caller it is inlined into. */
+	const __u32 *w = (const __u32 *)k;
+	__u32 a = seed ^ 0x7f4a7c15, b = seed ^ 0x165667b1;
+	int i;
+
+#ifdef __bpf__
+#pragma unroll
+#endif
+	for (i = 0; i < 11; i++) {
+		a ^= w[i];
+		a *= 0x85ebca6b;
+		a ^= a >> 13;
+		b ^= w[i];
+		b *= 0xcc9e2d51;
+		b ^= b >> 15;
+	}
+	a *= 0xc2b2ae35;
+	a ^= a >> 16;
+	b *= 0x1b873593;
+	b ^= b >> 16;
+	return ((__u64)((b & ~3u) | 2u) << 32) | a;
+}
+
 #endif

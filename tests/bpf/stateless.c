@@ -12,7 +12,7 @@
  * moved, and exactly what was charged: the source bucket's TAT and the tenant's demand, in
  * cost units.
  *
- * Also: the life of a decided connection (sl_conns, race_pass, sl_shed), a new handshake on
+ * Also: the life of a decided connection (sl_conns, race_pass, sl_shed_sets), a new handshake on
  * the same 4-tuple being a new connection, the SYN front's uncharged peek, four-way ghost sets
  * that keep the most spent keys, the cookie marker's fast path (measured: 15 of 16 random
  * established segments leave on one compare, before any lookup, also after a key rotation),
@@ -755,19 +755,33 @@ static void costs_decide(struct env *e)
 
 /* ---- the life of a decided connection ------------------------------------------------------ */
 
+static void conn_key(const struct conn *c, uint32_t iss, struct sl_conn_key *k)
+{
+	memset(k, 0, sizeof(*k));
+	k->family = c->family == 4 ? SL_FAM_V4 : SL_FAM_V6;
+	k->iss = iss;
+	k->sport = c->sport;
+	k->dport = c->dport;
+	inet_pton(c->family == 4 ? AF_INET : AF_INET6, c->src, k->saddr);
+	inet_pton(c->family == 4 ? AF_INET : AF_INET6, c->dst, k->daddr);
+}
+
 static bool conn_entry(int fd, const struct conn *c, uint32_t iss, struct sl_conn *out)
 {
 	struct sl_conn_key k;
 
-	memset(&k, 0, sizeof(k));
-	k.family = c->family == 4 ? SL_FAM_V4 : SL_FAM_V6;
-	k.iss = iss;
-	k.sport = c->sport;
-	k.dport = c->dport;
-	inet_pton(c->family == 4 ? AF_INET : AF_INET6, c->src, k.saddr);
-	inet_pton(c->family == 4 ? AF_INET : AF_INET6, c->dst, k.daddr);
+	conn_key(c, iss, &k);
 	memset(out, 0, sizeof(*out));
 	return !bpf_map_lookup_elem(fd, &k, out);
+}
+
+/* A shed cookie connection's tag in sl_shed_sets: SL_CONN_SHED, SL_CONN_DROPPED or 0. */
+static uint32_t shed_tag(struct env *e, const struct conn *c, uint32_t iss)
+{
+	struct sl_conn_key k;
+
+	conn_key(c, iss, &k);
+	return env_shed_tag(e, &k);
 }
 
 static void lifecycle(struct env *e)
@@ -790,7 +804,8 @@ static void lifecycle(struct env *e)
 	    sc.expires_ns <= now + 10000000000ull,
 	    "sl_conns holds (tuple, ISS) as admitted, for 10 s (state %u, %.2f s left)", sc.state,
 	    found ? (double)(int64_t)(sc.expires_ns - now) / 1e9 : 0.0);
-	tap(!conn_entry(e->maps.shed, &c, c.iss, &sc), "... and sl_shed does not");
+	tap(!conn_entry(e->maps.shed, &c, c.iss, &sc) && !shed_tag(e, &c, c.iss),
+	    "... and neither sl_shed nor sl_shed_sets does");
 	read_charges(e, "192.0.2.20", "unknown", &a);
 	step(e, "the next segment of its first burst races the kernel's socket: passed", in,
 	     seg(&c, F_ACK | 0x08, c.isn + 1 + sizeof(req) - 1, c.iss + 1, "more", 4, in),
@@ -828,15 +843,15 @@ static void lifecycle(struct env *e)
 		    first_seg(&c, HTTP("GET / HTTP/1.1\r\nHost: acme.example\r\n\r\n"), in),
 		    XDP_PASS, "none/race_pass", "none/established");
 
-	/* Shed on a drop port: remembered in sl_shed, so its retransmission is absorbed. */
+	/* Shed on a drop port: remembered in sl_shed_sets, so its retransmission is absorbed. */
 	preset(e, "192.0.2.21", "unknown", 1e6);
 	c = conn_of("192.0.2.21", NULL, 8000);
 	handshake(e, &c);
 	step(e, "a first request shed on a drop port", in, first_seg(&c, HTTP(req), in), XDP_DROP,
 	     "unknown/shed_prefix");
-	found = conn_entry(e->maps.shed, &c, c.iss, &sc);
-	tap(found && sc.state == SL_CONN_DROPPED && !conn_entry(e->maps.conns, &c, c.iss, &sc),
-	    "it is in sl_shed under (tuple, ISS), not in sl_conns");
+	tap(shed_tag(e, &c, c.iss) == SL_CONN_DROPPED &&
+	    !conn_entry(e->maps.conns, &c, c.iss, &sc),
+	    "it is in sl_shed_sets under (tuple, ISS), as dropped, not in sl_conns");
 	step(e, "its retransmission is absorbed, not judged again", in,
 	     first_seg(&c, HTTP(req), in), XDP_DROP, "none/cookie_drop");
 }

@@ -28,6 +28,7 @@
 #include "sluice.skel.h"
 #include "sluice/cookie.h"
 #include "sluice/gcra.h"
+#include "sluice/hash.h"
 
 static int n_test, n_fail;
 
@@ -171,6 +172,30 @@ static void env_close(struct env *e)
  * cookie + 1. The ISN is f->seq (0: 1000); with timestamps (tcp_opts 3) TSecr echoes our
  * TSval, as the client would. Returns the cookie (our ISS).
  */
+/* What sl_shed_sets remembers of a shed cookie connection: SL_CONN_SHED, SL_CONN_DROPPED,
+ * or 0, computed as the datapath does (the settings' hash seed, sl_shed_hash). */
+static __attribute__((unused)) uint32_t env_shed_tag(struct env *e, const struct sl_conn_key *k)
+{
+	struct sl_settings set;
+	struct sl_shed_set ss;
+	uint32_t zero = 0, idx, tag;
+	uint64_t h;
+	int i;
+
+	if (bpf_map_lookup_elem(e->maps.settings, &zero, &set))
+		return 0;
+	h = sl_shed_hash(k, set.hash_seed);
+	idx = (uint32_t)h & (SL_SHED_SETS - 1);
+	tag = (uint32_t)(h >> 32);
+	if (bpf_map_lookup_elem(e->maps.shed_sets, &idx, &ss))
+		return 0;
+	for (i = 0; i < SL_SHED_WAYS; i++)
+		if ((ss.way[i].tag & ~SL_SHED_TAG_DROPPED) == tag &&
+		    ss.way[i].until > sl_now_ns() / 1000000000ull)
+			return ss.way[i].tag & SL_SHED_TAG_DROPPED ? SL_CONN_DROPPED : SL_CONN_SHED;
+	return 0;
+}
+
 static __attribute__((unused)) uint32_t env_make_request(struct env *e, struct fspec *f)
 {
 	struct sl_cookie_keys keys;

@@ -870,6 +870,16 @@ int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v
 		ret = prune(m->local, keep, n);
 	if (!ret)
 		ret = prune(m->local_host, hosts, nh);
+	/* Last, once both tables are as they will stay: what the datapath cached of them is
+	 * stale from here. */
+	if (!ret) {
+		uint64_t gen = 0;
+
+		bpf_map_lookup_elem(m->local_gen, &(__u32){ 0 }, &gen);
+		gen++;
+		if (bpf_map_update_elem(m->local_gen, &(__u32){ 0 }, &gen, BPF_ANY))
+			ret = -errno;
+	}
 out:
 	free(keep);
 	free(hosts);

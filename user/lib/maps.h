@@ -19,8 +19,8 @@
 		       "sl_conns", "sl_tenant_keys", "sl_tenants", "sl_tenant_state", \
 		       "sl_verdicts", "sl_vcount", "sl_events", "sl_routes", "sl_hosts", \
 		       "sl_route_stats", "sl_tenant_stats", "sl_tenant_demand", "sl_shed", \
-		       "sl_pending", "sl_local", "sl_local_host" }
-#define SL_N_MAPS 26
+		       "sl_pending", "sl_local", "sl_local_host", "sl_shed_sets", "sl_local_gen" }
+#define SL_N_MAPS 28
 
 struct sl_maps {
 	union {
@@ -28,7 +28,7 @@ struct sl_maps {
 			int buckets, ghosts, asn, asn_dir, classes, ports, settings, stats, meta;
 			int cookie_keys, conns, tenant_keys, tenants, tenant_state, verdicts;
 			int vcount, events, routes, hosts, route_stats, tenant_stats;
-			int tenant_demand, shed, pending, local, local_host;
+			int tenant_demand, shed, pending, local, local_host, shed_sets, local_gen;
 		};
 		int fd[SL_N_MAPS];
 	};
