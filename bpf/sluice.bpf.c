@@ -841,9 +841,10 @@ static __always_inline int local_addr_lookup(const __u8 *addr, __u8 family)
 	return bpf_map_lookup_elem(&sl_local, &lk) != NULL;
 }
 
-/* The last destination each CPU asked about, and the answer, while sl_local_gen stands: a
- * node's traffic goes to a handful of addresses, and the hash lookup it saves is a tenth of
- * a 429's time. A flood aimed at many addresses only misses it. */
+/* The last address each CPU asked about, and the answer, while sl_local_gen stands: one slot
+ * for destinations, one for sources (sl_martian asks whether a source is ours), so the two
+ * do not evict each other. A node's traffic goes to a handful of addresses, and the hash
+ * lookup saved is a tenth of a 429's time; a flood aimed at many addresses only misses. */
 struct local_cache {
 	__u64 gen;
 	__u64 a0, a1;            /* the address, as two words */
@@ -855,12 +856,12 @@ struct local_cache {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, 2);
 	__type(key, __u32);
 	__type(value, struct local_cache);
 } sl_local_cache SEC(".maps");
 
-static __always_inline int local_addr(const __u8 *addr, __u8 family)
+static __always_inline int local_addr(const __u8 *addr, __u8 family, __u32 slot)
 {
 	struct local_cache *lc;
 	__u64 *gen, a0, a1;
@@ -868,7 +869,7 @@ static __always_inline int local_addr(const __u8 *addr, __u8 family)
 	int local;
 
 	gen = bpf_map_lookup_elem(&sl_local_gen, &zero);
-	lc = bpf_map_lookup_elem(&sl_local_cache, &zero);
+	lc = bpf_map_lookup_elem(&sl_local_cache, &slot);
 	if (!gen || !lc)
 		return local_addr_lookup(addr, family);
 	__builtin_memcpy(&a0, addr, 8);
@@ -939,7 +940,7 @@ __noinline int sl_martian(struct xdp_md *ctx, const struct pkt *pk)
 		    (w2 != 0 || w3 == 0 || w3 == bpf_htonl(1)))
 			return 1;
 	}
-	return local_addr(pk->s.saddr, pk->s.family);
+	return local_addr(pk->s.saddr, pk->s.family, 1);
 }
 
 /* Is the segment's destination an address this node serves? */
@@ -947,7 +948,7 @@ __noinline int sl_is_local(const struct pkt *pk)
 {
 	if (!pk)
 		return 0;
-	return local_addr(pk->s.daddr, pk->s.family);
+	return local_addr(pk->s.daddr, pk->s.family, 0);
 }
 
 /*
