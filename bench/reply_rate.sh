@@ -54,13 +54,18 @@ ccurl 198.51.100.7 http://10.200.0.2/ >/dev/null  # spends the /24's burst of on
 prog_id=$(ip -n "$NS_S" -d link show vs | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p' | head -1)
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
-rt() { bpftool prog show id "$prog_id" -j | $PY -c 'import json,sys; print(json.load(sys.stdin).get("run_time_ns",0))'; }
-rc() { bpftool prog show id "$prog_id" -j | $PY -c 'import json,sys; print(json.load(sys.stdin).get("run_cnt",0))'; }
+rt() { bpftool prog show id "${1:-$prog_id}" -j | $PY -c 'import json,sys; print(json.load(sys.stdin).get("run_time_ns",0))'; }
+rc() { bpftool prog show id "${1:-$prog_id}" -j | $PY -c 'import json,sys; print(json.load(sys.stdin).get("run_cnt",0))'; }
+# The client veth's bare XDP_PASS, measured under the same bpf_stats: what the statistics'
+# own clock reads and an empty program cost per run, for scale.
+cprog=$(ip -n "$NS_C" -d link show vc | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p' | head -1)
+crc0=$(rc "$cprog") crt0=$(rt "$cprog")
 rc0=$(rc)
 rt0=$(rt) b0=$(busy_ticks) s0=$(soft_ticks)
 xdp=$(ip netns exec "$NS_C" env H1LOAD_DEBUG=${H1LOAD_DEBUG:-} "$H1" --src 198.51.100.7 --dst 10.200.0.2 --seconds "$SECS" --conns "$CONNS")
 rt1=$(rt) b1=$(busy_ticks) s1=$(soft_ticks)
 rc1=$(rc)
+crc1=$(rc "$cprog") crt1=$(rt "$cprog")
 sysctl -qw kernel.bpf_stats_enabled="$old_stats"
 nt_stop_sluiced TERM
 
@@ -94,12 +99,13 @@ ngx=$(ip netns exec "$NS_C" "$H1" --src 198.51.100.7 --dst 10.200.0.2 --seconds 
 n1=$(proc_ticks $pids) b1n=$(busy_ticks) s1n=$(soft_ticks)
 kill "$master"; for _ in $(seq 1 50); do kill -0 "$master" 2>/dev/null || break; sleep 0.1; done
 
-$PY - "$xdp" "$ngx" "$((rt1 - rt0))" "$(((n1 - n0)))" "$((b1 - b0))" "$((b1n - b0n))" "$TCK" "$SECS" "$CONNS" "$((rc1 - rc0))" "$((s1 - s0))" "$((s1n - s0n))" <<'PY'
+$PY - "$xdp" "$ngx" "$((rt1 - rt0))" "$(((n1 - n0)))" "$((b1 - b0))" "$((b1n - b0n))" "$TCK" "$SECS" "$CONNS" "$((rc1 - rc0))" "$((s1 - s0))" "$((s1n - s0n))" "$((crt1 - crt0))" "$((crc1 - crc0))" <<'PY'
 import json, sys
 xdp, ngx = json.loads(sys.argv[1]), json.loads(sys.argv[2])
 xdp_ns, ngx_ticks, bx, bn, tck = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]), int(sys.argv[7])
 secs, conns, runs = sys.argv[8], sys.argv[9], int(sys.argv[10])
 sx, sn = int(sys.argv[11]), int(sys.argv[12])
+bare_ns, bare_runs = int(sys.argv[13]), int(sys.argv[14])
 ngx_s = ngx_ticks / tck
 x429, n429 = xdp["status_429"], ngx["status_429"]
 def per(v, n): return v / n if n else float("nan")
@@ -110,6 +116,7 @@ rows = [
   ("server CPU per 429 (us)", f'{per(xdp_ns/1e3, x429):.2f}', f'{per(ngx_s*1e6, n429):.2f}'),
   ("429s per server CPU-second", f'{per(x429, xdp_ns/1e9):.0f}', f'{per(n429, ngx_s):.0f}'),
   ("XDP runs per 429, ns per run", f'{per(runs, x429):.1f}, {per(xdp_ns, runs):.0f}', "-"),
+  ("bare XDP_PASS, ns per run (scale)", f'{per(bare_ns, bare_runs):.0f}', "-"),
   ("machine busy per request (us)", f'{per(bx/tck*1e6, xdp["requests"]):.1f}', f'{per(bn/tck*1e6, ngx["requests"]):.1f}'),
   ("machine softirq per request (us)", f'{per(sx/tck*1e6, xdp["requests"]):.1f}', f'{per(sn/tck*1e6, ngx["requests"]):.1f}'),
 ]
