@@ -31,6 +31,7 @@
 #include "parts.skel.h"
 #include "restore.skel.h"
 #include "sluice/cookie.h"
+#include "sluice/hash.h"
 #include "config.h"
 #include "frames.h"
 #include "log.h"
@@ -312,6 +313,7 @@ int main(int argc, char **argv)
 		}
 		bpf_map__reuse_fd(rs->maps.sl_conns, m.conns);
 		bpf_map__reuse_fd(rs->maps.sl_shed, m.shed);
+		bpf_map__reuse_fd(rs->maps.sl_shed_sets, m.shed_sets);
 		if (restore_bpf__load(rs)) {
 			fprintf(stderr, "xdp_cost: cannot load the restore program\n");
 			return 1;
@@ -364,7 +366,9 @@ int main(int argc, char **argv)
 				__u32 len, forget;
 				__u8 data[512];
 				struct sl_conn_key ck;
+				__u32 shed_set;
 			} fr;
+			struct sl_settings set;
 			double ratio[99], s_ns[99], b_ns[99];
 			struct fbuilt fb;
 			int r;
@@ -379,6 +383,9 @@ int main(int argc, char **argv)
 			fr.ck.dport = fs[i].dport;
 			memcpy(fr.ck.saddr, id[i].saddr, 16);
 			memcpy(fr.ck.daddr, id[i].daddr, 16);
+			if (!bpf_map_lookup_elem(m.settings, &zero, &set))
+				fr.shed_set = (__u32)sl_shed_hash(&fr.ck, set.hash_seed) &
+					      (SL_SHED_SETS - 1);
 			bpf_map_update_elem(bpf_map__fd(rs->maps.bench_frame), &zero, &fr, BPF_ANY);
 			for (r = 0; r < rounds; r++) {
 				double with_sluice, with_bare, bare_ns;
