@@ -638,6 +638,7 @@ fail:
 
 int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn)
 {
+	const struct sl_config *want = c;
 	struct edge_iface keep[SL_MAX_IFACES];
 	int i, j, n = 0, ret;
 
@@ -656,6 +657,7 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	e->generation++;
 	e->reloaded_unix = (uint64_t)time(NULL);
 	e->last_error[0] = '\0';
+	log_fronts(e, c, want);
 	if (c->xdp_mode != e->xdp_mode)
 		log_warn("edge.xdp_mode changes take effect at the next start");
 	if (strcmp(c->pin_path, e->pin_path))
