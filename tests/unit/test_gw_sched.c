@@ -588,6 +588,55 @@ static void inline_burst_work_needs_unreserved_capacity(void **state)
 	free(c);
 }
 
+/* The burst pool is what the capacity leaves, not what the workers could do: with more
+ * workers than capacity.cpu keeps busy and a flood at 16x a reservation (1.6x the whole
+ * capacity), the work started over 8 s is the capacity's 8 s plus at most the capacity
+ * bucket and the one job that may take it below zero, and the burst pool is used. */
+static void admitted_work_stays_within_capacity_and_one_burst(void **state)
+{
+	double res[2] = { 1500, 1500 }, started = 0, bound;
+	struct sl_config *c = mkcfg(2, res, 10000, 8);
+	struct gw_sched *s = mksched(c, T0);
+	struct gw_job *run[8] = { NULL };
+	uint64_t end[8] = { 0 }, now = T0;
+	const uint64_t flood = 8 * GW_NS;
+	int step, w, shed_quiet = 0;
+
+	(void)state;
+	/* Tenant 1: 80 logins/s of 300 units (24,000 units/s); tenant 0: one a second. Each
+	 * login takes 30 ms of a worker and measures what it was charged. */
+	for (step = 0; now < T0 + flood; step++, now += MS) {
+		struct gw_drops d = { .n = 0 };
+
+		for (w = 0; w < 8; w++)
+			if (run[w] && end[w] <= now) {
+				gw_sched_done(s, run[w], 300, 30 * MS, now);
+				run[w] = NULL;
+			}
+		if (step % 25 == 0 || step % 25 == 12)
+			admit(s, job(s, 1, R_LOGIN, now + 3000 * MS), now, NULL);
+		if (step % 1000 == 500)
+			shed_quiet += admit(s, job(s, 0, R_LOGIN, now + 3000 * MS), now, NULL) !=
+				      GW_SHED_NONE;
+		gw_sched_maintain(s, now, &d);
+		for (w = 0; w < 8; w++) {
+			if (run[w])
+				continue;
+			run[w] = gw_sched_next(s, now, &d);
+			if (!run[w])
+				break;
+			end[w] = now + 30 * MS;
+			started += run[w]->cost;
+		}
+	}
+	bound = 10000.0 * (double)flood / (double)GW_NS + s->pool.burst + 300;
+	assert_int_equal(shed_quiet, 0);
+	assert_true(started <= bound);
+	assert_true(started >= bound - 2 * s->pool.burst);
+	free(s);
+	free(c);
+}
+
 /* Database slots: each tenant's share first, then the shared remainder. */
 static void db_slots_are_shared_after_reservations(void **state)
 {
@@ -655,6 +704,8 @@ int main(void)
 		cmocka_unit_test_setup(codel_sheds_only_a_standing_queue, fresh_jobs),
 		cmocka_unit_test_setup(reconciliation_moves_the_estimate_and_the_buckets, fresh_jobs),
 		cmocka_unit_test_setup(inline_burst_work_needs_unreserved_capacity, fresh_jobs),
+		cmocka_unit_test_setup(admitted_work_stays_within_capacity_and_one_burst,
+				       fresh_jobs),
 		cmocka_unit_test_setup(db_slots_are_shared_after_reservations, fresh_jobs),
 		cmocka_unit_test_setup(reconfigure_keeps_state_by_name, fresh_jobs),
 	};
