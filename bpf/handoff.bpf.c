@@ -74,45 +74,6 @@ static __always_inline int count(__u32 reason)
 	return TC_ACT_OK;
 }
 
-/* The TCP timestamps of the first request, which the kfunc needs to carry on the peer's. */
-struct ts_opts {
-	__u8 buf[40];
-	__u32 i, len;
-	__u32 tsval, tsecr;
-	__u8 ts;
-};
-
-static long ts_step(__u32 idx, struct ts_opts *o)
-{
-	__u32 i = o->i;
-	__u8 kind, len;
-
-	if (i >= o->len || i > 39)
-		return 1;
-	kind = o->buf[i];
-	if (kind == 0)
-		return 1;
-	if (kind == 1) {
-		o->i = i + 1;
-		return 0;
-	}
-	if (i + 1 >= o->len || i > 38)
-		return 1;
-	len = o->buf[i + 1];
-	if (len < 2 || i + len > o->len)
-		return 1;
-	if (kind == 8 && len == 10 && i <= 30) {
-		o->ts = 1;
-		o->tsval = ((__u32)o->buf[i + 2] << 24) | ((__u32)o->buf[i + 3] << 16) |
-			   ((__u32)o->buf[i + 4] << 8) | o->buf[i + 5];
-		o->tsecr = ((__u32)o->buf[i + 6] << 24) | ((__u32)o->buf[i + 7] << 16) |
-			   ((__u32)o->buf[i + 8] << 8) | o->buf[i + 9];
-		return 1;
-	}
-	o->i = i + len;
-	return 0;
-}
-
 /*
  * The tags a deep stack still holds in the frame, under the one the kernel took into
  * skb->vlan_tci before this hook, stripped the way the kernel would strip them next: only
@@ -159,7 +120,7 @@ int sluice_handoff(struct __sk_buff *skb)
 	struct sl_cookie_keys *keys;
 	struct sl_cookie_opts o;
 	struct sl_conn_id id = {};
-	struct ts_opts to = {};
+	struct tcp_opts to = {}; /* the first request's timestamps, which the kfunc carries on */
 	struct bpf_sock *sk;
 	struct tcp_sock *tsk;
 	struct sl_port *port;
@@ -213,7 +174,7 @@ int sluice_handoff(struct __sk_buff *skb)
 			tsz = 40;
 		if (off < 0xffff && !bpf_skb_load_bytes(skb, off, to.buf, tsz)) {
 			to.len = tsz;
-			bpf_loop(40, ts_step, &to, 0);
+			bpf_loop(40, tcp_opt_step, &to, 0);
 		}
 	}
 	id.family = iph ? SL_FAM_V4 : SL_FAM_V6;
