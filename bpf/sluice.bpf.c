@@ -1044,27 +1044,34 @@ __noinline int sl_read_ts(struct xdp_md *ctx, struct pkt *pk)
 
 /* The kernel's socket for this segment's 4-tuple: its state, or -1 when there is none
  * (which includes "only a listener"). */
-__noinline int sl_sock_state(struct xdp_md *ctx, const struct pkt *pk)
+/* The kernel's socket (of any state, a listener included) for this segment's 4-tuple, a
+ * reference the caller releases; NULL when there is none. */
+static __always_inline struct bpf_sock *tuple_sock(struct xdp_md *ctx, const struct pkt *pk)
 {
 	struct bpf_sock_tuple t = {};
-	struct bpf_sock *sk;
-	int state = -1;
 
-	if (!ctx || !pk)
-		return -1;
 	if (pk->s.family == SL_FAM_V4) {
 		__builtin_memcpy(&t.ipv4.saddr, pk->s.saddr, 4);
 		__builtin_memcpy(&t.ipv4.daddr, pk->s.daddr, 4);
 		t.ipv4.sport = bpf_htons(pk->sport);
 		t.ipv4.dport = bpf_htons(pk->dport);
-		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
-	} else {
-		__builtin_memcpy(t.ipv6.saddr, pk->s.saddr, 16);
-		__builtin_memcpy(t.ipv6.daddr, pk->s.daddr, 16);
-		t.ipv6.sport = bpf_htons(pk->sport);
-		t.ipv6.dport = bpf_htons(pk->dport);
-		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+		return bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
 	}
+	__builtin_memcpy(t.ipv6.saddr, pk->s.saddr, 16);
+	__builtin_memcpy(t.ipv6.daddr, pk->s.daddr, 16);
+	t.ipv6.sport = bpf_htons(pk->sport);
+	t.ipv6.dport = bpf_htons(pk->dport);
+	return bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
+}
+
+__noinline int sl_sock_state(struct xdp_md *ctx, const struct pkt *pk)
+{
+	struct bpf_sock *sk;
+	int state = -1;
+
+	if (!ctx || !pk)
+		return -1;
+	sk = tuple_sock(ctx, pk);
 	if (sk) {
 		if (sk->state != BPF_TCP_LISTEN)
 			state = sk->state;
@@ -1644,7 +1651,6 @@ __noinline int sl_syn_verify(struct xdp_md *ctx, struct pkt *pk)
 {
 	struct tcp_request_sock___sl *rsk;
 	const struct sl_settings *set;
-	struct bpf_sock_tuple t = {};
 	struct req_scratch *ws;
 	struct bpf_sock *sk;
 	struct sl_conn *conn;
@@ -1669,19 +1675,7 @@ __noinline int sl_syn_verify(struct xdp_md *ctx, struct pkt *pk)
 	if (!rp || !ws)
 		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 
-	if (pk->s.family == SL_FAM_V4) {
-		__builtin_memcpy(&t.ipv4.saddr, pk->s.saddr, 4);
-		__builtin_memcpy(&t.ipv4.daddr, pk->s.daddr, 4);
-		t.ipv4.sport = bpf_htons(pk->sport);
-		t.ipv4.dport = bpf_htons(pk->dport);
-		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
-	} else {
-		__builtin_memcpy(t.ipv6.saddr, pk->s.saddr, 16);
-		__builtin_memcpy(t.ipv6.daddr, pk->s.daddr, 16);
-		t.ipv6.sport = bpf_htons(pk->sport);
-		t.ipv6.dport = bpf_htons(pk->dport);
-		sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
-	}
+	sk = tuple_sock(ctx, pk);
 	state = sk ? (int)sk->state : -1;
 	if (state == BPF_TCP_NEW_SYN_RECV) {
 		rsk = (struct tcp_request_sock___sl *)bpf_skc_to_tcp_request_sock(sk);
