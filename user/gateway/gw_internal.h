@@ -21,7 +21,8 @@
  *   gateway.c        lifecycle: prepare, start, apply a config, stop
  *
  * Everything here runs on the daemon's event loop except the hashes (gw_pool.h) and
- * the appends of sign-ups to the credential file (gw_creds.h, its writer thread).
+ * the appends of sign-ups to the credential file (gw_creds.h, its writer thread in
+ * gw_creds_write.c).
  */
 #ifndef SLUICE_GW_INTERNAL_H
 #define SLUICE_GW_INTERNAL_H
