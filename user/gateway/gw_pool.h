@@ -8,6 +8,9 @@
  *
  * A job carries its own copy of the PHC string and the password: a reload can replace the
  * credential store while hashes run, and the password is wiped as soon as it is used.
+ *
+ * A worker computes every hash on its own thread (gw_phc.h), whatever parallelism the
+ * stored string carries, so its thread CPU clock is the whole cost admission reconciles.
  */
 #ifndef SLUICE_GW_POOL_H
 #define SLUICE_GW_POOL_H
@@ -31,7 +34,7 @@ struct gw_work {
 	/* out */
 	bool ran;               /* false: its deadline had passed, nothing was hashed */
 	bool verified;          /* make: the hash was made */
-	uint64_t cpu_ns;        /* thread CPU time of the hash: the measured cost */
+	uint64_t cpu_ns;        /* thread CPU time of the hash: all of its cost */
 	uint64_t start_ns, end_ns;
 };
 
