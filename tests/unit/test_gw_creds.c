@@ -192,19 +192,29 @@ static void phc_params(void **state)
 	uint32_t m, t, p;
 
 	(void)state;
-	assert_int_equal(gw_phc_params("$argon2id$v=19$m=65536,t=3,p=4$c2FsdA$aGFzaA", &m, &t,
+	assert_int_equal(gw_phc_params("$argon2id$v=19$m=65536,t=3,p=4$c2FsdHNhbHQ$aGFzaA", &m, &t,
 				       &p), 0);
 	assert_int_equal(m, 65536);
 	assert_int_equal(t, 3);
 	assert_int_equal(p, 4);
-	assert_int_not_equal(gw_phc_params("$argon2id$v=16$m=64,t=1,p=1$c2FsdA$aGFzaA", &m, &t,
+	assert_int_not_equal(gw_phc_params("$argon2id$v=16$m=64,t=1,p=1$c2FsdHNhbHQ$aGFzaA", &m, &t,
 					   &p), 0);
-	assert_int_not_equal(gw_phc_params("$argon2id$v=19$m=64,t=1$c2FsdA$aGFzaA", &m, &t, &p),
+	assert_int_not_equal(gw_phc_params("$argon2id$v=19$m=64,t=1$c2FsdHNhbHQ$aGFzaA", &m, &t, &p),
 			     0);
-	assert_int_not_equal(gw_phc_params("$argon2id$v=19$m=64,t=1,p=1$c2FsdA", &m, &t, &p),
+	assert_int_not_equal(gw_phc_params("$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ", &m, &t, &p),
 			     0);
-	assert_int_not_equal(gw_phc_params("$argon2id$v=19$m=0,t=1,p=1$c2FsdA$aGFzaA", &m, &t,
+	assert_int_not_equal(gw_phc_params("$argon2id$v=19$m=0,t=1,p=1$c2FsdHNhbHQ$aGFzaA", &m, &t,
 					   &p), 0);
+	/* What the worker could never verify does not load either: a 4-byte salt (libargon2's
+	 * minimum is 8), padding, a tag past 64 bytes. */
+	assert_int_not_equal(gw_phc_params("$argon2id$v=19$m=64,t=1,p=1$c2FsdA$aGFzaA", &m, &t,
+					   &p), 0);
+	assert_int_not_equal(gw_phc_params("$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ=$aGFzaA", &m,
+					   &t, &p), 0);
+	assert_int_not_equal(gw_phc_params("$argon2id$v=19$m=64,t=1,p=1$c2FsdHNhbHQ$"
+					   "aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFz"
+					   "aGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaA",
+					   &m, &t, &p), 0);
 }
 
 static void user_add_appends_once(void **state)

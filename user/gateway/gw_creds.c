@@ -22,6 +22,7 @@
 
 #include "gw_body.h"
 #include "gw_creds.h"
+#include "gw_phc.h"
 #include "gw_creds_internal.h"
 #include "log.h"
 
@@ -136,40 +137,16 @@ const char *gw_creds_esc_field(char *buf, size_t cap, const char *s, size_t max)
 	return buf;
 }
 
-static bool b64_ok(const char *s, size_t n)
-{
-	size_t i;
-
-	if (!n)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!((s[i] >= 'A' && s[i] <= 'Z') || (s[i] >= 'a' && s[i] <= 'z') ||
-		      (s[i] >= '0' && s[i] <= '9') || s[i] == '+' || s[i] == '/'))
-			return false;
-	return true;
-}
-
 int gw_phc_params(const char *phc, uint32_t *m_kib, uint32_t *t, uint32_t *p)
 {
-	unsigned long m_, t_, p_;
-	const char *salt, *hash;
-	int used = 0;
+	struct gw_phc h;
 
-	if (strncmp(phc, "$argon2id$v=19$", 15))
+	/* The worker's own decoder: a line loads only if the worker can verify it. */
+	if (gw_phc_decode(phc, &h))
 		return -EINVAL;
-	if (sscanf(phc + 15, "m=%lu,t=%lu,p=%lu%n", &m_, &t_, &p_, &used) != 3 || !used)
-		return -EINVAL;
-	if (phc[15 + used] != '$')
-		return -EINVAL;
-	salt = phc + 15 + used + 1;
-	hash = strchr(salt, '$');
-	if (!hash || !b64_ok(salt, (size_t)(hash - salt)) || !b64_ok(hash + 1, strlen(hash + 1)))
-		return -EINVAL;
-	if (!m_ || !t_ || !p_ || m_ > (1ul << 24) || t_ > 1000 || p_ > 255)
-		return -EINVAL;
-	*m_kib = (uint32_t)m_;
-	*t = (uint32_t)t_;
-	*p = (uint32_t)p_;
+	*m_kib = h.m_kib;
+	*t = h.t;
+	*p = h.p;
 	return 0;
 }
 
