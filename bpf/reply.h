@@ -50,6 +50,9 @@ _Static_assert(((SL_429_LEN + 1) & 15) == 0, "429 + FIN must keep the cookie mar
  * with it the bpf_loop callback below). A function-local static fails the same way.
  */
 const char sl_429_text[SL_429_LEN + 1] = SL_429_TEXT;
+/* The ones'-complement sum of the text above with its zero pad byte, computed by the first
+ * 429 sent (0 until then): each 429 then adds only what its Retry-After digits change. */
+__u32 sl_429_sum;
 
 enum reply_kind {
 	REPLY_SYNACK,
@@ -155,7 +158,22 @@ static __always_inline void parse_tcp_opts(struct xdp_md *ctx, __u32 th_off, __u
 		len = 40;
 	if (len && off < 0xffff && !bpf_xdp_load_bytes(ctx, off, o.buf, len)) {
 		o.len = len;
-		bpf_loop(40, tcp_opt_step, &o, 0);
+		/* Linux's SYN, read at once: MSS, SACK-permitted, timestamps, NOP, window scale
+		 * (20 bytes, in that order). Anything else takes the walk. */
+		if (len == 20 && o.buf[0] == 2 && o.buf[1] == 4 && o.buf[4] == 4 && o.buf[5] == 2 &&
+		    o.buf[6] == 8 && o.buf[7] == 10 && o.buf[16] == 1 && o.buf[17] == 3 &&
+		    o.buf[18] == 3) {
+			o.mss = ((__u16)o.buf[2] << 8) | o.buf[3];
+			o.sack = 1;
+			o.ts = 1;
+			o.tsval = ((__u32)o.buf[8] << 24) | ((__u32)o.buf[9] << 16) |
+				  ((__u32)o.buf[10] << 8) | o.buf[11];
+			o.tsecr = ((__u32)o.buf[12] << 24) | ((__u32)o.buf[13] << 16) |
+				  ((__u32)o.buf[14] << 8) | o.buf[15];
+			o.ws = (o.buf[19] > 14 ? 14 : o.buf[19]) + 1;
+		} else {
+			bpf_loop(40, tcp_opt_step, &o, 0);
+		}
 	}
 	out->mss = o.mss;
 	out->ws = o.ws;
@@ -415,8 +433,14 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 
 			if ((void *)(body + SL_429_LEN) > end)
 				return XDP_DROP;
-			__builtin_memcpy(r->body, sl_429_text, SL_429_LEN);
-			r->body[SL_429_LEN] = 0;
+			/* The constant text's sum, once (every CPU computes the same value). */
+			if (!sl_429_sum) {
+				__builtin_memcpy(r->body, sl_429_text, SL_429_LEN);
+				r->body[SL_429_LEN] = 0;
+				sl_429_sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)r->body,
+								  SL_429_LEN + 1, 0);
+			}
+			__builtin_memcpy(body, sl_429_text, SL_429_LEN);
 			if (ra == 0)
 				ra = 1;
 			if (ra > 99999)
@@ -438,14 +462,30 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 				}
 				field |= c << (8 * i);
 			}
+			/*
+			 * The digits go into the frame, and into the sum as what they add over the
+			 * text's own "1    " there. bpf_csum_diff sums 16-bit words as loaded in
+			 * host order, so on a little-endian host a byte at an even offset of the
+			 * body (which starts at an even offset of the segment) is the low half of
+			 * its word, at an odd one the high half; none is below the text's byte
+			 * (the first digit is never 0, the rest at least ' '). The body's odd
+			 * length is padded with zero in the sum, as TCP pads.
+			 */
+			sum = (__u32)sum;
+			sum += sl_429_sum;
 #pragma unroll
-			for (i = 0; i < 5; i++)
-				r->body[SL_429_RA_OFF + i] = (field >> (8 * i)) & 0xff;
-			/* The body's length is odd: summed from the copy with its zero pad byte,
-			 * which is what the TCP checksum pads an odd segment with. */
-			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)r->body, SL_429_LEN + 1,
-						   (__u32)sum);
-			__builtin_memcpy(body, r->body, SL_429_LEN);
+			for (i = 0; i < 5; i++) {
+				__u8 c = (field >> (8 * i)) & 0xff;
+
+				body[SL_429_RA_OFF + i] = c;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+				sum += (__u64)(c - (__u8)SL_429_TEXT[SL_429_RA_OFF + i])
+				       << (((SL_429_RA_OFF + i) & 1) ? 8 : 0);
+#else
+				sum += (__u64)(c - (__u8)SL_429_TEXT[SL_429_RA_OFF + i])
+				       << (((SL_429_RA_OFF + i) & 1) ? 0 : 8);
+#endif
+			}
 		}
 	}
 	th->check = csum_fold(sum);
