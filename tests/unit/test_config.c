@@ -1020,6 +1020,12 @@ static const struct bad_case bad_cases[] = {
 	  8, "tenant 'a'.lease_ttl: an edge budget needs a rate too" },
 
 	/* tenants: one name, one destination */
+	{ "a tenant name that would need escaping", TENANT_EDGE
+	  "tenants = (\n"
+	  "  { name = \"a,b\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; }\n"
+	  ");\n",
+	  7, "tenants[0].name: 1..31 of letters, digits, '.', '_' and '-', the first a letter or "
+	  "digit", 1, 0, NULL },
 	{ "duplicate tenant name", TENANT_EDGE
 	  "tenants = (\n"
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; },\n"
@@ -1132,7 +1138,7 @@ static const struct bad_case bad_cases[] = {
 	  "  { name = \"abcdefghijklmnopqrstuvwxyz012345\";\n"
 	  "    listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; }\n"
 	  ");\n",
-	  7, "tenants[0].name: 1..31 characters", 1, 0, NULL },
+	  7, "tenants[0].name: 1..31 of letters, digits", 1, 0, NULL },
 	{ "tenants a group", TENANT_EDGE
 	  "tenants = { name = \"a\"; };\n",
 	  6, "tenants: expected a list ( { name = ...; }, ... )", 1, 0, NULL },

@@ -33,8 +33,7 @@ static int account_fields(struct gw_req *r, int type, const char *body, size_t l
 		return ret;
 	r->user_len = f.len;
 	if (!f.found || !gw_account_norm(r->user, f.len)) {
-		snprintf(err, errlen, "'username' must be 1..%d bytes of UTF-8 without control "
-			 "characters or commas", GW_USER_MAX);
+		snprintf(err, errlen, "'username' must be " GW_ACCOUNT_RULE);
 		return -EINVAL;
 	}
 	return 0;

@@ -29,7 +29,7 @@
 
 /* ---- validate and introspect ------------------------------------------------------------ */
 
-/* Append @s as a JSON string (names are validated UTF-8 without controls). */
+/* Append @s as a JSON string (names are validated: GW_ACCOUNT_RULE, nothing to escape). */
 static void json_escaped(struct evbuffer *b, const char *s)
 {
 	evbuffer_add(b, "\"", 1);

@@ -352,8 +352,7 @@ static int login_fields(struct gw_req *r, int type, const char *body, size_t len
 		ret = -EINVAL;
 	}
 	if (!ret && !gw_account_norm(r->user, f[0].len)) {
-		snprintf(err, errlen, "the username must be 1..%d bytes of UTF-8 without control "
-			 "characters or commas", GW_USER_MAX);
+		snprintf(err, errlen, "the username must be " GW_ACCOUNT_RULE);
 		ret = -EINVAL;
 	}
 	if (!ret && !f[1].len) {

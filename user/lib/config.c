@@ -986,8 +986,17 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 		memset(t, 0, sizeof(*t));
 		name = get_str(x, g, where, "name", true);
 		if (name) {
-			if (!*name || strlen(name) >= SL_TENANT_NAME_LEN)
-				bad(x, g, "%s.name: 1..%d characters", where, SL_TENANT_NAME_LEN - 1);
+			size_t ci;
+
+			/* A tenant's name goes into metric labels, JSON, logs and the credential
+			 * file (tenant,account,PHC): nothing there may need escaping. */
+			for (ci = 0; name[ci]; ci++)
+				if (!isalnum((unsigned char)name[ci]) && !strchr("._-", name[ci]))
+					break;
+			if (!*name || strlen(name) >= SL_TENANT_NAME_LEN || name[ci] ||
+			    !isalnum((unsigned char)name[0]))
+				bad(x, g, "%s.name: 1..%d of letters, digits, '.', '_' and '-', the "
+				    "first a letter or digit", where, SL_TENANT_NAME_LEN - 1);
 			for (j = 0; j < c->n_tenants; j++)
 				if (!strcmp(c->tenants[j].name, name))
 					bad(x, g, "%s: tenant '%s' is defined twice", where, name);
