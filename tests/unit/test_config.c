@@ -619,7 +619,9 @@ static const struct bad_case bad_cases[] = {
 	  "  { name = \"unknown\"; rate = 1.0;\n"
 	  "    burst = 2.0; }\n"
 	  ");\n",
-	  7, "class 'unknown'.burst: 2 is below the most the edge charges one connection (5", 1, 0, NULL },
+	  7, "class 'unknown'.burst: 2 is below the most the edge charges one connection, 5 for a "
+	  "request to port 443 that no route matches (its cost): no such request could ever pass; "
+	  "raise it to 5 or more", 1, 0, NULL },
 	{ "parent_burst below the port cost",
 	  "edge: {\n"
 	  "  interfaces = [\"eth0\"];\n"
@@ -628,7 +630,8 @@ static const struct bad_case bad_cases[] = {
 	  "classes = (\n"
 	  "  { name = \"unknown\"; rate = 1.0; burst = 5.0; parent_burst = 4.0; }\n"
 	  ");\n",
-	  6, "class 'unknown'.parent_burst: 4 is below the most the edge charges one connection (5", 1, 0, NULL },
+	  6, "class 'unknown'.parent_burst: 4 is below the most the edge charges one connection, 5 "
+	  "for a request to port 80 that no route matches (its cost)", 1, 0, NULL },
 	{ "unknown mode", GOOD_EDGE
 	  "classes = (\n"
 	  "  { name = \"unknown\"; rate = 1.0; burst = 5.0;\n"
@@ -1078,7 +1081,8 @@ static const struct bad_case bad_cases[] = {
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0;\n"
 	  "    burst = 3.0; }\n"
 	  ");\n",
-	  8, "tenant 'a'.burst: 3 is below the most the edge charges one connection (4)", 1, 0, NULL },
+	  8, "tenant 'a'.burst: 3 is below the most the edge charges one connection, 4 for a "
+	  "request to port 443 that no route matches (its cost)", 1, 0, NULL },
 	{ "tenant burst missing", TENANT_EDGE
 	  "tenants = (\n"
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; }\n"
@@ -1095,7 +1099,8 @@ static const struct bad_case bad_cases[] = {
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"
 	  "    static_burst = 3.5; }\n"
 	  ");\n",
-	  8, "tenant 'a'.static_burst: 3.5 is below the most the edge charges one connection (4)", 1, 0, NULL },
+	  8, "tenant 'a'.static_burst: 3.5 is below the most the edge charges one connection, 4 "
+	  "for a request to port 443", 1, 0, NULL },
 	{ "unknown key in a tenant", TENANT_EDGE
 	  "tenants = (\n"
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0; },\n"
@@ -1359,7 +1364,8 @@ static void edge_charges_are_route_costs(void **state)
 		 "classes = ( { name = \"unknown\"; rate = 1.0; burst = 500.0; } );\n%s", routes);
 	assert_int_equal(load_text(text, NULL, &c, err, path, sizeof(path)), -EINVAL);
 	assert_err_line(err, path, 2, "class 'unknown'.burst: 500 is below the most the edge "
-			"charges one connection (950");
+			"charges one connection, 950 for route 'login' (POST /login) on port 80: "
+			"no such request could ever pass; raise it to 950 or more");
 
 	/* On the SYN front the edge sees no route: a connection costs the port's cost. */
 	snprintf(text, sizeof(text),
@@ -1367,6 +1373,180 @@ static void edge_charges_are_route_costs(void **state)
 		 "classes = ( { name = \"unknown\"; rate = 1.0; burst = 500.0; } );\n%s", routes);
 	assert_int_equal(load_text(text, NULL, &c, err, path, sizeof(path)), 0);
 	assert_int_equal(sl_edge_max_cost(&c), 1);
+}
+
+/*
+ * A burst below the dearest charge names what charges it (a route and its port, a TLS port's
+ * or a SYN front's cost, an unreadable_cost), the class or tenant, both numbers, and the line
+ * of the burst itself: class burst, parent_burst, tenant burst and static_burst.
+ */
+static void short_bursts_name_the_dearest_charge(void **state)
+{
+	static struct sl_config c;
+	char path[PATH_MAX], err[ERRLEN];
+
+	(void)state;
+	/* The route, on the first port that charges it; the class's parent_burst on its line. */
+	assert_int_equal(load_text("edge: { interfaces = [\"eth0\"];\n"                     /* 1 */
+				   "  ports = ( { port = 80; }, { port = 8080; } ); };\n"    /* 2 */
+				   "routes = ( { name = \"login\"; method = \"POST\";\n"     /* 3 */
+				   "             path = \"/login\"; cpu = 950.0; } );\n"     /* 4 */
+				   "classes = ( { name = \"unknown\"; rate = 100.0;\n"        /* 5 */
+				   "              burst = 300.0;\n"                          /* 6 */
+				   "              parent_burst = 949.5; } );\n",             /* 7 */
+				   NULL, &c, err, path, sizeof(path)),
+			 -EINVAL);
+	assert_err_line(err, path, 6, "class 'unknown'.burst: 300 is below the most the edge "
+			"charges one connection, 950 for route 'login' (POST /login) on port 80: no "
+			"such request could ever pass; raise it to 950 or more, or lower that cost "
+			"(see sluice.conf(5) on cost units)");
+	assert_err_line(err, path, 7, "class 'unknown'.parent_burst: 949.5 is below the most the "
+			"edge charges one connection, 950 for route 'login' (POST /login) on port "
+			"80");
+	assert_int_equal(count_lines(err), 2);
+
+	/* A TLS port's cost, dearer than every route. */
+	assert_int_equal(load_text("edge: { interfaces = [\"eth0\"];\n"
+				   "  ports = ( { port = 80; },\n"
+				   "            { port = 443; protocol = \"tls\"; cost = 950; } ); };\n"
+				   "routes = ( { name = \"check\"; method = \"GET\"; path = \"/v\";\n"
+				   "             cpu = 1.0; } );\n"
+				   "classes = ( { name = \"unknown\"; rate = 100.0;\n"
+				   "              burst = 100.0; } );\n",
+				   NULL, &c, err, path, sizeof(path)),
+			 -EINVAL);
+	assert_err_line(err, path, 7, "class 'unknown'.burst: 100 is below the most the edge "
+			"charges one connection, 950 for a TLS connection to port 443 (its cost)");
+	assert_int_equal(count_lines(err), 1);
+
+	/* A tenant's burst, below a port's unreadable_cost. */
+	assert_int_equal(load_text("edge: { interfaces = [\"eth0\"];\n"
+				   "  ports = ( { port = 81; unreadable_cost = 40; } ); };\n"
+				   "classes = ( { name = \"unknown\"; rate = 100.0; burst = 40.0; } );\n"
+				   "tenants = ( { name = \"a\"; listen = [\"10.0.0.2:81\"];\n"
+				   "              rate = 100.0;\n"
+				   "              burst = 30.0; } );\n",
+				   NULL, &c, err, path, sizeof(path)),
+			 -EINVAL);
+	assert_err_line(err, path, 6, "tenant 'a'.burst: 30 is below the most the edge charges "
+			"one connection, 40 for a first request to port 81 the edge cannot read "
+			"whole (its unreadable_cost): no such request could ever pass; raise it to "
+			"40 or more");
+	assert_int_equal(count_lines(err), 1);
+
+	/* A tenant's static_burst, below a SYN front's cost. */
+	assert_int_equal(load_text("edge: { interfaces = [\"eth0\"];\n"
+				   "  ports = ( { port = 22; front = \"syn\"; cost = 7; } ); };\n"
+				   "classes = ( { name = \"unknown\"; rate = 100.0; burst = 7.0; } );\n"
+				   "tenants = ( { name = \"a\"; listen = [\"10.0.0.2:22\"];\n"
+				   "              rate = 100.0; burst = 70.0;\n"
+				   "              static_burst = 5.0; } );\n",
+				   NULL, &c, err, path, sizeof(path)),
+			 -EINVAL);
+	assert_err_line(err, path, 6, "tenant 'a'.static_burst: 5 is below the most the edge "
+			"charges one connection, 7 for a connection to port 22 (its cost, on the "
+			"syn front)");
+	assert_int_equal(count_lines(err), 1);
+
+	/* On the SYN front no route is read: the same routes cost a connection its 1. */
+	assert_int_equal(load_text("edge: { interfaces = [\"eth0\"];\n"
+				   "  ports = ( { port = 80; front = \"syn\"; } ); };\n"
+				   "routes = ( { name = \"login\"; method = \"POST\";\n"
+				   "             path = \"/login\"; cpu = 950.0; } );\n"
+				   "classes = ( { name = \"unknown\"; rate = 100.0; burst = 5.0; } );\n",
+				   NULL, &c, err, path, sizeof(path)),
+			 0);
+}
+
+/*
+ * A budget whose rate admits less than one of a port's dearest requests a minute loads, with
+ * a warning per budget at its line naming each port it starves, the route or connection, and
+ * the numbers: class rate and parent_rate, tenant rate and static_rate (set, or the default's
+ * share of the rate).
+ */
+static void slow_rates_load_with_warnings(void **state)
+{
+	static struct sl_config c, copy;
+	char path[PATH_MAX], err[ERRLEN];
+	static const char text[] =
+		"edge: { interfaces = [\"eth0\"];\n"                                         /* 1 */
+		"  ports = ( { port = 80; }, { port = 8080; },\n"                            /* 2 */
+		"            { port = 443; protocol = \"tls\"; cost = 950; },\n"             /* 3 */
+		"            { port = 22; front = \"syn\"; cost = 2; } ); };\n"              /* 4 */
+		"routes = ( { name = \"login\"; method = \"POST\"; path = \"/login\"; cpu = 950.0; },\n"
+		"           { name = \"validate\"; method = \"GET\"; path = \"/v\"; cpu = 1.0; } );\n"
+		"classes = (\n"                                                              /* 7 */
+		"  { name = \"unknown\"; burst = 950.0;\n"                                   /* 8 */
+		"    rate = 10.0;\n"                                                         /* 9 */
+		"    parent_rate = 15.0; parent_burst = 9500.0; },\n"                        /* 10 */
+		"  { name = \"business\"; rate = 4000.0; burst = 285000.0; }\n"              /* 11 */
+		");\n"                                                                       /* 12 */
+		"tenants = (\n"                                                              /* 13 */
+		"  { name = \"a\"; listen = [\"10.0.0.2:80\"]; burst = 1900.0;\n"            /* 14 */
+		"    rate = 12.0;\n"                                                         /* 15 */
+		"    static_rate = 0.5; },\n"                                                /* 16 */
+		"  { name = \"b\"; listen = [\"10.0.0.3:80\"]; rate = 40.0; burst = 1900.0; }\n"
+		");\n";
+
+	(void)state;
+	assert_int_equal(load_text(text, NULL, &c, err, path, sizeof(path)), 0);
+	assert_string_equal(err, "");
+	assert_err_line(c.warnings, path, 9, "warning: class 'unknown'.rate: 10 cost units/s "
+			"admits 0.63 'login' (950) per minute on ports 80, 8080; 0.63 connections "
+			"(950) per minute on port 443 (less than one a minute)");
+	assert_err_line(c.warnings, path, 10, "warning: class 'unknown'.parent_rate: 15 cost "
+			"units/s admits 0.95 'login' (950) per minute on ports 80, 8080; 0.95 "
+			"connections (950) per minute on port 443");
+	assert_err_line(c.warnings, path, 15, "warning: tenant 'a'.rate: 12 cost units/s admits "
+			"0.76 'login' (950) per minute on ports 80, 8080; 0.76 connections (950) per "
+			"minute on port 443");
+	assert_err_line(c.warnings, path, 16, "warning: tenant 'a'.static_rate: 0.5 cost units/s "
+			"admits 0.032 'login' (950) per minute on ports 80, 8080; 0.032 connections "
+			"(950) per minute on port 443");
+	/* 40/s feeds a login every 24 s; its default static share, 10/s, does not. */
+	assert_err_line(c.warnings, path, 17, "warning: tenant 'b'.static_rate: 10 cost units/s "
+			"(the default, rate / (4 x cluster.nodes)) admits 0.63 'login' (950) per "
+			"minute on ports 80, 8080");
+	assert_int_equal(c.n_warnings, 5);
+	assert_int_equal(count_lines(c.warnings), 5);
+	/* The SYN port (cost 2) is fed by all of them, and the business class is fine. */
+	assert_null(strstr(c.warnings, "port 22"));
+	assert_null(strstr(c.warnings, "business"));
+
+	/* A load that fails hands back neither its errors' config nor its warnings. */
+	sl_config_defaults(&c);
+	memcpy(&copy, &c, sizeof(c));
+	{
+		char bad[sizeof(text) + 64];
+
+		snprintf(bad, sizeof(bad), "%sdaemon: { log_level = \"loud\"; };\n", text);
+		assert_int_equal(load_text(bad, NULL, &c, err, path, sizeof(path)), -EINVAL);
+	}
+	assert_memory_equal(&c, &copy, sizeof(c));
+	assert_null(strstr(err, "warning"));
+}
+
+/* The shipped sample config, and a budget exactly at one dearest request a minute: quiet. */
+static void sample_and_edge_rates_warn_of_nothing(void **state)
+{
+	static struct sl_config c;
+	char path[PATH_MAX], err[ERRLEN];
+
+	(void)state;
+	tree_file("examples/sluice.conf", path, sizeof(path));
+	assert_int_equal(sl_config_load(path, "/srv", &c, err, sizeof(err)), 0);
+	assert_string_equal(c.warnings, "");
+	assert_int_equal(c.n_warnings, 0);
+
+	/* 950 / 60 units/s is one login a minute: the bound is "less than one". */
+	assert_int_equal(load_text("edge: { interfaces = [\"eth0\"]; ports = ( { port = 80; } ); };\n"
+				   "routes = ( { name = \"login\"; method = \"POST\";\n"
+				   "             path = \"/login\"; cpu = 950.0; } );\n"
+				   "classes = ( { name = \"unknown\"; rate = 15.8333333334;\n"
+				   "              burst = 950.0; } );\n",
+				   NULL, &c, err, path, sizeof(path)),
+			 0);
+	assert_string_equal(c.warnings, "");
 }
 
 static void every_reply_and_tenant_problem_is_reported(void **state)
@@ -1408,7 +1588,8 @@ static void every_reply_and_tenant_problem_is_reported(void **state)
 	assert_err_line(err, path, 15, "tenant 'a'.rate: must be above 0");
 	assert_err_line(err, path, 15, "tenant 'a'.lease_ttl: 0 is out of range 1..3600");
 	assert_err_line(err, path, 16, "tenants[1]: tenant 'a' is defined twice");
-	assert_err_line(err, path, 17, "tenant 'a'.burst: 0.5 is below the most the edge charges one connection (1)");
+	assert_err_line(err, path, 17, "tenant 'a'.burst: 0.5 is below the most the edge charges one "
+			"connection, 1 for a request to port 80 that no route matches");
 	assert_int_equal(count_lines(err), 12);
 	assert_memory_equal(&c, &copy, sizeof(c)); /* all or nothing */
 }
@@ -1519,6 +1700,9 @@ int main(void)
 		cmocka_unit_test(every_reply_and_tenant_problem_is_reported),
 		cmocka_unit_test(ghost_table_is_the_next_power_of_two),
 		cmocka_unit_test(edge_charges_are_route_costs),
+		cmocka_unit_test(short_bursts_name_the_dearest_charge),
+		cmocka_unit_test(slow_rates_load_with_warnings),
+		cmocka_unit_test(sample_and_edge_rates_warn_of_nothing),
 		cmocka_unit_test(peek_reads_paths_from_an_invalid_file),
 		cmocka_unit_test(gateway_connection_shares),
 	};

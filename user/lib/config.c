@@ -16,39 +16,48 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "budget.h"
 #include "config.h"
 #include "log.h"
 
-struct vctx {
-	const char *file;
-	char *err;
-	size_t errlen;
+/* Lines of "file:line: reason", as many as fit; @n counts them all. */
+struct msgs {
+	char *buf;
+	size_t len;
 	size_t used;
-	int nerr;
+	int n;
 };
 
-static void append(struct vctx *x, const char *file, int line, const char *fmt, va_list ap)
+struct vctx {
+	const char *file;
+	struct msgs err;
+	struct msgs warn; /* the loaded config's warnings: it still loads */
+};
+
+static void append(struct msgs *m, const char *file, int line, const char *tag,
+		   const char *fmt, va_list ap)
 {
 	int n;
 
-	x->nerr++;
-	if (!x->err || x->used + 1 >= x->errlen)
+	m->n++;
+	if (!m->buf || m->used + 1 >= m->len)
 		return;
 	if (line > 0)
-		n = snprintf(x->err + x->used, x->errlen - x->used, "%s:%d: ", file, line);
+		n = snprintf(m->buf + m->used, m->len - m->used, "%s:%d: %s", file, line, tag);
 	else
-		n = snprintf(x->err + x->used, x->errlen - x->used, "%s: ", file);
+		n = snprintf(m->buf + m->used, m->len - m->used, "%s: %s", file, tag);
 	if (n > 0)
-		x->used = x->used + (size_t)n < x->errlen ? x->used + (size_t)n : x->errlen - 1;
-	n = vsnprintf(x->err + x->used, x->errlen - x->used, fmt, ap);
+		m->used = m->used + (size_t)n < m->len ? m->used + (size_t)n : m->len - 1;
+	n = vsnprintf(m->buf + m->used, m->len - m->used, fmt, ap);
 	if (n > 0)
-		x->used = x->used + (size_t)n < x->errlen ? x->used + (size_t)n : x->errlen - 1;
-	if (x->used + 1 < x->errlen) {
-		x->err[x->used++] = '\n';
-		x->err[x->used] = '\0';
+		m->used = m->used + (size_t)n < m->len ? m->used + (size_t)n : m->len - 1;
+	if (m->used + 1 < m->len) {
+		m->buf[m->used++] = '\n';
+		m->buf[m->used] = '\0';
 	}
 }
 
+/* A problem at @s (its file and line; the file's name when NULL): the load fails. */
 __attribute__((format(printf, 3, 4)))
 static void bad(struct vctx *x, const config_setting_t *s, const char *fmt, ...)
 {
@@ -57,7 +66,20 @@ static void bad(struct vctx *x, const config_setting_t *s, const char *fmt, ...)
 	va_list ap;
 
 	va_start(ap, fmt);
-	append(x, file ? file : x->file, line, fmt, ap);
+	append(&x->err, file ? file : x->file, line, "", fmt, ap);
+	va_end(ap);
+}
+
+/* Something at @s that is valid but likely a mistake: the load goes on. */
+__attribute__((format(printf, 3, 4)))
+static void warn_at(struct vctx *x, const config_setting_t *s, const char *fmt, ...)
+{
+	const char *file = s ? config_setting_source_file(s) : NULL;
+	int line = s ? (int)config_setting_source_line(s) : 0;
+	va_list ap;
+
+	va_start(ap, fmt);
+	append(&x->warn, file ? file : x->file, line, "warning: ", fmt, ap);
 	va_end(ap);
 }
 
@@ -688,25 +710,10 @@ static bool valid_class_name(const char *n)
 
 uint32_t sl_edge_max_cost(const struct sl_config *c)
 {
-	uint32_t m = 1;
-	int i, j;
+	struct sl_charge ch;
 
-	for (i = 0; i < c->n_ports; i++) {
-		const struct sl_port_cfg *p = &c->ports[i];
-
-		if (p->cost > m)
-			m = p->cost;
-		if (p->front != SL_FRONT_STATELESS)
-			continue; /* the SYN front sees no request: a connection costs `cost` */
-		if (p->unreadable_cost > m)
-			m = p->unreadable_cost;
-		if (p->proto != SL_PROTO_HTTP)
-			continue;
-		for (j = 0; j < c->n_routes; j++)
-			if ((uint32_t)ceil(c->routes[j].cpu) > m)
-				m = (uint32_t)ceil(c->routes[j].cpu);
-	}
-	return m;
+	sl_edge_dearest(c, &ch);
+	return ch.cost;
 }
 
 /*
@@ -724,12 +731,86 @@ static void set_unreadable(struct sl_config *c)
 
 		if (p->unreadable_set)
 			continue;
-		if (p->proto == SL_PROTO_HTTP && p->front == SL_FRONT_STATELESS)
+		if (sl_port_charges_routes(p))
 			for (j = 0; j < c->n_routes; j++)
-				if ((uint32_t)ceil(c->routes[j].cpu) > m)
-					m = (uint32_t)ceil(c->routes[j].cpu);
+				if (sl_route_charge(&c->routes[j]) > m)
+					m = sl_route_charge(&c->routes[j]);
 		p->unreadable_cost = m > SL_MAX_PORT_COST ? SL_MAX_PORT_COST : m;
 	}
+}
+
+/*
+ * A burst must hold the most the edge charges one connection, else nothing that costs that
+ * much could ever pass. The error names what sets that most (a route and its port, or a
+ * port's cost or unreadable_cost): that is the other number an operator can change.
+ */
+static void check_burst(struct vctx *x, const config_setting_t *s, const char *where,
+			const char *key, double burst, const struct sl_config *c)
+{
+	struct sl_charge ch;
+	char what[160];
+
+	sl_edge_dearest(c, &ch);
+	if (burst >= ch.cost)
+		return;
+	bad(x, s, "%s.%s: %g is below the most the edge charges one connection, %u for %s: no "
+	    "such request could ever pass; raise it to %u or more, or lower that cost (see "
+	    "sluice.conf(5) on cost units)", where, key, burst, ch.cost,
+	    sl_charge_str(c, &ch, what, sizeof(what)), ch.cost);
+}
+
+/*
+ * A rate that refills less than one of a port's dearest requests a minute is valid, but it
+ * is most likely a number meant for a SYN, or a burst's, in the wrong key: warn, naming each
+ * port it starves, what it admits there and of what. @note follows the rate (a default's
+ * origin). Ports that read alike are merged ("on ports 80, 8080").
+ */
+static void check_rate(struct vctx *x, const config_setting_t *s, const char *where,
+		       const char *key, double rate, const char *note, const struct sl_config *c)
+{
+	char piece[SL_MAX_PORTS][192], msg[2048], num[32], noun[96];
+	int i, k, np = c->n_ports < SL_MAX_PORTS ? c->n_ports : SL_MAX_PORTS, n = 0;
+	size_t used = 0;
+
+	if (!(rate > 0))
+		return;
+	for (i = 0; i < np; i++) {
+		struct sl_charge ch;
+
+		piece[i][0] = '\0';
+		sl_port_dearest(c, i, &ch);
+		if (rate * 60.0 >= ch.cost)
+			continue;
+		snprintf(piece[i], sizeof(piece[i]), "%s %s (%u) per minute",
+			 sl_fmt_count(rate * 60.0 / ch.cost, num, sizeof(num)),
+			 sl_charge_noun(c, &ch, noun, sizeof(noun)), ch.cost);
+	}
+	msg[0] = '\0';
+	for (i = 0; i < np; i++) {
+		int same = 0, w;
+
+		if (!piece[i][0])
+			continue;
+		for (k = 0; k < i; k++)
+			if (!strcmp(piece[k], piece[i]))
+				break;
+		if (k < i)
+			continue;
+		for (k = i + 1; k < np; k++)
+			same += !strcmp(piece[k], piece[i]);
+		w = snprintf(msg + used, sizeof(msg) - used, "%s%s on %s %u", n++ ? "; " : "",
+			     piece[i], same ? "ports" : "port", c->ports[i].port);
+		used = w > 0 && used + (size_t)w < sizeof(msg) ? used + (size_t)w : sizeof(msg) - 1;
+		for (k = i + 1; k < np; k++)
+			if (!strcmp(piece[k], piece[i])) {
+				w = snprintf(msg + used, sizeof(msg) - used, ", %u", c->ports[k].port);
+				used = w > 0 && used + (size_t)w < sizeof(msg) ? used + (size_t)w :
+										sizeof(msg) - 1;
+			}
+	}
+	if (n)
+		warn_at(x, s, "%s.%s: %g cost units/s%s admits %s (less than one a minute)",
+			where, key, rate, note, msg);
 }
 
 static void load_classes(struct vctx *x, const config_setting_t *root, struct sl_config *c)
@@ -737,7 +818,6 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 	static const char *const keys[] = { "name", "v4_prefix", "v6_prefix", "v4_parent",
 		"v6_parent", "rate", "burst", "parent_rate", "parent_burst", "mode", NULL };
 	const config_setting_t *list = config_setting_get_member(root, "classes");
-	uint32_t max_cost = 1;
 	int i, n;
 
 	if (!list) {
@@ -750,8 +830,6 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 		bad(x, list, "classes: expected a list ( { name = ...; }, ... )");
 		return;
 	}
-	max_cost = sl_edge_max_cost(c);
-
 	n = config_setting_length(list);
 	if (n > SL_MAX_CLASSES) {
 		bad(x, list, "classes: at most %d classes (got %d)", SL_MAX_CLASSES, n);
@@ -842,15 +920,19 @@ static void load_classes(struct vctx *x, const config_setting_t *root, struct sl
 		} else {
 			got_parent = got_burst;
 		}
-		/* Only judge values that were read: a range error needs no second opinion. */
-		if (got_burst && cc->burst < max_cost)
-			bad(x, config_setting_get_member(g, "burst"),
-			    "%s.burst: %g is below the most the edge charges one connection (%u, "
-			    "see sluice.conf(5) on cost units): it could never pass", where,
-			    cc->burst, max_cost);
-		if (got_parent && cc->parent_burst < max_cost)
-			bad(x, g, "%s.parent_burst: %g is below the most the edge charges one connection (%u)", where,
-			    cc->parent_burst, max_cost);
+		/* Only judge values that were read: a range error needs no second opinion. A
+		 * parent_burst left out is ten bursts: it holds whatever the burst holds. */
+		if (got_burst)
+			check_burst(x, config_setting_get_member(g, "burst"), where, "burst",
+				    cc->burst, c);
+		if (got_parent && config_setting_get_member(g, "parent_burst"))
+			check_burst(x, config_setting_get_member(g, "parent_burst"), where,
+				    "parent_burst", cc->parent_burst, c);
+		check_rate(x, config_setting_get_member(g, "rate"), where, "rate", cc->rate, "", c);
+		/* A parent_rate left out is ten rates: the rate's own warning says it all. */
+		if (config_setting_get_member(g, "parent_rate"))
+			check_rate(x, config_setting_get_member(g, "parent_rate"), where,
+				   "parent_rate", cc->parent_rate, "", c);
 		e = get_enum(x, g, where, "mode", mode_names, SL_MODE_ENFORCE);
 		if (e >= 0)
 			cc->mode = (uint8_t)e;
@@ -1064,11 +1146,7 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 			t->rate = d;
 		}
 		if (get_num(x, g, where, "burst", true, 0.0, 1e9, &d)) {
-			if (d < max_cost)
-				bad(x, config_setting_get_member(g, "burst"),
-				    "%s.burst: %g is below the most the edge charges one "
-				    "connection (%u)", where, d,
-				    max_cost);
+			check_burst(x, config_setting_get_member(g, "burst"), where, "burst", d, c);
 			t->burst = d;
 		}
 		/* A quarter of the budget across the cluster: each node a quarter of its even
@@ -1083,13 +1161,19 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 			t->static_rate = d;
 		}
 		if (get_num(x, g, where, "static_burst", false, 0.0, 1e9, &d)) {
-			if (d < max_cost)
-				bad(x, config_setting_get_member(g, "static_burst"),
-				    "%s.static_burst: %g is below the most the edge charges one "
-				    "connection (%u)", where, d,
-				    max_cost);
+			check_burst(x, config_setting_get_member(g, "static_burst"), where,
+				    "static_burst", d, c);
 			t->static_burst = d;
 		}
+		check_rate(x, config_setting_get_member(g, "rate"), where, "rate", t->rate, "", c);
+		/* The default static_rate is a fraction of the rate: it can starve a port that
+		 * the rate itself feeds, once every lease has lapsed. */
+		if (config_setting_get_member(g, "static_rate"))
+			check_rate(x, config_setting_get_member(g, "static_rate"), where,
+				   "static_rate", t->static_rate, "", c);
+		else if (t->rate * 60.0 >= max_cost)
+			check_rate(x, g, where, "static_rate", t->static_rate,
+				   " (the default, rate / (4 x cluster.nodes))", c);
 		t->lease_ttl_s = 3;
 		if (get_int(x, g, where, "lease_ttl", false, 1, 3600, &v))
 			t->lease_ttl_s = (uint32_t)v;
@@ -1954,7 +2038,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 {
 	static const char *const top_keys[] = { "edge", "classes", "tenants", "routes", "gateway",
 		"daemon", "redis", "cluster", "counters", "stream", NULL };
-	struct vctx x = { .file = path, .err = err, .errlen = errlen };
+	struct vctx x = { .file = path, .err = { .buf = err, .len = errlen } };
 	char cfg_dir[PATH_MAX];
 	struct sl_config *c;
 	config_t cfg;
@@ -1977,6 +2061,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	}
 	sl_config_defaults(c);
 	snprintf(c->path, sizeof(c->path), "%s", path);
+	x.warn = (struct msgs){ .buf = c->warnings, .len = sizeof(c->warnings) };
 	/* Relative paths in the file (asn_table, credentials, delivery_log, @include) mean
 	 * the same to sluiced and to sluicectl: relative to the file's own directory. */
 	if (!base_dir) {
@@ -2020,10 +2105,11 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	load_redis(&x, config_root_setting(&cfg), c);
 	load_counters(&x, config_root_setting(&cfg), c);
 	load_stream(&x, config_root_setting(&cfg), c);
-	if (x.nerr) {
+	if (x.err.n) {
 		ret = -EINVAL;
 		goto out;
 	}
+	c->n_warnings = x.warn.n;
 	*out = *c;
 out:
 	config_destroy(&cfg);

@@ -3,6 +3,9 @@
  * The sluice configuration: one libconfig file read by sluiced and sluicectl. Loading is all
  * or nothing: sl_config_load() validates every value and, on any error, returns -EINVAL with
  * one "file:line: reason" line per problem and leaves the caller's running config untouched.
+ * What loads but is likely a mistake (a budget that admits less than one of a port's dearest
+ * requests a minute) is a warning instead: "file:line: warning: reason" lines in the loaded
+ * config's warnings, which sluiced logs and --check-config prints.
  * docs/configuration.md is the reference for every key.
  */
 #ifndef SLUICE_CONFIG_H
@@ -22,6 +25,7 @@
 #define SL_MIN_STATE_ENTRIES 16u
 #define SL_MAX_STATE_ENTRIES (1u << 26)
 #define SL_MAX_PORT_COST 1000000u
+#define SL_WARNINGS_LEN 4096
 
 enum sl_xdp_mode {
 	SL_XDP_NATIVE = 0, /* driver mode; the only one worth running in production */
@@ -230,6 +234,10 @@ struct sl_stream_cfg {
 
 struct sl_config {
 	char path[PATH_MAX];
+	/* What loaded but looks wrong: "file:line: warning: reason" lines, n_warnings of them
+	 * (the text may be cut short; the count is not). Empty when there is nothing to say. */
+	char warnings[SL_WARNINGS_LEN];
+	int n_warnings;
 
 	/* edge */
 	char ifaces[SL_MAX_IFACES][IF_NAMESIZE];
@@ -327,7 +335,8 @@ uint32_t sl_ghost_entries(uint32_t state_entries);
 /* Ghost sets (four ways each) for @state_entries buckets: sl_ghost_entries() / 4. */
 uint32_t sl_ghost_sets(uint32_t state_entries);
 /* The most the edge can charge one connection: the largest port cost, unreadable cost, or
- * (on stateless HTTP ports) route cost. Every edge burst must hold one. */
+ * (on stateless HTTP ports) route cost. Every edge burst must hold one. budget.h says which
+ * route or port it is (sl_edge_dearest). */
 uint32_t sl_edge_max_cost(const struct sl_config *c);
 
 const char *sl_mode_name(uint8_t mode);

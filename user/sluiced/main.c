@@ -91,6 +91,30 @@ static int parse_level(const char *s)
 	return -1;
 }
 
+static int count_lines(const char *s)
+{
+	int n = 0;
+
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}
+
+/* What the config loader found valid but likely wrong, one log line each, at start and at
+ * every reload (a file that loads with warnings still loads). */
+static void log_config_warnings(const struct sl_config *c)
+{
+	const char *l, *nl;
+
+	for (l = c->warnings; *l; l = nl ? nl + 1 : l + strlen(l)) {
+		nl = strchr(l, '\n');
+		log_warn("%.*s", nl ? (int)(nl - l) : (int)strlen(l), l);
+	}
+	if (c->n_warnings > count_lines(c->warnings))
+		log_warn("%s: %d more warning(s) not shown", c->path,
+			 c->n_warnings - count_lines(c->warnings));
+}
+
 /* Load config and ASN table into @c/@asn; on failure log every problem and return < 0. */
 static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *asn,
 		    char *first_err, size_t n)
@@ -110,6 +134,8 @@ static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *
 		nl = strchr(first_err, '\n');
 		if (nl)
 			*nl = '\0';
+	} else {
+		log_config_warnings(c);
 	}
 	return ret;
 }
@@ -139,9 +165,15 @@ static int check_config(struct daemon *d)
 			goto out;
 		gateway_prepared_free(gp);
 	}
+	/* Warnings first, as the compiler prints them: the file is valid all the same. */
+	fputs(c->warnings, stderr);
+	if (c->n_warnings > count_lines(c->warnings))
+		fprintf(stderr, "%s: %d more warning(s) not shown\n", d->config_path,
+			c->n_warnings - count_lines(c->warnings));
 	printf("%s: valid (%d interface(s), %d port(s), %d class(es), %d tenant(s), %zu ASN "
-	       "row(s)%s)\n", d->config_path, c->has_edge ? c->n_ifaces : 0, c->n_ports,
-	       c->n_classes, c->n_tenants, asn.n, c->gw.present ? ", gateway" : "");
+	       "row(s)%s%s)\n", d->config_path, c->has_edge ? c->n_ifaces : 0, c->n_ports,
+	       c->n_classes, c->n_tenants, asn.n, c->gw.present ? ", gateway" : "",
+	       c->n_warnings ? ", with warnings" : "");
 	ret = 0;
 out:
 	if (ret)
