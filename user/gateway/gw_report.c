@@ -2,7 +2,8 @@
 /*
  * What the gateway tells about itself: the `tenants` control command (sluicectl tenants,
  * a JSON document or a table), the `limits` document (the two dials: per tenant and per
- * principal, docs/endpoints.md "Limits") and the gateway's part of Prometheus /metrics.
+ * principal, docs/endpoints.md "Limits"; then the edge's class budgets, budget.h) and the
+ * gateway's part of Prometheus /metrics.
  * Everything here reads the gateway's counters and the scheduler's state; nothing here
  * changes them.
  */
@@ -13,6 +14,7 @@
 
 #include <event2/buffer.h>
 
+#include "budget.h"
 #include "gw_creds.h"
 #include "gw_internal.h"
 #include "json.h"
@@ -429,6 +431,7 @@ static void limits_json(struct gateway *g, FILE *f)
 	counters_json(&j, c, per_account, (int)(sizeof(per_account) / sizeof(per_account[0])),
 		      true);
 	json_obj_end(&j);
+	sl_edge_limits_json(&j, c); /* "edge": the classes' budgets, when there is an edge */
 	json_obj_end(&j);
 	json_end(&j);
 }
@@ -471,6 +474,10 @@ static void limits_text(struct gateway *g, FILE *f)
 			fprintf(f, "  %-20s %-28s %12.4g %10.4g %10.4g %12.4g\n", c->tenants[i].name,
 				who, rate, burst, limit_window(rate, burst), gw_client_peak(g, k, now));
 		}
+	}
+	if (c->has_edge && c->n_classes) {
+		fprintf(f, "\n");
+		sl_edge_limits_text(f, c);
 	}
 }
 

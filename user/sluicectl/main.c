@@ -28,6 +28,7 @@
 #include <xdp/libxdp.h>
 
 #include "addr.h"
+#include "budget.h"
 #include "config.h"
 #include "gw_body.h"
 #include "gw_creds.h"
@@ -74,8 +75,9 @@ static void usage(FILE *f)
 		"Commands:\n"
 		"  status                 daemon, interfaces and attach modes, ports, state use\n"
 		"  stats                  decisions by reason and by class\n"
-		"  prefix show ADDR       class, ASN, keys and bucket state for ADDR, and what a\n"
-		"                         SYN from it would get now (--port picks the port)\n"
+		"  prefix show ADDR       class, ASN, keys and bucket state for ADDR, what a\n"
+		"                         SYN from it would get now (--port picks the port), and\n"
+		"                         what the key's and parent's rates admit of each route\n"
 		"  asn load FILE          validate FILE (prefix,asn,class) and swap it in whole\n"
 		"  reload                 re-read the config; a bad file is reported, not applied\n"
 		"  detach                 take sluice off every interface and remove its pins\n"
@@ -111,7 +113,9 @@ static void usage(FILE *f)
 		"                         one interval (rates need two samples)\n"
 		"  limits                 the limits document: per tenant the floor (capacity /\n"
 		"                         active tenants: the promise), reservation and ceiling\n"
-		"                         (the courtesy); per principal (user, API client) limits\n"
+		"                         (the courtesy); per principal (user, API client) limits;\n"
+		"                         per edge class its key's and parent's budget, in cost\n"
+		"                         units and as requests/s of each route on each port\n"
 		"  user add TENANT ACCOUNT\n"
 		"                         hash the password read from stdin (one line) with the\n"
 		"                         configured Argon2id settings and append it to\n"
@@ -611,7 +615,10 @@ static void view_bucket(const struct sl_maps *m, const struct sl_settings *set,
 	v->available = sl_gcra_available(v->tat_start, now, r->emission_ns, r->tolerance_ns);
 }
 
-static void json_bucket(struct json *j, const char *name, const struct bucket_view *v)
+/* @cfg (may be NULL: the config could not be read) adds what the bucket's rate and burst
+ * admit of each route on each port (budget.h). */
+static void json_bucket(struct json *j, const char *name, const struct bucket_view *v,
+			const struct sl_config *cfg)
 {
 	char buf[64];
 	struct sl_prefix p = { .family = v->key.family, .plen = v->key.plen };
@@ -623,7 +630,45 @@ static void json_bucket(struct json *j, const char *name, const struct bucket_vi
 	json_double(j, "available", v->available);
 	json_double(j, "burst", v->burst);
 	json_double(j, "rate", v->rate);
+	if (cfg)
+		sl_budget_json(j, "ports", cfg, v->rate, v->burst);
 	json_obj_end(j);
+}
+
+/* The bucket's rate as requests per second of each route: "  business /32  port 80: 4.2
+ * login/s, ...", one line per port group, under a shared label. */
+static void text_budget(const char *cls, const struct bucket_view *v, const struct sl_config *cfg)
+{
+	char *view = malloc(SL_MAX_PORTS * 2048), who[48];
+	const char *s, *semi;
+	bool first = true;
+
+	if (!view)
+		return;
+	sl_budget_str(cfg, v->rate, view, SL_MAX_PORTS * 2048);
+	snprintf(who, sizeof(who), "%s /%u", cls, v->key.plen);
+	for (s = view; *s; s = semi ? semi + 2 : s + strlen(s)) {
+		semi = strstr(s, "; ");
+		printf("  %-18s %.*s\n", first ? who : "", semi ? (int)(semi - s) : (int)strlen(s),
+		       s);
+		first = false;
+	}
+	free(view);
+}
+
+/* The config the daemon runs (its path from the pins), else --config's: for the routes. */
+static struct sl_config *routes_config(const struct ctl *c, const struct sl_meta *meta)
+{
+	struct sl_config *cfg = calloc(1, sizeof(*cfg));
+	char err[256];
+
+	if (cfg && meta->config_path[0] &&
+	    !sl_config_load(meta->config_path, NULL, cfg, err, sizeof(err)))
+		return cfg;
+	if (cfg && !sl_config_load(c->config, NULL, cfg, err, sizeof(err)))
+		return cfg;
+	free(cfg);
+	return NULL;
 }
 
 static void text_bucket(const char *name, const struct bucket_view *v)
@@ -645,6 +690,7 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 	struct sl_class_policy pol;
 	struct sl_meta meta;
 	struct bucket_view pv, qv;
+	struct sl_config *cfg;
 	struct sl_maps m;
 	char err[160], abuf[64];
 	const char *decision, *reason;
@@ -730,6 +776,7 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 		reason = sl_reason_name(r);
 	}
 
+	cfg = routes_config(c, &meta);
 	if (c->json) {
 		struct json j;
 
@@ -745,8 +792,8 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 		json_str(&j, "mode", sl_mode_name(pol.mode));
 		json_u64(&j, "port", port);
 		json_u64(&j, "cost", cost);
-		json_bucket(&j, "bucket", &pv);
-		json_bucket(&j, "parent_bucket", &qv);
+		json_bucket(&j, "bucket", &pv, cfg);
+		json_bucket(&j, "parent_bucket", &qv, cfg);
 		json_str(&j, "decision", decision);
 		json_str(&j, "reason", reason);
 		json_obj_end(&j);
@@ -763,7 +810,15 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 		text_bucket("parent", &qv);
 		printf("a connection to port %u (cost %u) now: %s (%s)\n", port, cost, decision,
 		       reason);
+		if (cfg && cfg->n_ports) {
+			printf("what the key's and the parent's rates admit, per second:\n");
+			text_budget(pol.name, &pv, cfg);
+			text_budget(pol.name, &qv, cfg);
+		} else {
+			printf("(the config cannot be read: no view of the rates in requests)\n");
+		}
 	}
+	free(cfg);
 	sl_maps_close(&m);
 	return 0;
 }

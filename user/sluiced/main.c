@@ -22,10 +22,12 @@
 #include <event2/event.h>
 
 #include "asn.h"
+#include "budget.h"
 #include "config.h"
 #include "ctl.h"
 #include "edge.h"
 #include "gateway.h"
+#include "json.h"
 #include "lease.h"
 #include "log.h"
 #include "metrics.h"
@@ -70,7 +72,8 @@ static void usage(FILE *f)
 		"  -l, --log-level LEVEL  error, warn, info or debug (overrides the config)\n"
 		"  -t, --check-config     check the config file, its ASN table and the gateway's\n"
 		"                         files, print every problem as file:line and exit: 0 if\n"
-		"                         valid, 1 if not; attaches nothing\n"
+		"                         valid (warnings, file:line: warning: ..., included),\n"
+		"                         1 if not; attaches nothing\n"
 		"  -V, --version          print the version\n"
 		"  -h, --help             this text\n"
 		"\n"
@@ -386,6 +389,34 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 	evbuffer_add_printf(out, "}}\n");
 }
 
+/* `limits` on an edge without a gateway: the edge's part of the document alone. */
+static void edge_limits(const struct sl_config *c, struct evbuffer *out, bool json)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f) {
+		evbuffer_add_printf(out, "error out of memory\n");
+		return;
+	}
+	if (json) {
+		struct json j;
+
+		json_init(&j, f);
+		json_obj_begin(&j, NULL);
+		sl_edge_limits_json(&j, c);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		sl_edge_limits_text(f, c);
+	}
+	fclose(f);
+	evbuffer_add_printf(out, "ok\n");
+	evbuffer_add(out, buf, len);
+	free(buf);
+}
+
 static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 {
 	struct daemon *d = arg;
@@ -418,11 +449,13 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 		}
 		sl_asn_free(&asn);
 	} else if (!strcmp(line, "limits") || !strcmp(line, "limits json")) {
-		if (!d->gw)
-			evbuffer_add_printf(out, "error this sluiced runs no gateway (no 'gateway' "
-					    "section)\n");
-		else
+		if (d->gw)
 			gateway_limits(d->gw, out, !strcmp(line, "limits json"));
+		else if (d->cfg.has_edge)
+			edge_limits(&d->cfg, out, !strcmp(line, "limits json"));
+		else
+			evbuffer_add_printf(out, "error this sluiced runs neither an edge nor a "
+					    "gateway\n");
 	} else if (!strcmp(line, "tenants") || !strcmp(line, "tenants text")) {
 		if (!d->gw)
 			evbuffer_add_printf(out, "error this sluiced runs no gateway (no 'gateway' "
