@@ -197,6 +197,26 @@ expect_match "prefix show: on the reply port (80) the decision is a shed, not a 
 p=$(sluicectl prefix show 198.51.100.200 --port 8080 --json)
 expect_eq "prefix show: on the drop port (8080) it would be dropped (buckets span ports)" \
 	"$(jget "$p" decision)" drop
+# The class's budget in requests (issue 19): port 80 has no routes, so a first request costs
+# the port's 1; the SYN front charges its cost per connection. 0.001/s, a burst of 10.
+expect_eq "prefix show: port 80's view of the /24's budget: per request, cost 1, 10 at once" \
+	"$(jget "$p" bucket.ports.0.port)/$(jget "$p" bucket.ports.0.charges)/$(jget "$p" bucket.ports.0.cost)/$(jget "$p" bucket.ports.0.at_once)" \
+	80/request/1/10
+expect_eq "prefix show: port 8080 (syn front) charges per connection" \
+	"$(jget "$p" bucket.ports.1.charges)/$(jget "$p" bucket.ports.1.per_s)" connection/0.001
+expect_eq "prefix show: the parent's view too (1000 at once)" \
+	"$(jget "$p" parent_bucket.ports.1.at_once)" 1000
+t=$(sluicectl prefix show 198.51.100.200)
+expect_match "prefix show: the key's rate as requests per second" "$t" \
+	'hosting /24 +port 80: 0\.0010 requests/s'
+expect_match "prefix show: and as connections per second on the syn front" "$t" \
+	'port 8080: 0\.0010 connections/s'
+l=$(sluicectl limits --json)
+expect_eq "limits on an edge without a gateway: each class's budget" \
+	"$(jget "$l" edge.classes.0.name)/$(jget "$l" edge.classes.0.key.burst)/$(jget "$l" edge.classes.0.parent.burst)" \
+	hosting/10/1000
+expect_match "limits: as text, per class and port" "$(sluicectl limits)" \
+	'hosting /24 \(IPv6 /48\): 0\.0010 units/s, burst 10'
 p=$(sluicectl prefix show "$REAL" --json)
 expect_eq "prefix show: residential /32 still passes" "$(jget "$p" decision)" pass
 

@@ -170,6 +170,24 @@ static void ports_that_read_alike_are_merged(void **state)
 	load_text("edge: { interfaces = [\"eth0\"]; ports = ( { port = 80; cost = 2; } ); };\n"
 		  "classes = ( { name = \"unknown\"; rate = 10.0; burst = 20.0; } );\n", &c);
 	assert_string_equal(sl_budget_str(&c, 10, buf, sizeof(buf)), "port 80: 5.0 requests/s");
+	{
+		char *t = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&t, &len);
+		struct json j;
+
+		assert_non_null(f);
+		json_init(&j, f);
+		json_obj_begin(&j, NULL);
+		sl_budget_json(&j, "ports", &c, 10, 20);
+		json_obj_end(&j);
+		json_end(&j);
+		fclose(f);
+		assert_string_equal(t, "{\"ports\":[{\"port\":80,\"front\":\"stateless\","
+				       "\"protocol\":\"http\",\"charges\":\"request\",\"cost\":2,"
+				       "\"per_s\":5,\"at_once\":10}]}\n");
+		free(t);
+	}
 }
 
 /* Run @fn's text or JSON into a string (freed by the caller). */

@@ -263,7 +263,8 @@ void sl_budget_json(struct json *j, const char *key, const struct sl_config *c, 
 		json_u64(j, "port", p->port);
 		json_str(j, "front", sl_front_name(p->front));
 		json_str(j, "protocol", p->proto == SL_PROTO_TLS ? "tls" : "http");
-		json_str(j, "charges", routes ? "route" : "connection");
+		json_str(j, "charges", routes ? "route" :
+				       sl_port_charges_routes(p) ? "request" : "connection");
 		if (routes) {
 			json_arr_begin(j, "routes");
 			for (k = 0; k < c->n_routes; k++) {

@@ -78,8 +78,10 @@ const char *sl_budget_port_str(const struct sl_config *c, int port, double rate,
 const char *sl_budget_str(const struct sl_config *c, double rate, char *buf, size_t n);
 
 /* The same as a JSON array member @key of the open object: per port { port, front, protocol,
- * charges: "route" | "connection", and routes: [ { name, method, path, cost, per_s, at_once } ]
- * or cost, per_s, at_once }, where per_s is @rate / cost and at_once whole requests of @burst. */
+ * charges, and routes: [ { name, method, path, cost, per_s, at_once } ] when charges is
+ * "route", else cost, per_s, at_once ("request": a stateless HTTP port without routes;
+ * "connection": TLS, the SYN front) }, where per_s is @rate / cost and at_once the whole
+ * requests @burst holds. */
 void sl_budget_json(struct json *j, const char *key, const struct sl_config *c, double rate,
 		    double burst);
 
