@@ -128,6 +128,10 @@ expect_match "sluiced logs at start that port 8080 runs the SYN front, as config
 	'port 8080 \(http, drop\): SYN front \(configured\): SYNs weighed, not charged'
 expect_eq "sluiced did not fall back from the stateless front (no 'unavailable' warning)" \
 	"$(grep -c 'stateless front .*\(unavailable\|not available\)' <<<"$log")" 0
+# Rates of one unit per 1000 s are this test's point, and the config loader's warning says
+# what they admit (issue 19): the file loads, sluiced logs the warning with its line.
+expect_match "sluiced logs the config's warnings: a rate under one request a minute, per port" \
+	"$log" "sluice\.conf:[0-9]+: warning: class 'hosting'\.rate: 0\.001 cost units/s admits 0\.060 requests \(1\) per minute on port 80; 0\.060 connections \(1\) per minute on port 8080"
 
 # 0. Spoofed SYNs charge nothing. On the stateless port each gets a cookie SYN-ACK (reason
 # handshake), on the SYN port each is weighed and passed to the kernel (syn_peeked); none of
