@@ -258,8 +258,9 @@ static int reload(struct daemon *d, char *msg, size_t n)
 		stream_apply(d->stream, &d->cfg);
 	if (!d->log_override)
 		log_set_level((enum log_level)d->cfg.log_level);
-	snprintf(msg, n, "reloaded %s (generation %u, %u ASN rows)", d->config_path,
-		 d->edge.generation, d->edge.asn_entries);
+	snprintf(msg, n, "reloaded %s (generation %u, %u ASN rows%s)", d->config_path,
+		 d->edge.generation, d->edge.asn_entries,
+		 d->cfg.n_warnings ? "; with warnings, logged" : "");
 	log_info("%s", msg);
 	free(nc);
 	return 0;
