@@ -3,13 +3,18 @@
 #
 # make demo: sluice on the embedded (single-node) default, end to end, in two namespaces
 # this script creates and removes: the XDP edge on a veth pair, the gateway (Argon2id logins
-# with per-tenant admission, the login counters, the stream job) inside the server namespace.
-# Three scenarios, a summary of each, and a chart:
+# with per-tenant admission, the login counters, the stream job) inside the server namespace,
+# listening on port 80 behind the edge. The edge runs the shipped examples/sluice.conf: its
+# edge block, classes and routes, copied out of the file at start (scripts/conf_lists.py), so
+# the demo shows what those numbers do. Three scenarios, a summary of each, and a chart:
 #
 #   1. Monday forced reset: one tenant's logins go to 6x its baseline; the others stay at
 #      theirs. The flood is shed from the tenant causing it; the others keep their goodput.
-#   2. The Manila office: 22,000 people behind 4 addresses sign in with their passwords. No
-#      counter, detector or verdict fires: keys are (account, prefix), not addresses.
+#   2. The Manila office: 22,000 people behind 4 NAT addresses in a business /24 sign in at
+#      09:00's pace (11 logins/s), a new connection each, through XDP on the stateless front,
+#      which charges each its route (a login, 950 units). The edge sheds none, the gateway
+#      answers them all, and no counter, detector or verdict fires: keys are (account,
+#      prefix), not addresses.
 #   3. At the edge, where nothing is charged until a connection proves its source: a spoofed
 #      SYN flood carrying a real user's address (she keeps every connection), a hosting /24
 #      and an IPv6 attacker rotating /128s inside one /48 with real handshakes (their /24 and
@@ -38,8 +43,40 @@ done
 nt_setup || { echo "demo: cannot create the veth topology" >&2; exit 1; }
 # XDP_TX on a veth reaches the peer only if the peer runs XDP too; a real NIC needs nothing.
 nt_client_xdp_pass || echo "demo: cannot attach XDP to the client veth; the 429 part will time out" >&2
-nt_client_addr 198.51.100.7 203.0.113.10
-nt_http_server || echo "demo: the HTTP server did not start" >&2
+# The Manila office's NAT egress: four addresses of 192.0.2.0/24, a business /24 in the
+# sample ASN table (examples/asn-sample.csv).
+MANILA=(192.0.2.11 192.0.2.12 192.0.2.13 192.0.2.14)
+nt_client_addr 198.51.100.7 203.0.113.10 "${MANILA[@]}"
+# The gateway has an address of its own on the server veth, GW_ADDR:80, so that a plain HTTP
+# server (scenario 3's curl) keeps 10.200.0.2:80 and [fd00:5::2]:80. Added before sluiced
+# starts: the edge answers for the addresses the node has then.
+GW_ADDR=10.200.0.3
+ip -n "$NS_S" addr add "$GW_ADDR/24" dev vs
+mkdir -p "$NT_DIR/www"
+echo "hello from the real server" >"$NT_DIR/www/index.html"
+cat >"$NT_DIR/www.py" <<'PYEOF2'
+import functools, http.server, socket, socketserver, sys, threading
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=sys.argv[1])
+class V4(http.server.ThreadingHTTPServer):
+    def server_bind(self):
+        # HTTPServer's own asks the resolver for the address's name, which waits out its
+        # timeout in a namespace without DNS.
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+class V6(V4):
+    address_family = socket.AF_INET6
+servers = [V4((sys.argv[2], 80), handler), V6((sys.argv[3], 80), handler)]
+threading.Thread(target=servers[1].serve_forever, daemon=True).start()
+servers[0].serve_forever()
+PYEOF2
+ip netns exec "$NS_S" $PY "$NT_DIR/www.py" "$NT_DIR/www" 10.200.0.2 fd00:5::2 >"$NT_DIR/http.log" 2>&1 &
+HTTP_PID=$! # nt_teardown stops it
+for i in $(seq 1 50); do
+	ip netns exec "$NS_S" ss -ltn 2>/dev/null | grep -q '10.200.0.2:80 ' && break
+	sleep 0.1
+done
+ip netns exec "$NS_S" ss -ltn 2>/dev/null | grep -q '10.200.0.2:80 ' ||
+	echo "demo: the HTTP server did not start" >&2
 
 # Argon2id light enough for a demo on a laptop (1 MiB, t=1), two workers. The pool's
 # capacity is measured first: the tenants' rates are set from it.
@@ -52,42 +89,33 @@ ms=$($PY -c "print(round(1000.0 * $WORKERS / $cap, 3))")
 cost=$($PY -c "print(round($ms * 10, 1))")
 base=$($PY -c "print(round($cap / 8, 1))")      # each tenant's baseline: 1/8 of the pool
 resv=$($PY -c "print(round($cap / 8 * 1.5 * $cost, 1))")
-GW_PORT=18080
+GW_PORT=80
 METRICS=19469
-L() { $PY -c "print(round($1 * $cost, 1))"; }  # N logins, in cost units
+CONF_LISTS=("$PY" "$ROOT/scripts/conf_lists.py")
 
-cat >"$NT_DIR/sluice.conf" <<EOF
-edge: {
-  interfaces = ["vs"];
-  # The stateless front (the default): a login costs its route at the edge, once proven.
-  ports = ( { port = 80; action = "reply"; cost = 1; } );
-  state_entries = 65536;
-  asn_table = "$ROOT/examples/asn-sample.csv";
-  pin_path = "$PIN";
-};
-# In cost units: L = one login. Hosting: 10 logins per /24 at once, 2 a second after.
-classes = (
-  { name = "hosting";     v4_prefix = 24; v6_prefix = 48; v4_parent = 16; v6_parent = 32;
-    rate = $(L 2);  burst = $(L 10);  parent_rate = $(L 20);  parent_burst = $(L 100); },
-  { name = "residential"; v4_prefix = 32; v6_prefix = 64; v4_parent = 24; v6_parent = 48;
-    rate = $(L 5);  burst = $(L 20);  parent_rate = $(L 50);  parent_burst = $(L 200); },
-  { name = "mobile";      v4_prefix = 32; v6_prefix = 64; v4_parent = 24; v6_parent = 40;
-    rate = $(L 50); burst = $(L 200); parent_rate = $(L 500); parent_burst = $(L 2000); },
-  { name = "business";    v4_prefix = 32; v6_prefix = 56; v4_parent = 24; v6_parent = 48;
-    rate = $(L 50); burst = $(L 300); parent_rate = $(L 200); parent_burst = $(L 1200); },
-  { name = "unknown";     rate = $(L 5);  burst = $(L 20); parent_rate = $(L 50);
-    parent_burst = $(L 200); }
-);
+# The edge is the shipped one: examples/sluice.conf's edge block (our interface, ASN table
+# and pin path put in), its classes and examples/gateway.conf's routes, as written there. The
+# edge charges a login its route's cost (950 in the sample); the gateway admits by what its
+# hashes measure (its estimate starts at the route's cost), so its capacity is this pool's,
+# in those units.
+{
+	echo "# Built by scripts/demo.sh: edge, classes and routes from examples/, unchanged."
+	"${CONF_LISTS[@]}" group "$ROOT/examples/sluice.conf" edge 'interfaces=["vs"]' \
+		"asn_table=\"$ROOT/examples/asn-sample.csv\"" "pin_path=\"$PIN\""
+	"${CONF_LISTS[@]}" list "$ROOT/examples/sluice.conf" classes
+	"${CONF_LISTS[@]}" list "$ROOT/examples/gateway.conf" routes
+} >"$NT_DIR/sluice.conf" || { echo "demo: cannot read the shipped config in examples/" >&2; exit 1; }
+cat >>"$NT_DIR/sluice.conf" <<EOF
 tenants = (
   { name = "acme";     hosts = ["acme.example"];     reservation = $resv; },
   { name = "globex";   hosts = ["globex.example"];   reservation = $resv; },
   { name = "initech";  hosts = ["initech.example"];  reservation = $resv; },
   { name = "umbrella"; hosts = ["umbrella.example"]; reservation = $resv; }
 );
-routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = $cost; } );
 gateway: {
-  listen = "127.0.0.1:$GW_PORT";
+  listen = "$GW_ADDR:$GW_PORT";
   credentials = "$NT_DIR/creds.txt";
+  delivery_log = "$NT_DIR/outbox.log";
   capacity = { cpu = $($PY -c "print(round($cap * $cost, 1))"); };
   argon2 = { m_cost_kib = $M_COST; t_cost = 1; parallelism = 1; memory_budget_mib = $((WORKERS * M_COST / 1024)); };
   trusted_hops = 1;
@@ -136,7 +164,7 @@ ns $PY "$ROOT/scripts/demo_sample.py" "http://127.0.0.1:$METRICS/metrics" "$NT_D
 	"$NT_DIR/stop" "$OUT/demo.csv" acme globex initech umbrella &
 SAMPLER=$!
 neighbour() { # SECONDS ACME-RATE
-	ns nice -n 19 "$BUILD/bench/neighbour" --port $GW_PORT --deadline 3 --warmup 0 --duration "$1" \
+	ns nice -n 19 "$BUILD/bench/neighbour" --addr $GW_ADDR --port $GW_PORT --deadline 3 --warmup 0 --duration "$1" \
 		--tenant "acme:acme.example:$2:user:pw-acme" \
 		--tenant "globex:globex.example:$base:user:pw-globex" \
 		--tenant "initech:initech.example:$base:user:pw-initech" \
@@ -186,29 +214,54 @@ echo "   and the Argon2id workers share its CPUs, so the others' waits grow with
 echo
 
 echo manila >"$NT_DIR/phase"
-cat >"$NT_DIR/manila.py" <<'PYEOF2'
-import http.client, json, sys, threading
-port = int(sys.argv[1])
-status = {}
-lock = threading.Lock()
-def worker(k):
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    for i in range(k, 22000, 4):
-        c.request("POST", "/login", body="username=staff%05d&password=pw-initech" % i,
-                  headers={"Host": "initech.example", "X-Forwarded-For": "203.0.113.%d" % (i % 4 + 1),
-                           "Content-Type": "application/x-www-form-urlencoded"})
-        r = c.getresponse(); r.read()
-        with lock:
-            status[r.status] = status.get(r.status, 0) + 1
-ths = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-[t.start() for t in ths]; [t.join() for t in ths]
-print(json.dumps(status))
-PYEOF2
+# At 09:00, 60 % of 22,000 people in 20 minutes is 11 logins/s from the office's 4 NAT
+# addresses: 30 s of it, each login a new connection (every browser opens its own) from one
+# of the addresses in turn, a different employee each, the right password, no proxy header.
+# Every first request crosses XDP, which charges it a login's route, and is handed to the
+# gateway on GW_ADDR:80.
+MANILA_RATE=11
+MANILA_SECONDS=30
+# edge_class STATS-JSON CLASS FIELD: one class counter of sluicectl stats --json.
+edge_class() { $PY -c 'import json,sys; print(json.loads(sys.argv[1])["by_class"][sys.argv[2]][sys.argv[3]])' "$@"; }
 v0=$(sluicectl verdict list --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))')
-m=$(ns nice -n 19 $PY "$NT_DIR/manila.py" $GW_PORT)
+e0=$(sluicectl stats --json)
+msrc=()
+for a in "${MANILA[@]}"; do msrc+=(--src "$a"); done
+m=$(ip netns exec "$NS_C" $PY "$ROOT/scripts/office_logins.py" --dst "$GW_ADDR" --port $GW_PORT \
+	--host initech.example "${msrc[@]}" --rate $MANILA_RATE --seconds $MANILA_SECONDS \
+	--account 'staff%05d' --password pw-initech)
+e1=$(sluicectl stats --json)
 v1=$(sluicectl verdict list --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))')
-echo "2. The Manila office: 22,000 people behind 4 addresses of 203.0.113.0/24 sign in"
-echo "   answers: $m; new verdicts: $((v1 - v0)); would-be-blocks naming their /24: $(sluicectl wouldblock | grep -c 203.0.113)"
+echo "2. The Manila office: 22,000 people behind 4 addresses of 192.0.2.0/24 (business) sign in"
+echo "   at 09:00's pace, $MANILA_RATE logins/s for $MANILA_SECONDS s, a new connection each, through the edge (stateless front):"
+$PY - "$m" "$(edge_class "$e1" business passed)" "$(edge_class "$e0" business passed)" \
+	"$(edge_class "$e1" business shed)" "$(edge_class "$e0" business shed)" "$ROOT/scripts" \
+	"$NT_DIR/sluice.conf" <<'PYEOF2'
+import json, sys
+sys.path.insert(0, sys.argv[6])
+import conf_lists
+m = json.loads(sys.argv[1])
+classes = conf_lists.top_level(open(sys.argv[7]).read(), "classes")[0][1:-1]
+biz = [dict(conf_lists.settings(g)) for g in conf_lists.split_top(classes, ",")]
+biz = [c for c in biz if c["name"] == '"business"'][0]
+routes = conf_lists.top_level(open(sys.argv[7]).read(), "routes")[0][1:-1]
+login = [dict(conf_lists.settings(g)) for g in conf_lists.split_top(routes, ",")]
+login = float([r for r in login if r["path"] == '"/login"'][0]["cpu"])
+per = lambda k: float(biz[k]) / login
+admitted, shed = int(sys.argv[2]) - int(sys.argv[3]), int(sys.argv[4]) - int(sys.argv[5])
+other = {k: v for k, v in m["status"].items() if k not in ("200", "429")}
+print("   %d logins: shed by the edge %d (XDP's 429s; business class admitted %d, shed %d);"
+      % (m["sent"], m["edge_429"], admitted, shed))
+print("   gateway answers: %d x 200, %d x 429%s%s; p99 %.0f ms" % (
+      m["ok"], m["gateway_429"],
+      "".join(", %d x %s" % (v, k) for k, v in sorted(other.items()) if k != "0"),
+      ", %d without an answer" % m["failed"] if m["failed"] else "", m["p99_ms"]))
+print("   (the shipped business class, a login at %.0f units: each /32 %.1f logins/s, %.0f at once;"
+      % (login, per("rate"), per("burst")))
+print("   its /24 %.1f logins/s, %.0f at once; the office asks %.2f a second of each address)"
+      % (per("parent_rate"), per("parent_burst"), m["rate"] / len(m["by_src"] or [1])))
+PYEOF2
+echo "   new verdicts: $((v1 - v0)); would-be-blocks naming their /24: $(sluicectl wouldblock | grep -c '192\.0\.2\.')"
 echo "   (counters key on (account, prefix) and the stream job counts failures: a crowd of"
 echo "   real people with real passwords trips nothing)"
 echo
@@ -244,8 +297,10 @@ echo "    (a SYN is charged nothing: only a connection that answered our SYN-ACK
 echo
 echo "  logins over proven connections to port 80 (stateless front, action reply):"
 printf '  %-56s %6s %9s %6s\n' "traffic" "conns" "admitted" "429"
-r=$(conn80 --src 2001:db8:2c00:0:1::10 --count 8 --gap 0.25)
-row "residential user on one IPv6 /64, 8 sign-ins over 2 s" "$r"
+# The shipped residential class holds 10 logins per /64 (a new key starts with half) and
+# refills 2 a minute: a household signing in three times, then twice more.
+r=$(conn80 --src 2001:db8:2c00:0:1::10 --count 3 --gap 0.5)
+row "residential user on one IPv6 /64, 3 sign-ins in 1 s" "$r"
 srcs=()
 for i in $(seq 1 50); do srcs+=(--src "198.51.100.$((i * 5))"); done
 r=$(conn80 "${srcs[@]}" --count 4)
@@ -257,7 +312,8 @@ row "the residential /64 user again, after all that" "$r"
 echo
 
 echo "curl to port 80 (action reply), with a real HTTP server behind sluice:"
-# The /24 refills at 2 logins a second: spend it again first.
+# The /24 refills by its class's rate (the shipped hosting class: a login every ~30 s): spend
+# what came back first.
 conn80 --src 198.51.100.9 --count 20 >/dev/null
 echo "  198.51.100.7, from the hosting /24 that flooded, 4 logins in a row:"
 for i in 1 2 3 4; do
@@ -267,7 +323,8 @@ for i in 1 2 3 4; do
 	printf '    %-32s %-22s server kernel saw %s segments\n' "$(head -1 <<<"$out" | tr -d '\r')" \
 		"$(grep -i '^retry-after' <<<"$out" | tr -d '\r')" "$(($(tcp_mib InSegs) - in0))"
 done
-echo "    (429s come from XDP: Retry-After climbs 1, 5, 30, 120 s by the /24's streak, each +-20 %)"
+echo "    (429s come from XDP. Retry-After climbs 1, 5, 30, 120 s with the /24's streak of 429s,"
+echo "    each +-20 %; this /24 has been refused for a while, so it says ~2 minutes)"
 out=$(ccurl 203.0.113.10 http://10.200.0.2/)
 echo "  from 203.0.113.10 (the residential user): $(head -1 <<<"$out" | tr -d '\r'), $(tail -1 <<<"$out")"
 echo
