@@ -53,6 +53,9 @@ for _ in $(seq 1 50); do xdp_attached && break; sleep 0.1; done
 ccurl 198.51.100.7 http://10.200.0.2/ >/dev/null  # spends the /24's burst of one
 prog_id=$(ip -n "$NS_S" -d link show vs | sed -n 's/.*prog\/xdp id \([0-9]*\).*/\1/p' | head -1)
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
+# Put the statistics back however this ends: left on, they add a clock read on each side of
+# every BPF program run on the machine (bench/xdp_cost's bare program: 40 -> 100 ns).
+trap 'sysctl -qw kernel.bpf_stats_enabled="$old_stats"; nt_teardown' EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 rt() { bpftool prog show id "${1:-$prog_id}" -j | $PY -c 'import json,sys; print(json.load(sys.stdin).get("run_time_ns",0))'; }
 rc() { bpftool prog show id "${1:-$prog_id}" -j | $PY -c 'import json,sys; print(json.load(sys.stdin).get("run_cnt",0))'; }

@@ -154,6 +154,7 @@ int main(int argc, char **argv)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "rounds", required_argument, NULL, 'n' },
 		{ "asn-rows", required_argument, NULL, 'a' },
+		{ "only", required_argument, NULL, 'o' },
 		{ 0 }
 	};
 	struct cases {
@@ -175,6 +176,7 @@ int main(int argc, char **argv)
 		  .dst = "2001:db8:ffff::2", .dport = 80, .tcp_opts = 1 }, 3.0 },
 	};
 	int repeat = 1000000, rounds = 5, asn_rows = 100000, opt;
+	const char *only = NULL; /* --only SUBSTR: just the cases named so (for perf record) */
 	char path[] = "/tmp/sluice-bench-XXXXXX", err[2048];
 	struct sluice_bpf *skel;
 	struct bare_pass_bpf *bare;
@@ -191,8 +193,10 @@ int main(int argc, char **argv)
 		case 'r': repeat = atoi(optarg); break;
 		case 'n': rounds = atoi(optarg); break;
 		case 'a': asn_rows = atoi(optarg); break;
+		case 'o': only = optarg; break;
 		default:
-			fprintf(stderr, "usage: xdp_cost [--repeat N] [--rounds N] [--asn-rows N]\n");
+			fprintf(stderr, "usage: xdp_cost [--repeat N] [--rounds N] [--asn-rows N] "
+				"[--only SUBSTR]\n");
 			return 2;
 		}
 	}
@@ -251,6 +255,8 @@ int main(int argc, char **argv)
 		double ratio[99], s_ns[99], b_ns[99];
 		int r;
 
+		if (only && !strstr(cases[i].name, only))
+			continue;
 		run_ns(prog, frame, b.len, 1000); /* warm the caches and the bucket */
 		for (r = 0; r < rounds; r++) {
 			b_ns[r] = run_ns(base, frame, b.len, repeat);
@@ -373,6 +379,8 @@ int main(int argc, char **argv)
 			struct fbuilt fb;
 			int r;
 
+			if (only && !strstr(rc[i].name, only))
+				continue;
 			memset(&fr, 0, sizeof(fr));
 			fb = build_frame(&fs[i], fr.data);
 			fr.len = (__u32)fb.len;

@@ -183,6 +183,28 @@ static __always_inline void parse_tcp_opts(struct xdp_md *ctx, __u32 th_off, __u
 	out->tsecr = o.tsecr;
 }
 
+/*
+ * The ones'-complement sum of @n 16-bit words at @p, as loaded (host order), unfolded: what
+ * bpf_csum_diff() computes, without a helper call. @n is a constant (the loop unrolls); @p is
+ * 2-byte aligned (a header in the frame, or a stack struct).
+ */
+static __always_inline __u64 sum16(const void *p, const int n)
+{
+	const __u8 *b = p;
+	__u64 s = 0;
+	__u16 w;
+	int i;
+
+	/* Loaded through memcpy, not a __u16 pointer: the words of a struct written field by
+	 * field, read as another type, are stores clang may move past the reads. */
+#pragma unroll
+	for (i = 0; i < n; i++) {
+		__builtin_memcpy(&w, b + 2 * i, 2);
+		s += w;
+	}
+	return s;
+}
+
 static __always_inline __u16 csum_fold(__u64 csum)
 {
 	csum = (csum & 0xffffffff) + (csum >> 32);
@@ -352,7 +374,24 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 		iph->check = 0;
 		__builtin_memcpy(&iph->saddr, r->saddr, 4);
 		__builtin_memcpy(&iph->daddr, r->daddr, 4);
-		iph->check = csum_fold((__u64)bpf_csum_diff(NULL, 0, (__be32 *)iph, 20, 0));
+		/* From the values just written, not read back from the frame (clang re-derives
+		 * the frame pointer for the reads, and the verifier loses its bound). The words
+		 * as loaded on this host: 45 00 | length | id 0 | 40 00 | 40 06 | check 0 | the
+		 * addresses. */
+		{
+			__u16 len = 20 + l4 + pl;
+			__u16 w[4];
+
+			__builtin_memcpy(w, r->saddr, 4);
+			__builtin_memcpy(w + 2, r->daddr, 4);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+			iph->check = csum_fold(0x0045 + (__u16)((len >> 8) | (len << 8)) + 0x0040 +
+					       0x0640 + (__u64)w[0] + w[1] + w[2] + w[3]);
+#else
+			iph->check = csum_fold(0x4500 + (__u64)len + 0x4000 + 0x4006 +
+					       (__u64)w[0] + w[1] + w[2] + w[3]);
+#endif
+		}
 
 		th = (struct tcphdr *)(p + 20);
 		__builtin_memcpy(ph.saddr, r->saddr, 4);
@@ -360,7 +399,7 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 		ph.zero = 0;
 		ph.proto = IPPROTO_TCP;
 		ph.len = bpf_htons(l4 + pl);
-		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)&ph, sizeof(ph), 0);
+		sum = sum16(&ph, sizeof(ph) / 2);
 	} else {
 		struct ipv6hdr *ip6 = (struct ipv6hdr *)p;
 		struct pseudo6 ph = {};
@@ -379,7 +418,7 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 		__builtin_memcpy(ph.daddr, r->daddr, 16);
 		ph.len = bpf_htonl(l4 + pl);
 		ph.proto = IPPROTO_TCP;
-		sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)&ph, sizeof(ph), 0);
+		sum = sum16(&ph, sizeof(ph) / 2);
 	}
 
 	if (r->kind == REPLY_SYNACK) {
@@ -403,10 +442,10 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 			o[17] = r->ws ? 3 : 1;
 			o[18] = r->ws ? 3 : 1;
 			o[19] = r->ws ? SL_SYNACK_WS : 1;
-			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 40, (__u32)sum);
+			sum += sum16(th, 20);
 		} else {
 			write_tcp(th, r, 6, flags);
-			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 24, (__u32)sum);
+			sum += sum16(th, 12);
 		}
 	} else {
 		__u8 *o = (__u8 *)(th + 1);
@@ -418,12 +457,12 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 			o[0] = 1;
 			o[1] = 1;
 			put_ts(o + 2, r);
-			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 32, (__u32)sum);
+			sum += sum16(th, 16);
 		} else {
 			if ((void *)(th + 1) > end)
 				return XDP_DROP;
 			write_tcp(th, r, 5, flags);
-			sum = (__u32)bpf_csum_diff(NULL, 0, (__be32 *)th, 20, (__u32)sum);
+			sum += sum16(th, 10);
 		}
 		if (r->kind == REPLY_429) {
 			__u8 *body = (__u8 *)th + (r->ts ? 32 : 20);
@@ -464,14 +503,13 @@ __noinline int sl_emit_reply(struct xdp_md *ctx, struct reply *r)
 			}
 			/*
 			 * The digits go into the frame, and into the sum as what they add over the
-			 * text's own "1    " there. bpf_csum_diff sums 16-bit words as loaded in
-			 * host order, so on a little-endian host a byte at an even offset of the
+			 * text's own "1    " there. The sums are of 16-bit words as loaded in
+			 * host order (sum16, and bpf_csum_diff for the text), so on a little-endian host a byte at an even offset of the
 			 * body (which starts at an even offset of the segment) is the low half of
 			 * its word, at an odd one the high half; none is below the text's byte
 			 * (the first digit is never 0, the rest at least ' '). The body's odd
 			 * length is padded with zero in the sum, as TCP pads.
 			 */
-			sum = (__u32)sum;
 			sum += sl_429_sum;
 #pragma unroll
 			for (i = 0; i < 5; i++) {
