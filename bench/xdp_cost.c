@@ -186,7 +186,7 @@ int main(int argc, char **argv)
 	struct bpf_map *map;
 	size_t i;
 	FILE *f;
-	int fd, prog, base, fails = 0;
+	int fd, prog, base, fails = 0, judged = 0;
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (opt) {
@@ -270,6 +270,7 @@ int main(int argc, char **argv)
 		       b_ns[rounds / 2], ratio[rounds / 2], cases[i].target,
 		       ratio[rounds / 2] <= cases[i].target ? "" : "  (above target)");
 		fails += ratio[rounds / 2] > cases[i].target;
+		judged++;
 	}
 	{
 		struct sl_counters rows[SL_STATS_ROWS];
@@ -427,6 +428,7 @@ int main(int argc, char **argv)
 				       rc[i].target, ratio[rounds / 2] <= rc[i].target ? "" :
 				       "  (above target)");
 				fails += ratio[rounds / 2] > rc[i].target;
+				judged++;
 			} else {
 				printf("%-38s %10.0f %10.0f %7.2fx %8s\n", rc[i].name,
 				       s_ns[rounds / 2], b_ns[rounds / 2], ratio[rounds / 2], "-");
@@ -509,6 +511,6 @@ int main(int argc, char **argv)
 	}
 	sluice_bpf__destroy(skel);
 	bare_pass_bpf__destroy(bare);
-	printf("\n%d of %zu cases above target\n", fails, sizeof(cases) / sizeof(cases[0]));
+	printf("\n%d of %d cases with a target above it\n", fails, judged);
 	return 0;
 }
