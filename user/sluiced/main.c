@@ -118,9 +118,18 @@ static void log_config_warnings(const struct sl_config *c)
 			 c->n_warnings - count_lines(c->warnings));
 }
 
-/* Load config and ASN table into @c/@asn; on failure log every problem and return < 0. */
+static void strip_trailing_nl(char *s)
+{
+	size_t len = strlen(s);
+
+	while (len && s[len - 1] == '\n')
+		s[--len] = '\0';
+}
+
+/* Load config and ASN table into @c/@asn; on failure log every problem, leave them all in
+ * @errs (one per line, no trailing newline: a reload's answer lists each) and return < 0. */
 static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *asn,
-		    char *first_err, size_t n)
+		    char *errs, size_t n)
 {
 	char err[4096];
 	int ret;
@@ -130,13 +139,9 @@ static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *
 	if (!ret && c->asn_table[0])
 		ret = sl_asn_load_csv(c->asn_table, c, asn, err, sizeof(err));
 	if (ret) {
-		char *nl;
-
 		log_error("%s", err);
-		snprintf(first_err, n, "%s", err);
-		nl = strchr(first_err, '\n');
-		if (nl)
-			*nl = '\0';
+		snprintf(errs, n, "%s", err);
+		strip_trailing_nl(errs);
 	} else {
 		log_config_warnings(c);
 	}
@@ -197,26 +202,29 @@ static int reload(struct daemon *d, char *msg, size_t n)
 		return -ENOMEM;
 	ret = load_all(d, nc, &asn, msg, n);
 	if (ret) {
+		char first[256];
+
 		log_error("reload rejected; the running config (generation %u) stays in force",
 			  d->edge.generation);
-		edge_note_failure(&d->edge, msg);
+		/* status shows the first problem; the answer (@msg) carries them all. */
+		snprintf(first, sizeof(first), "%.*s", (int)strcspn(msg, "\n"), msg);
+		edge_note_failure(&d->edge, first);
 		free(nc);
 		return ret;
 	}
 	/* The gateway's files (credentials, session key) are read before anything changes:
 	 * a bad one rejects the whole reload. */
 	if (d->gw && nc->gw.present) {
-		char err[4096], *nl;
+		char err[4096];
 
 		gp = gateway_prepare(nc, err, sizeof(err));
 		if (!gp) {
 			log_error("%s", err);
 			snprintf(msg, n, "%s", err);
-			nl = strchr(msg, '\n');
-			if (nl)
-				*nl = '\0';
+			strip_trailing_nl(msg);
 			log_error("reload rejected; the running config stays in force");
-			edge_note_failure(&d->edge, msg);
+			err[strcspn(err, "\n")] = '\0';
+			edge_note_failure(&d->edge, err);
 			sl_asn_free(&asn);
 			free(nc);
 			return -EINVAL;
@@ -421,7 +429,7 @@ static void edge_limits(const struct sl_config *c, struct evbuffer *out, bool js
 static void on_ctl(void *arg, const char *line, struct evbuffer *out)
 {
 	struct daemon *d = arg;
-	char msg[1024];
+	char msg[4096]; /* a rejected reload's answer: every problem the loader found */
 
 	if (!strcmp(line, "ping")) {
 		evbuffer_add_printf(out, "ok pid %d generation %u\n", getpid(), d->edge.generation);
