@@ -25,7 +25,7 @@ ARCH      := $(shell uname -m)
 BPF_ARCH  := $(subst x86_64,x86,$(subst aarch64,arm64,$(ARCH)))
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
-# pkg-config runs after scripts/deps.sh has had its chance: recursive variables, memoized.
+# pkg-config runs after the deps check (below) has had its say: recursive variables, memoized.
 PKGS := libbpf libxdp libevent libevent_pthreads libconfig libargon2 libsodium hiredis
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
@@ -67,12 +67,26 @@ BINS := $(BUILD)/sluiced $(BUILD)/sluicectl
 .PHONY: all deps test unit bpf-test net-test demo bench bench-reply install uninstall clean
 all: $(BINS)
 
-# Installs missing Debian packages (quiet when everything is there). Every build depends on
-# it order-only, so it runs once per make invocation and never forces a rebuild.
-deps:
-	$(Q)scripts/deps.sh
+# System dependencies (scripts/deps.sh: the build, test and demo sets of Debian packages).
+# A plain `make` or `make install` installs nothing and touches no service: it checks the
+# build set and, if something is missing, stops naming the packages and the command that
+# installs them. The goals that run suites, the demo or benchmarks install their sets (as
+# root; otherwise they stop the same way); `make deps [SETS="build test"]` installs on
+# request (all sets by default). deps-check is an order-only prerequisite of every build
+# step: it runs once per make invocation and never forces a rebuild.
+SETS ?= all
+DEPS_SETS := $(sort $(if $(filter test unit bpf-test net-test,$(MAKECMDGOALS)),build test) \
+	$(if $(filter demo,$(MAKECMDGOALS)),build demo) \
+	$(if $(filter bench%,$(MAKECMDGOALS)),build test demo))
 
-$(BUILD)/.dirs: | deps
+.PHONY: deps-check
+deps-check:
+	$(Q)scripts/deps.sh $(if $(DEPS_SETS),$(DEPS_SETS),--check build)
+
+deps:
+	$(Q)scripts/deps.sh $(SETS)
+
+$(BUILD)/.dirs: | deps-check
 	$(Q)mkdir -p $(BUILD)/bpf $(BUILD)/user/lib $(BUILD)/user/gateway $(BUILD)/tests/unit \
 		$(BUILD)/tests/bpf $(BUILD)/san/user/lib $(BUILD)/san/user/gateway \
 		$(BUILD)/san/tests/unit $(BUILD)/bench
