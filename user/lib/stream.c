@@ -776,7 +776,9 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
 
 /* Counts for @n probes (@out[i] = -1 where Redis did not answer). A broken connection (a
  * restarted Redis) is made again once at once; failing that, the job counts in process
- * and tries again after RETRY_NS. */
+ * and tries again after RETRY_NS. A batch with nothing to ask (successes only) says
+ * nothing about Redis: it neither marks Redis down nor delays the next try (issue 16: it
+ * did both, and background logins kept the job off Redis for good). */
 static void redis_counts(struct stream *s, const struct probe *p, int n, int64_t *out,
 			 uint64_t now)
 {
@@ -784,7 +786,9 @@ static void redis_counts(struct stream *s, const struct probe *p, int n, int64_t
 
 	for (i = 0; i < n; i++)
 		out[i] = -1;
-	for (attempt = 0; n && attempt < 2; attempt++) {
+	if (!n)
+		return;
+	for (attempt = 0; attempt < 2; attempt++) {
 		if (!redis_ready(s, now))
 			return;
 		if (redis_pipeline(s, p, n, out, now)) {
