@@ -242,8 +242,13 @@ bench-stream: $(BUILD)/bench/stream
 # where. The unit goes to $(PREFIX)/lib/systemd/system, which systemd searches for /usr and
 # for /usr/local alike. The config directory is /etc/sluice whatever PREFIX is: it is the
 # binaries' compiled-in default (SYSCONFDIR moves the files and the unit's --config only).
-# An operator's sluice.conf and asn.csv are never overwritten; the shipped samples always
-# land beside them as *.example. The BPF objects are inside the binaries (skeletons).
+# An operator's sluice.conf and asn.csv are never overwritten; the shipped ones always land
+# beside them as *.example. What ships is safe to start on a live node: the sample config
+# with every class, tenant and detector in monitor mode (scripts/install_conf.sh makes it
+# from examples/sluice.conf, which the tests and the demo read as it is) and an empty ASN
+# table (packaging/asn.csv; examples/asn-sample.csv is documentation ranges). Installing
+# runs no package manager and touches no service. The BPF objects are inside the binaries
+# (skeletons).
 SBINDIR        ?= $(PREFIX)/sbin
 MANDIR         ?= $(PREFIX)/share/man
 SYSCONFDIR     ?= /etc/sluice
@@ -254,8 +259,6 @@ INSTALL        ?= install
 
 MAN8 := sluiced.8 sluicectl.8
 MAN5 := sluice.conf.5
-# Where the samples name /etc/sluice/ (asn_table), the installed copies name SYSCONFDIR.
-conf_sed := sed -e 's|/etc/sluice/|$(SYSCONFDIR)/|g'
 
 # sluice.conf(5) is docs/configuration.md in roff, made here so the installed page never lags
 # the reference; man/sluice.conf.5 is the committed copy (`make man`), used without Python.
@@ -279,9 +282,9 @@ install: $(BINS) $(BUILD)/man/sluice.conf.5
 	$(Q)sed -e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
 		packaging/sluiced.service >$(BUILD)/sluiced.service
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/sluiced.service $(DESTDIR)$(SYSTEMDUNITDIR)/sluiced.service
-	$(Q)$(conf_sed) examples/sluice.conf >$(BUILD)/sluice.conf.example
+	$(Q)scripts/install_conf.sh $(SYSCONFDIR) <examples/sluice.conf >$(BUILD)/sluice.conf.example
 	$(Q)$(INSTALL) -m 0644 $(BUILD)/sluice.conf.example $(DESTDIR)$(SYSCONFDIR)/sluice.conf.example
-	$(Q)$(INSTALL) -m 0644 examples/asn-sample.csv $(DESTDIR)$(SYSCONFDIR)/asn.csv.example
+	$(Q)$(INSTALL) -m 0644 packaging/asn.csv $(DESTDIR)$(SYSCONFDIR)/asn.csv.example
 	$(Q)for f in sluice.conf asn.csv; do \
 		if [ -e $(DESTDIR)$(SYSCONFDIR)/$$f ]; then \
 			echo "  kept     $(DESTDIR)$(SYSCONFDIR)/$$f (the shipped one is $$f.example)"; \
