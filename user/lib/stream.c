@@ -124,6 +124,8 @@ struct stream {
 	uint64_t redis_retry_at;
 	uint32_t redis_timeout_ms;
 	uint64_t redis_counts, redis_errors;
+	uint64_t write_errors;   /* HLL writes Redis refused (an error reply: OOM, ...) */
+	uint64_t write_errors_logged, write_logged_at;
 	struct stream_action pending[MAX_ACTIONS];
 	uint32_t n_pending;
 };
@@ -501,6 +503,7 @@ struct probe {
 	int det;
 	struct dkey k;
 	uint64_t member;
+	bool mint;          /* may make the key on Redis: a guess (checked against a password) */
 	char text[80];      /* the key for people: "2001:db8::/48", "AS64500", ... */
 };
 
@@ -592,7 +595,7 @@ void stream_account_source(const uint8_t account[16], uint8_t family, uint8_t pl
  * attempt checked against a password, is counted for its account or its password: a
  * login refused unchecked (throttled, stepped up) was nobody's guess, and counting it would
  * let whoever can send one climb an account's ladder without being checked once. It still
- * counts for its source.
+ * counts for its source, and on Redis only into a key a guess has made (mint false).
  */
 static int probes_of(const struct stream *s, const struct sl_outcome_event *ev,
 		     struct probe *out)
@@ -603,6 +606,9 @@ static int probes_of(const struct stream *s, const struct sl_outcome_event *ev,
 	int n = 0;
 
 	memset(out, 0, sizeof(*out) * (SL_DET_N - 1));
+	for (n = 0; n < SL_DET_N - 1; n++)
+		out[n].mint = guess;
+	n = 0;
 	if (s->c->stream.det[SL_DET_PREFIX_ACCOUNTS].enabled) {
 		out[n].det = SL_DET_PREFIX_ACCOUNTS;
 		out[n].k.kind = SL_DET_PREFIX_ACCOUNTS;
@@ -717,18 +723,56 @@ static bool redis_ready(struct stream *s, uint64_t now)
 	return true;
 }
 
-/* Send the batch's commands and read its counts; false when the connection failed. */
+/*
+ * A refused attempt (nobody's password checked: a 429, a step-up, a decoy) adds its member
+ * only to a key a guess has already made, and never extends its TTL: whoever can send
+ * refused requests from fresh prefixes cannot mint keys (issue 16: each 429 from a fresh
+ * prefix made a ~270-byte key living 700 s, 100k of them 45 MB). A key costs a checked
+ * attempt, which the counters and the hash pool bound. It still reads the shared count.
+ * KEYS: the window's buckets, newest first; ARGV[1]: the member. Returns {count, the
+ * PFADD's error (OOM, ...) or 0}. All keys share one hash tag, so one slot.
+ */
+static const char add_if_known_lua[] =
+	"local failed = 0\n"
+	"if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+	"  local r = redis.pcall('PFADD', KEYS[1], ARGV[1])\n"
+	"  if type(r) == 'table' and r.err then failed = r.err end\n"
+	"end\n"
+	"return {redis.call('PFCOUNT', unpack(KEYS)), failed}\n";
+
+/* A write Redis refused (an error reply to PFADD or PEXPIRE, or the script's PFADD):
+ * counted, and logged at most once per WRITE_LOG_NS with the count since the last line. */
+#define WRITE_LOG_NS (10ull * 1000000000ull)
+
+static void write_failed(struct stream *s, const char *why, uint64_t now)
+{
+	uint64_t n = __atomic_add_fetch(&s->write_errors, 1, __ATOMIC_RELAXED);
+
+	if (s->write_logged_at && now - s->write_logged_at < WRITE_LOG_NS)
+		return;
+	log_warn("stream: Redis refused %llu HyperLogLog write(s)%s: %s; those members are "
+		 "counted in process only",
+		 (unsigned long long)(n - s->write_errors_logged),
+		 s->write_logged_at ? " since the last report" : "", why);
+	s->write_errors_logged = n;
+	s->write_logged_at = now ? now : 1;
+}
+
+/* Send the batch's commands and read its counts; false when the connection failed. A
+ * probe that may make its key is PFADD, PEXPIRE and PFCOUNT; one that may not, one EVAL of
+ * add_if_known_lua. */
 static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64_t *out,
 			   uint64_t now)
 {
 	uint64_t span = s->window_ns / WINDOW_BUCKETS, b = now / span;
-	char keys[WINDOW_BUCKETS][160], ttl[24];
+	char keys[WINDOW_BUCKETS][160], ttl[24], nkeys[8];
 	int i, j;
 
 	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)((s->window_ns + span) / 1000000));
+	snprintf(nkeys, sizeof(nkeys), "%d", WINDOW_BUCKETS);
 	for (i = 0; i < n; i++) {
-		const char *argv[2 + WINDOW_BUCKETS];
-		size_t lens[2 + WINDOW_BUCKETS];
+		const char *argv[4 + WINDOW_BUCKETS];
+		size_t lens[4 + WINDOW_BUCKETS];
 		char kh[2 * sizeof(p[i].k.b) + 1];
 
 		hex(p[i].k.b, p[i].k.len, kh);
@@ -736,6 +780,22 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
 			snprintf(keys[j], sizeof(keys[j]), "%s:{hll:%s:%s}:%llu",
 				 s->rprefix, sl_detector_name(p[i].det), kh,
 				 (unsigned long long)(b - (uint64_t)j));
+		if (!p[i].mint) {
+			argv[0] = "EVAL";
+			argv[1] = add_if_known_lua;
+			argv[2] = nkeys;
+			lens[0] = 4;
+			lens[1] = sizeof(add_if_known_lua) - 1;
+			lens[2] = strlen(nkeys);
+			for (j = 0; j < WINDOW_BUCKETS; j++) {
+				argv[3 + j] = keys[j];
+				lens[3 + j] = strlen(keys[j]);
+			}
+			argv[3 + WINDOW_BUCKETS] = (const char *)&p[i].member;
+			lens[3 + WINDOW_BUCKETS] = sizeof(p[i].member);
+			redisAppendCommandArgv(s->rc, 4 + WINDOW_BUCKETS, argv, lens);
+			continue;
+		}
 		argv[0] = "PFADD";
 		argv[1] = keys[0];
 		argv[2] = (const char *)&p[i].member;
@@ -757,17 +817,28 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
 		redisAppendCommandArgv(s->rc, 1 + WINDOW_BUCKETS, argv, lens);
 	}
 	for (i = 0; i < n; i++) {
-		redisReply *r = NULL;
-		int k;
+		int k, replies = p[i].mint ? 3 : 1;
 
-		for (k = 0; k < 3; k++) {
+		for (k = 0; k < replies; k++) {
+			redisReply *r = NULL;
+
 			if (redisGetReply(s->rc, (void **)&r) != REDIS_OK || !r) {
 				log_warn("stream: Redis: %s", s->rc->errstr[0] ? s->rc->errstr :
 								"no reply");
 				return false;
 			}
-			if (k == 2 && r->type == REDIS_REPLY_INTEGER)
+			if (r->type == REDIS_REPLY_ERROR && (k < 2 || !p[i].mint)) {
+				write_failed(s, r->str, now);
+			} else if (!p[i].mint) {
+				if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+				    r->element[0]->type == REDIS_REPLY_INTEGER) {
+					out[i] = r->element[0]->integer;
+					if (r->element[1]->type == REDIS_REPLY_STRING)
+						write_failed(s, r->element[1]->str, now);
+				}
+			} else if (k == 2 && r->type == REDIS_REPLY_INTEGER) {
 				out[i] = r->integer;
+			}
 			freeReplyObject(r);
 		}
 	}
@@ -1309,7 +1380,7 @@ void stream_stats_json(struct stream *s, struct evbuffer *out)
 			    "\"dropped\":%llu,\"depth\":%llu,\"verdicts\":%llu,"
 			    "\"verdict_errors\":%llu,\"actions_dropped\":%llu,\"evicted\":%llu,"
 			    "\"records\":%u,\"counting\":\"%s\",\"redis_counts\":%llu,"
-			    "\"redis_errors\":%llu}\n",
+			    "\"redis_errors\":%llu,\"redis_write_errors\":%llu}\n",
 			    (unsigned long long)s->events, (unsigned long long)s->failures,
 			    (unsigned long long)pushed, (unsigned long long)dropped,
 			    (unsigned long long)depth, (unsigned long long)s->verdicts,
@@ -1319,7 +1390,8 @@ void stream_stats_json(struct stream *s, struct evbuffer *out)
 			    __atomic_load_n(&s->redis_down, __ATOMIC_RELAXED) ?
 			    "in-process (Redis down)" : "redis",
 			    (unsigned long long)__atomic_load_n(&s->redis_counts, __ATOMIC_RELAXED),
-			    (unsigned long long)__atomic_load_n(&s->redis_errors, __ATOMIC_RELAXED));
+			    (unsigned long long)__atomic_load_n(&s->redis_errors, __ATOMIC_RELAXED),
+			    (unsigned long long)__atomic_load_n(&s->write_errors, __ATOMIC_RELAXED));
 	pthread_mutex_unlock(&s->mu);
 }
 
@@ -1371,6 +1443,14 @@ void stream_metrics(struct stream *s, struct evbuffer *out)
 				    "# TYPE sluice_stream_redis_errors_total counter\n"
 				    "sluice_stream_redis_errors_total %llu\n",
 				    (unsigned long long)__atomic_load_n(&s->redis_errors,
+									 __ATOMIC_RELAXED));
+		evbuffer_add_printf(out,
+				    "# HELP sluice_stream_redis_write_errors_total HyperLogLog writes "
+				    "Redis refused (an error reply: OOM under maxmemory with "
+				    "noeviction, ...); their members count in process only.\n"
+				    "# TYPE sluice_stream_redis_write_errors_total counter\n"
+				    "sluice_stream_redis_write_errors_total %llu\n",
+				    (unsigned long long)__atomic_load_n(&s->write_errors,
 									 __ATOMIC_RELAXED));
 	}
 	pthread_mutex_unlock(&s->mu);
