@@ -877,8 +877,7 @@ static void redis_counts(struct stream *s, const struct probe *p, int n, int64_t
 	s->redis_retry_at = now + RETRY_NS;
 }
 
-/* Under mu: classify the batch and lay out its probes; copy the Redis settings the round
- * trip will use (a reload that changes the address closes the old connection). */
+/* Under mu: classify the batch and lay out its probes. */
 static int batch_probes(struct stream *s, struct sl_outcome_event *evs, size_t n)
 {
 	struct probe *p = s->probes;
@@ -893,12 +892,6 @@ static int batch_probes(struct stream *s, struct sl_outcome_event *evs, size_t n
 			np += probes_of(s, &evs[i], &p[np]);
 	}
 	first[n] = np;
-	if (strcmp(s->raddr, s->c->redis.address)) {
-		redis_close(s);
-		s->redis_retry_at = 0;
-		snprintf(s->raddr, sizeof(s->raddr), "%s", s->c->redis.address);
-	}
-	snprintf(s->rprefix, sizeof(s->rprefix), "%s", s->c->redis.key_prefix);
 	return np;
 }
 
@@ -1059,8 +1052,12 @@ struct stream *stream_start(struct event_base *base, const struct sl_config *c,
 		snprintf(err, errlen, "cannot watch the action queue");
 		goto fail;
 	}
-	/* A pipeline of a batch's counts is more than one check: ten times a check's timeout,
-	 * at least 100 ms. */
+	/* Redis as the daemon started: its counters keep theirs until the next start, and so
+	 * does the job (issue 16: it switched at a reload, counters and HLLs on different
+	 * instances). A pipeline of a batch's counts is more than one check: ten times a
+	 * check's timeout, at least 100 ms. */
+	snprintf(s->raddr, sizeof(s->raddr), "%s", c->redis.address);
+	snprintf(s->rprefix, sizeof(s->rprefix), "%s", c->redis.key_prefix);
 	s->redis_timeout_ms = c->redis.timeout_ms * 10 < 100 ? 100 : c->redis.timeout_ms * 10;
 	if (getenv("SLUICED_STREAM_STALL_MS")) {
 		s->stall_ms = (unsigned)strtoul(getenv("SLUICED_STREAM_STALL_MS"), NULL, 10);
@@ -1085,10 +1082,13 @@ void stream_apply(struct stream *s, const struct sl_config *c)
 {
 	uint32_t window = s->c->stream.window_s, max_keys = s->c->stream.max_keys;
 	uint32_t queue = s->c->stream.queue, records = s->c->stream.records;
+	struct sl_redis_cfg redis = s->c->redis;
 
 	lock_reader(s);
 	*s->c = *c;
-	/* Sizes stay as they started. */
+	/* Sizes stay as they started, and so does Redis (the daemon logs that redis.* changes
+	 * take effect at the next start). */
+	s->c->redis = redis;
 	s->c->stream.window_s = window;
 	s->c->stream.max_keys = max_keys;
 	s->c->stream.queue = queue;

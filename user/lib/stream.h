@@ -68,7 +68,7 @@ struct stream *stream_start(struct event_base *base, const struct sl_config *c,
 			    const struct sl_maps *maps, stream_action_fn act, void *arg,
 			    char *err, size_t errlen);
 /* Follow a reloaded config (thresholds, modes, TTLs; the window and the queue keep their
- * sizes until the next start). */
+ * sizes, and redis.* its address and key prefix, until the next start, as the counters do). */
 void stream_apply(struct stream *s, const struct sl_config *c);
 void stream_stop(struct stream *s);
 
