@@ -101,6 +101,53 @@ static void assert_err_line(const char *err, const char *path, int line, const c
 		 *current_case ? ": " : "", prefix, reason, err);
 }
 
+/* What --check-config asks of the host, each problem at the line that set it: a missing
+ * interface (and not lo), an unreadable ASN table, pins outside a bpffs, a control socket
+ * with no directory to go in; a default pin path and socket are reported against the file. */
+static void host_checks_name_the_line(void **state)
+{
+	static struct sl_config c;
+	char path[PATH_MAX], err[ERRLEN], hp[ERRLEN];
+	int n;
+
+	(void)state;
+	write_tmp("edge: {\n"
+		  "  interfaces = [\"lo\",\n"
+		  "                \"sl-nope0\"];\n"
+		  "  ports = ( { port = 80; } );\n"
+		  "  asn_table = \"/nonexistent/asn.csv\";\n"
+		  "  pin_path = \"/tmp/sluice-pins\";\n"
+		  "};\n"
+		  "classes = ( { name = \"unknown\"; rate = 3.0; burst = 7.0; } );\n"
+		  "daemon: { control_socket = \"/nonexistent/run/ctl.sock\"; };\n",
+		  path, sizeof(path));
+	assert_int_equal(sl_config_load(path, NULL, &c, err, ERRLEN), 0);
+	n = sl_config_check_host(&c, hp, sizeof(hp));
+	assert_int_equal(n, 4);
+	assert_int_equal(count_lines(hp), 4);
+	assert_err_line(hp, path, 3, "edge.interfaces: no interface 'sl-nope0' on this host");
+	assert_null(strstr(hp, "'lo'"));
+	assert_err_line(hp, path, 5, "edge.asn_table: cannot read /nonexistent/asn.csv");
+	assert_err_line(hp, path, 6, "edge.pin_path: /tmp/sluice-pins is not on a bpf filesystem");
+	assert_err_line(hp, path, 9, "daemon.control_socket: neither /nonexistent/run nor "
+			"/nonexistent exists");
+	unlink(path);
+
+	/* The socket's path taken by a file: sluiced would remove it. */
+	write_tmp("edge: { interfaces = [\"lo\"]; ports = ( { port = 80; } ); };\n"
+		  "classes = ( { name = \"unknown\"; rate = 3.0; burst = 7.0; } );\n", path,
+		  sizeof(path));
+	assert_int_equal(sl_config_load(path, NULL, &c, err, ERRLEN), 0);
+	snprintf(c.ctl_socket, sizeof(c.ctl_socket), "%s", path);
+	n = sl_config_check_host(&c, hp, sizeof(hp));
+	assert_int_equal(n, 1);
+	assert_non_null(strstr(hp, "is not a socket (sluiced would remove it)"));
+	/* A default is not in the file: no line number. */
+	assert_int_equal(strncmp(hp, path, strlen(path)), 0);
+	assert_true(hp[strlen(path)] == ':' && hp[strlen(path) + 1] == ' ');
+	unlink(path);
+}
+
 static void sample_config_loads(void **state)
 {
 	static struct sl_config c;
@@ -1705,6 +1752,7 @@ int main(void)
 		cmocka_unit_test(sample_and_edge_rates_warn_of_nothing),
 		cmocka_unit_test(peek_reads_paths_from_an_invalid_file),
 		cmocka_unit_test(gateway_connection_shares),
+		cmocka_unit_test(host_checks_name_the_line),
 	};
 
 	return cmocka_run_group_tests_name("config", tests, NULL, NULL);

@@ -9,11 +9,15 @@
 #include <errno.h>
 #include <libconfig.h>
 #include <math.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "budget.h"
@@ -630,6 +634,8 @@ static void load_edge(struct vctx *x, const config_setting_t *root, struct sl_co
 		return;
 	}
 	check_keys(x, edge, "edge", keys);
+	snprintf(c->src.edge_file, sizeof(c->src.edge_file), "%s",
+		 config_setting_source_file(edge) ? config_setting_source_file(edge) : x->file);
 
 	ifs = config_setting_get_member(edge, "interfaces");
 	if (!ifs) {
@@ -656,6 +662,7 @@ static void load_edge(struct vctx *x, const config_setting_t *root, struct sl_co
 			for (j = 0; j < c->n_ifaces; j++)
 				if (!strcmp(c->ifaces[j], name))
 					bad(x, it, "edge.interfaces: '%s' is listed twice", name);
+			c->src.iface_line[c->n_ifaces] = (int)config_setting_source_line(it);
 			snprintf(c->ifaces[c->n_ifaces++], IF_NAMESIZE, "%s", name);
 		}
 	}
@@ -668,8 +675,11 @@ static void load_edge(struct vctx *x, const config_setting_t *root, struct sl_co
 		    SL_MAX_STATE_ENTRIES, &v))
 		c->state_entries = (uint32_t)v;
 	s = get_str(x, edge, "edge", "asn_table", false);
-	if (s)
+	if (s) {
 		resolve_path(c->asn_table, sizeof(c->asn_table), base, s);
+		c->src.asn_table_line = (int)config_setting_source_line(
+			config_setting_get_member(edge, "asn_table"));
+	}
 	if (get_num(x, edge, "edge", "new_key_credit", false, 0.0, 1.0, &d)) {
 		if (d < 0.001)
 			bad(x, config_setting_get_member(edge, "new_key_credit"),
@@ -692,6 +702,8 @@ static void load_edge(struct vctx *x, const config_setting_t *root, struct sl_co
 			    "edge.pin_path: must be an absolute path on a bpf filesystem");
 		else
 			snprintf(c->pin_path, sizeof(c->pin_path), "%s", s);
+		c->src.pin_path_line = (int)config_setting_source_line(
+			config_setting_get_member(edge, "pin_path"));
 	}
 }
 
@@ -1675,6 +1687,8 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 		return;
 	}
 	check_keys(x, d, "daemon", keys);
+	snprintf(c->src.daemon_file, sizeof(c->src.daemon_file), "%s",
+		 config_setting_source_file(d) ? config_setting_source_file(d) : x->file);
 	s = get_str(x, d, "daemon", "control_socket", false);
 	if (s) {
 		if (s[0] != '/' || strlen(s) >= 100)
@@ -1682,6 +1696,8 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 			    "daemon.control_socket: must be an absolute path under 100 characters");
 		else
 			snprintf(c->ctl_socket, sizeof(c->ctl_socket), "%s", s);
+		c->src.ctl_socket_line = (int)config_setting_source_line(
+			config_setting_get_member(d, "control_socket"));
 	}
 	s = get_str(x, d, "daemon", "metrics_listen", false);
 	if (s) {
@@ -2116,6 +2132,108 @@ out:
 	fclose(f);
 	free(c);
 	return ret;
+}
+
+#ifndef BPF_FS_MAGIC
+#define BPF_FS_MAGIC 0xcafe4a11
+#endif
+
+/* One problem of sl_config_check_host(): at @file:@line, or at the config file when the
+ * setting was a default (line 0). */
+__attribute__((format(printf, 4, 5)))
+static void host_bad(struct msgs *m, const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	append(m, file, line, "", fmt, ap);
+	va_end(ap);
+}
+
+/* @path's directory, in @dir. */
+static void dir_of(const char *path, char *dir, size_t n)
+{
+	char *slash;
+
+	snprintf(dir, n, "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash == dir)
+		dir[1] = '\0';
+	else if (slash)
+		*slash = '\0';
+}
+
+static bool read_only(const char *dir)
+{
+	struct statvfs v;
+
+	return !statvfs(dir, &v) && (v.f_flag & ST_RDONLY);
+}
+
+int sl_config_check_host(const struct sl_config *c, char *err, size_t errlen)
+{
+	struct msgs m = { .buf = err, .len = errlen };
+	const char *ef = c->src.edge_file[0] ? c->src.edge_file : c->path;
+	const char *df = c->src.daemon_file[0] ? c->src.daemon_file : c->path;
+	char dir[PATH_MAX], up[PATH_MAX];
+	struct statfs fs;
+	struct stat st;
+	int i;
+
+	if (err && errlen)
+		err[0] = '\0';
+	for (i = 0; c->has_edge && i < c->n_ifaces; i++)
+		if (!if_nametoindex(c->ifaces[i]))
+			host_bad(&m, ef, c->src.iface_line[i], "edge.interfaces: no interface '%s' "
+				 "on this host (ip -br link lists them)", c->ifaces[i]);
+	if (c->has_edge && c->asn_table[0] && access(c->asn_table, R_OK))
+		host_bad(&m, ef, c->src.asn_table_line, "edge.asn_table: cannot read %s: %s",
+			 c->asn_table, strerror(errno));
+	/* As the edge's start does it: the pins' directory is made on a bpffs, and a bpffs is
+	 * mounted only on /sys/fs/bpf. */
+	if (c->has_edge) {
+		const char *pp = c->pin_path;
+		int l = c->src.pin_path_line;
+
+		dir_of(pp, dir, sizeof(dir));
+		if (!statfs(dir, &fs) && fs.f_type == BPF_FS_MAGIC) {
+			if (!stat(pp, &st) && !S_ISDIR(st.st_mode))
+				host_bad(&m, ef, l, "edge.pin_path: %s exists and is not a directory",
+					 pp);
+		} else if (!strcmp(dir, "/sys/fs/bpf")) {
+			if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+				host_bad(&m, ef, l, "edge.pin_path: %s: there is no %s to mount a bpf "
+					 "filesystem on (is sysfs mounted?)", pp, dir);
+		} else {
+			host_bad(&m, ef, l, "edge.pin_path: %s is not on a bpf filesystem (mount -t "
+				 "bpf bpf %s; sluiced mounts one by itself only on /sys/fs/bpf)", pp,
+				 dir);
+		}
+	}
+	/* The socket's directory is made if missing (one level, as the listener does); a
+	 * stale socket is removed, and so would be any other file at that path. */
+	dir_of(c->ctl_socket, dir, sizeof(dir));
+	if (!stat(c->ctl_socket, &st) && !S_ISSOCK(st.st_mode))
+		host_bad(&m, df, c->src.ctl_socket_line, "daemon.control_socket: %s exists and is "
+			 "not a socket (sluiced would remove it)", c->ctl_socket);
+	if (!stat(dir, &st)) {
+		if (!S_ISDIR(st.st_mode))
+			host_bad(&m, df, c->src.ctl_socket_line, "daemon.control_socket: %s is not a "
+				 "directory", dir);
+		else if (read_only(dir))
+			host_bad(&m, df, c->src.ctl_socket_line, "daemon.control_socket: %s is on a "
+				 "read-only filesystem", dir);
+	} else {
+		dir_of(dir, up, sizeof(up));
+		if (stat(up, &st) || !S_ISDIR(st.st_mode))
+			host_bad(&m, df, c->src.ctl_socket_line, "daemon.control_socket: neither %s "
+				 "nor %s exists (sluiced creates only the socket's own directory)", dir,
+				 up);
+		else if (read_only(up))
+			host_bad(&m, df, c->src.ctl_socket_line, "daemon.control_socket: %s does not "
+				 "exist and %s is on a read-only filesystem", dir, up);
+	}
+	return m.n;
 }
 
 int sl_config_peek(const char *path, char *pin_path, size_t pn, char *sock, size_t sn,

@@ -288,6 +288,14 @@ struct sl_config {
 	uint8_t counter_v4_parent, counter_v6_parent; /* its allocation (login_parent's key) */
 	uint8_t counter_mode[SL_CTR_N];               /* enum sl_mode */
 	struct sl_stream_cfg stream;
+
+	/* Where the file set what sl_config_check_host() looks at; line 0: not in the file
+	 * (a default), reported against @path. */
+	struct {
+		char edge_file[PATH_MAX], daemon_file[PATH_MAX];
+		int iface_line[SL_MAX_IFACES];
+		int asn_table_line, pin_path_line, ctl_socket_line;
+	} src;
 };
 
 const char *sl_detector_name(int id);
@@ -315,6 +323,16 @@ void sl_config_defaults(struct sl_config *c);
  */
 int sl_config_load(const char *path, const char *base_dir, struct sl_config *c, char *err,
 		   size_t errlen);
+
+/*
+ * The checks of a loaded @c that need this host rather than the file, made without attaching
+ * or creating anything: every edge.interfaces name exists (in this network namespace), the
+ * ASN table can be read, pin_path's directory is on a bpf filesystem or is /sys/fs/bpf (which
+ * sluiced mounts), the control socket's directory exists or can be created and the socket
+ * path is not some other file. Appends one "file:line: reason" line per problem to @err;
+ * returns how many there were.
+ */
+int sl_config_check_host(const struct sl_config *c, char *err, size_t errlen);
 
 /*
  * Read only the paths sluicectl needs (pin path, control socket, interface names as a comma

@@ -70,10 +70,13 @@ static void usage(FILE *f)
 		"  -c, --config FILE      config file (default %s)\n"
 		"  -f, --foreground       stay in the foreground and log to stderr\n"
 		"  -l, --log-level LEVEL  error, warn, info or debug (overrides the config)\n"
-		"  -t, --check-config     check the config file, its ASN table and the gateway's\n"
-		"                         files, print every problem as file:line and exit: 0 if\n"
-		"                         valid (warnings, file:line: warning: ..., included),\n"
-		"                         1 if not; attaches nothing\n"
+		"  -t, --check-config     check the config file, its ASN table, the gateway's\n"
+		"                         files and what a start needs of this host (the\n"
+		"                         interfaces exist, pin_path is on a bpf filesystem, the\n"
+		"                         control socket's directory exists or can be made),\n"
+		"                         print every problem as file:line and exit: 0 if valid\n"
+		"                         (warnings, file:line: warning: ..., included), 1 if\n"
+		"                         not; attaches and creates nothing\n"
 		"  -V, --version          print the version\n"
 		"  -h, --help             this text\n"
 		"\n"
@@ -148,31 +151,54 @@ static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *
 	return ret;
 }
 
-/* --check-config: the checks a reload makes before it applies anything, on their own.
- * Problems go to stderr as they are (file:line: reason), without log prefixes, so an editor
- * or a packaging script can read them. Returns the exit status. */
+/* Print @err, a "file:line: reason" line or several, ending it with a newline. */
+static void put_problems(const char *err)
+{
+	if (err[0])
+		fprintf(stderr, "%s%s", err, err[strlen(err) - 1] == '\n' ? "" : "\n");
+}
+
+/* --check-config: the checks a reload makes before it applies anything, on their own, and
+ * those of the host a start would meet (sl_config_check_host: interfaces, pins' filesystem,
+ * control socket), without attaching or creating anything. Problems go to stderr as they
+ * are (file:line: reason), without log prefixes, so an editor or a packaging script can read
+ * them: all of them once the file parses. Returns the exit status. */
 static int check_config(struct daemon *d)
 {
 	struct sl_config *c = malloc(sizeof(*c));
 	struct sl_asn_table asn = { 0 };
 	struct gw_prepared *gp;
 	char err[4096] = "";
-	int ret = 1;
+	int ret = 1, bad = 0;
 
 	if (!c) {
 		fprintf(stderr, "sluiced: out of memory\n");
 		return 1;
 	}
-	if (sl_config_load(d->config_path, NULL, c, err, sizeof(err)))
+	if (sl_config_load(d->config_path, NULL, c, err, sizeof(err))) {
+		put_problems(err);
 		goto out;
-	if (c->asn_table[0] && sl_asn_load_csv(c->asn_table, c, &asn, err, sizeof(err)))
-		goto out;
+	}
+	if (sl_config_check_host(c, err, sizeof(err))) {
+		put_problems(err);
+		bad = 1;
+	}
+	/* An unreadable table is one of the host's problems above; a readable one must parse. */
+	if (c->asn_table[0] && !access(c->asn_table, R_OK) &&
+	    sl_asn_load_csv(c->asn_table, c, &asn, err, sizeof(err))) {
+		put_problems(err);
+		bad = 1;
+	}
 	if (c->gw.present) {
 		gp = gateway_prepare(c, err, sizeof(err));
-		if (!gp)
-			goto out;
+		if (!gp) {
+			put_problems(err);
+			bad = 1;
+		}
 		gateway_prepared_free(gp);
 	}
+	if (bad)
+		goto out;
 	/* Warnings first, as the compiler prints them: the file is valid all the same. */
 	fputs(c->warnings, stderr);
 	if (c->n_warnings > count_lines(c->warnings))
@@ -184,8 +210,6 @@ static int check_config(struct daemon *d)
 	       c->n_warnings ? ", with warnings" : "");
 	ret = 0;
 out:
-	if (ret)
-		fprintf(stderr, "%s%s", err, err[0] && err[strlen(err) - 1] == '\n' ? "" : "\n");
 	sl_asn_free(&asn);
 	free(c);
 	return ret;
