@@ -62,7 +62,14 @@ struct lease_ctl {
 	struct snap *snaps; /* ring of demand snapshots, one per tick */
 	unsigned n_snaps, head, filled;
 	bool warned;        /* a "cannot renew" is logged once per outage */
+	bool answered;      /* Redis has answered a renewal since the start */
+	uint64_t started_ns;
+	char prefix[sizeof(((struct sl_config *)0)->redis.key_prefix)]; /* as started */
 };
+
+/* How long after the start a renewal unanswered because the store has not connected yet
+ * is the connection still coming up, not an outage: the store gives a connect 1 s. */
+#define CONNECT_GRACE_NS (2ull * 1000000000ull)
 
 /* One tenant's script call in flight. */
 struct call {
@@ -103,6 +110,22 @@ static double reply_num(const redisReply *r)
 	return -1;
 }
 
+/*
+ * The first renewal runs at the start, before the store's connection is up, and is answered
+ * NULL: that is no outage (issue 16: "leases: no answer from Redis" at every start). Until
+ * Redis has answered once, a NULL while the store has neither connected nor failed, within
+ * CONNECT_GRACE_NS of the start, is not reported.
+ */
+static bool still_connecting(struct lease_ctl *l)
+{
+	struct sl_store_stats st;
+
+	if (l->answered || !l->store || mono_ns() - l->started_ns > CONNECT_GRACE_NS)
+		return false;
+	sl_store_get_stats(l->store, &st);
+	return !st.connected && !st.errors;
+}
+
 static void on_lease(void *arg, redisReply *reply)
 {
 	struct call *k = arg;
@@ -117,6 +140,11 @@ static void on_lease(void *arg, redisReply *reply)
 	}
 	if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 4 ||
 	    (grant = reply_num(reply->element[0])) < 0 || grant > 1) {
+		if (!reply && still_connecting(l)) {
+			log_debug("leases: Redis not connected yet; the next tick renews");
+			free(k);
+			return;
+		}
 		if (!l->warned)
 			log_warn("leases: no answer from Redis; leases are not renewed and fall "
 				 "back to each tenant's static rate when they expire");
@@ -127,6 +155,7 @@ static void on_lease(void *arg, redisReply *reply)
 	if (l->warned)
 		log_info("leases: Redis answers again; leases follow demand");
 	l->warned = false;
+	l->answered = true;
 	why.share = grant;
 	why.demand = k->demand;
 	why.cluster_demand = reply_num(reply->element[1]);
@@ -194,7 +223,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			k->generation = l->generation;
 			k->id = i;
 			k->demand = demand;
-			snprintf(key, sizeof(key), "%s:{%s}:lease", c->redis.key_prefix, tc->name);
+			snprintf(key, sizeof(key), "%s:{%s}:lease", l->prefix, tc->name);
 			snprintf(d, sizeof(d), "%.3f", demand);
 			snprintf(fl, sizeof(fl), "%.6f", c->cluster.lease_floor);
 			/* A grant counts for others as long as this node's datapath may use it. */
@@ -215,6 +244,7 @@ struct lease_ctl *lease_new(struct event_base *base, struct sl_store *store, str
 	l->store = store;
 	l->edge = e;
 	l->script = -1;
+	l->started_ns = mono_ns();
 	if (store) {
 		sl_store_get_stats(store, &st);
 		if (st.redis)
@@ -238,6 +268,10 @@ void lease_apply(struct lease_ctl *l, const struct sl_config *c)
 		n = MAX_SNAPS;
 	if (n < 2)
 		n = 2;
+	/* The key prefix as started: redis.* changes take effect at the next start, for the
+	 * store's counters and for leases alike. */
+	if (!l->c)
+		snprintf(l->prefix, sizeof(l->prefix), "%s", c->redis.key_prefix);
 	l->c = c;
 	l->generation++;
 	if (n != l->n_snaps) {
