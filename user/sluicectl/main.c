@@ -6,11 +6,13 @@
  * socket. Every command takes --json and then prints exactly one JSON document.
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <math.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +52,7 @@ struct ctl {
 	char action[16];
 	double since;  /* wouldblock: unix time; 0 all */
 	double factor;
-	long ttl;
+	double ttl;    /* verdict add: seconds */
 	char reason[SL_VERDICT_REASON_LEN];
 	uint32_t code;
 	long count;
@@ -67,75 +69,472 @@ struct ctl {
 	int port;
 };
 
+/* ---- commands, their options and their usage -------------------------------------------- */
+
+/* Options as bits: each command says which it takes, and any other is refused by name
+ * rather than ignored (an ignored --ttl on the wrong command is a verdict that never was). */
+enum {
+	O_CONFIG = 1u << 0,
+	O_PIN = 1u << 1,
+	O_SOCKET = 1u << 2,
+	O_JSON = 1u << 3,
+	O_HELP = 1u << 4,
+	O_VERSION = 1u << 5,
+	O_PORT = 1u << 6,
+	O_ACTION = 1u << 7,
+	O_FACTOR = 1u << 8,
+	O_TTL = 1u << 9,
+	O_REASON = 1u << 10,
+	O_CODE = 1u << 11,
+	O_COUNT = 1u << 12,
+	O_TIMEOUT = 1u << 13,
+	O_BACKLOG = 1u << 14,
+	O_INTERVAL = 1u << 15,
+	O_ONCE = 1u << 16,
+	O_SINCE = 1u << 17,
+};
+#define O_GLOBAL (O_CONFIG | O_PIN | O_SOCKET | O_JSON | O_HELP | O_VERSION)
+
+static const struct option long_opts[] = {
+	{ "config", required_argument, NULL, 'c' },
+	{ "pin-path", required_argument, NULL, 'P' },
+	{ "socket", required_argument, NULL, 'S' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "action", required_argument, NULL, 'A' },
+	{ "factor", required_argument, NULL, 'F' },
+	{ "ttl", required_argument, NULL, 'T' },
+	{ "reason", required_argument, NULL, 'R' },
+	{ "code", required_argument, NULL, 'C' },
+	{ "count", required_argument, NULL, 'n' },
+	{ "interval", required_argument, NULL, 'I' },
+	{ "once", no_argument, NULL, 'O' },
+	{ "timeout", required_argument, NULL, 't' },
+	{ "backlog", no_argument, NULL, 'B' },
+	{ "since", required_argument, NULL, 's' },
+	{ "version", no_argument, NULL, 'V' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 }
+};
+
+/* Each option: its bit, its getopt value, the name messages give it, its line of the usage. */
+static const struct opt_info {
+	unsigned int bit;
+	int val;
+	const char *name;
+	const char *help;
+} opt_info[] = {
+	{ O_CONFIG, 'c', "--config",
+	  "  -c, --config FILE      config file (default " SL_DEFAULT_CONFIG ")\n" },
+	{ O_PIN, 'P', "--pin-path",
+	  "      --pin-path DIR     pinned maps (default: from the config, else "
+	  SL_DEFAULT_PIN_PATH ")\n" },
+	{ O_SOCKET, 'S', "--socket",
+	  "      --socket PATH      control socket (default: from the pins or the config)\n" },
+	{ O_JSON, 'j', "--json",
+	  "  -j, --json             print one JSON document (events: one per line)\n" },
+	{ O_PORT, 'p', "--port",
+	  "  -p, --port PORT        prefix show: the port (default: the first protected)\n" },
+	{ O_ACTION, 'A', "--action",
+	  "      --action A         verdict add: block, tighten or reply (required)\n" },
+	{ O_FACTOR, 'F', "--factor",
+	  "      --factor F         verdict add: tighten's factor, between 0 and 1\n" },
+	{ O_TTL, 'T', "--ttl",
+	  "      --ttl T            verdict add: how long it lasts, 1s..30d (required)\n" },
+	{ O_REASON, 'R', "--reason",
+	  "      --reason TEXT      verdict add: why, for verdict list (required)\n" },
+	{ O_CODE, 'C', "--code",
+	  "      --code N           verdict add: a number of your own (ticket, rule)\n" },
+	{ O_COUNT, 'n', "--count",
+	  "  -n, --count N          events: stop after N lines; top: after N frames\n" },
+	{ O_TIMEOUT, 't', "--timeout",
+	  "      --timeout T        events: stop after T\n" },
+	{ O_BACKLOG, 'B', "--backlog",
+	  "      --backlog          events: also print those queued before it started\n" },
+	{ O_INTERVAL, 'I', "--interval",
+	  "      --interval T       top: time between frames, 0.1s..1h (default 1s)\n" },
+	{ O_ONCE, 'O', "--once",
+	  "      --once             top: one plain frame (after one interval), then exit\n" },
+	{ O_SINCE, 's', "--since",
+	  "      --since T          wouldblock: from T ago, or from a unix time\n" },
+	{ O_VERSION, 'V', "--version",
+	  "  -V, --version          print the version\n" },
+	{ O_HELP, 'h', "--help",
+	  "  -h, --help             this text; after a command, that command's usage\n" },
+};
+
+#define DURATION_HELP "T (a duration): seconds, or a number and s, m, h or d: 90, 90s, 10m, 1.5h, 1d\n"
+
+static const struct opt_info *opt_by_val(int val)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(opt_info) / sizeof(opt_info[0]); i++)
+		if (opt_info[i].val == val)
+			return &opt_info[i];
+	return NULL;
+}
+
+enum cmd_id {
+	CMD_STATUS,
+	CMD_STATS,
+	CMD_PREFIX_SHOW,
+	CMD_ASN_LOAD,
+	CMD_RELOAD,
+	CMD_DETACH,
+	CMD_VERDICT_ADD,
+	CMD_VERDICT_LIST,
+	CMD_VERDICT_DEL,
+	CMD_EVENTS,
+	CMD_LEASES,
+	CMD_WOULDBLOCK,
+	CMD_DISTRIBUTION,
+	CMD_TENANTS,
+	CMD_TOP,
+	CMD_LIMITS,
+	CMD_USER_ADD,
+};
+
+/* A command: one word or two ("verdict add"); those sharing a first word are a group, and
+ * `sluicectl help WORD` prints the group. */
+static const struct command {
+	enum cmd_id id;
+	const char *name;
+	const char *args;  /* its positional arguments, space separated */
+	unsigned int opts; /* the options it takes besides O_GLOBAL */
+	const char *help;  /* its lines of the usage */
+} commands[] = {
+	{ CMD_STATUS, "status", "", 0,
+	  "  status                 daemon, interfaces and attach modes, ports, state use;\n"
+	  "                         exits 3 when sluiced is not running\n" },
+	{ CMD_STATS, "stats", "", 0,
+	  "  stats                  decisions by reason and by class\n" },
+	{ CMD_PREFIX_SHOW, "prefix show", "ADDR", O_PORT,
+	  "  prefix show ADDR       class, ASN, keys and bucket state for ADDR, what a\n"
+	  "                         connection from it would get now (--port picks the port),\n"
+	  "                         and what the key's and parent's rates admit of each route\n" },
+	{ CMD_ASN_LOAD, "asn load", "FILE", 0,
+	  "  asn load FILE          validate FILE (prefix,asn,class) and swap it in whole\n" },
+	{ CMD_RELOAD, "reload", "", 0,
+	  "  reload                 re-read the config; a bad file is reported (every\n"
+	  "                         problem), not applied, and the exit status is 1\n" },
+	{ CMD_DETACH, "detach", "", 0,
+	  "  detach                 take sluice off every interface and remove its pins\n" },
+	{ CMD_VERDICT_ADD, "verdict add", "PREFIX", O_ACTION | O_FACTOR | O_TTL | O_REASON | O_CODE,
+	  "  verdict add PREFIX --action block|tighten|reply [--factor F] --ttl T\n"
+	  "              --reason TEXT [--code N]\n"
+	  "                         block: drop its SYNs; reply: shed them with the port's\n"
+	  "                         action (429 on reply ports); tighten: rate and burst x F\n" },
+	{ CMD_VERDICT_LIST, "verdict list", "", 0,
+	  "  verdict list           live verdicts, with time left\n" },
+	{ CMD_VERDICT_DEL, "verdict del", "PREFIX", 0,
+	  "  verdict del PREFIX     remove one\n" },
+	{ CMD_EVENTS, "events", "", O_COUNT | O_TIMEOUT | O_BACKLOG,
+	  "  events [--count N] [--timeout T] [--backlog]\n"
+	  "                         stream sampled shed events (one line each; --json lines);\n"
+	  "                         --backlog also prints those queued before it started;\n"
+	  "                         --count bounds the lines printed, backlog included\n" },
+	{ CMD_LEASES, "leases", "", 0,
+	  "  leases                 each tenant's edge budget, this node's demand and share,\n"
+	  "                         its lease and when it expires (then: the static rate)\n" },
+	{ CMD_WOULDBLOCK, "wouldblock", "", O_SINCE,
+	  "  wouldblock [--since T] what the detectors and counters in monitor mode would have\n"
+	  "                         blocked, and what those enforcing did (T: a duration ago,\n"
+	  "                         or a unix time), with a summary by rule, tenant and source\n"
+	  "                         class\n" },
+	{ CMD_DISTRIBUTION, "distribution", "", 0,
+	  "  distribution           login attempts per account today at p50/p90/p99/p99.9 per\n"
+	  "                         tenant, and the non-human tail (stream.tail_per_day)\n" },
+	{ CMD_TENANTS, "tenants", "", 0,
+	  "  tenants                the gateway's tenants: reservation, consumption, overage,\n"
+	  "                         sheds by class and reason, queue wait and service time\n"
+	  "                         p50/p99, hashes; the queue and the cost classes\n" },
+	{ CMD_TOP, "top", "", O_INTERVAL | O_COUNT | O_ONCE,
+	  "  top [--interval T] [-n COUNT] [--once] [--json]\n"
+	  "                         live view, every T (default 1s): XDP decisions/s\n"
+	  "                         by reason and class, the gateway's goodput against\n"
+	  "                         throughput, queue wait and service p99, tenants by shed\n"
+	  "                         rate, and the top shed prefixes with class and reason.\n"
+	  "                         On a terminal: q or Ctrl-C quits, space refreshes now.\n"
+	  "                         Otherwise (or with --once): plain-text frames, no escape\n"
+	  "                         codes; --json: one snapshot (-n: COUNT, one per line);\n"
+	  "                         -n: stop after COUNT frames; the first frame comes after\n"
+	  "                         one interval (rates need two samples)\n" },
+	{ CMD_LIMITS, "limits", "", 0,
+	  "  limits                 the limits document: per tenant the floor (capacity /\n"
+	  "                         active tenants: the promise), reservation and ceiling\n"
+	  "                         (the courtesy); per principal (user, API client) limits;\n"
+	  "                         per edge class its key's and parent's budget, in cost\n"
+	  "                         units and as requests/s of each route on each port\n" },
+	{ CMD_USER_ADD, "user add", "TENANT ACCOUNT", 0,
+	  "  user add TENANT ACCOUNT\n"
+	  "                         hash the password read from stdin (one line) with the\n"
+	  "                         configured Argon2id settings and append it to\n"
+	  "                         gateway.credentials; a running sluiced reloads\n" },
+};
+
+#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* Length of @name's first word. */
+static size_t word_len(const char *name)
+{
+	return strcspn(name, " ");
+}
+
+static bool in_group(const struct command *cmd, const char *word)
+{
+	size_t l = word_len(cmd->name);
+
+	return strlen(word) == l && !strncmp(cmd->name, word, l);
+}
+
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"Usage: sluicectl [OPTIONS] COMMAND [ARGS]\n"
-		"\n"
-		"Commands:\n"
-		"  status                 daemon, interfaces and attach modes, ports, state use\n"
-		"  stats                  decisions by reason and by class\n"
-		"  prefix show ADDR       class, ASN, keys and bucket state for ADDR, what a\n"
-		"                         connection from it would get now (--port picks the port),\n"
-		"                         and what the key's and parent's rates admit of each route\n"
-		"  asn load FILE          validate FILE (prefix,asn,class) and swap it in whole\n"
-		"  reload                 re-read the config; a bad file is reported, not applied\n"
-		"  detach                 take sluice off every interface and remove its pins\n"
-		"  verdict add PREFIX --action block|tighten|reply [--factor F] --ttl SECONDS\n"
-		"              --reason TEXT [--code N]\n"
-		"                         block: drop its SYNs; reply: shed them with the port's\n"
-		"                         action (429 on reply ports); tighten: rate and burst x F\n"
-		"  verdict list           live verdicts, with time left\n"
-		"  verdict del PREFIX     remove one\n"
-		"  events [--count N] [--timeout S] [--backlog]\n"
-		"                         stream sampled shed events (one line each; --json lines);\n"
-		"                         --backlog also prints those queued before it started\n"
-		"  leases                 each tenant's edge budget, this node's demand and share,\n"
-		"                         its lease and when it expires (then: the static rate)\n"
-		"  wouldblock [--since T] what the detectors and counters in monitor mode would have\n"
-		"                         blocked, and what those enforcing did (T: seconds, Nm, Nh,\n"
-		"                         Nd ago, or a unix time), with a summary by rule, tenant\n"
-		"                         and source class\n"
-		"  distribution           login attempts per account today at p50/p90/p99/p99.9 per\n"
-		"                         tenant, and the non-human tail (stream.tail_per_day)\n"
-		"  tenants                the gateway's tenants: reservation, consumption, overage,\n"
-		"                         sheds by class and reason, queue wait and service time\n"
-		"                         p50/p99, hashes; the queue and the cost classes\n"
-		"  top [--interval S] [-n COUNT] [--once] [--json]\n"
-		"                         live view, every S seconds (default 1): XDP decisions/s\n"
-		"                         by reason and class, the gateway's goodput against\n"
-		"                         throughput, queue wait and service p99, tenants by shed\n"
-		"                         rate, and the top shed prefixes with class and reason.\n"
-		"                         On a terminal: q or Ctrl-C quits, space refreshes now.\n"
-		"                         Otherwise (or with --once): plain-text frames, no escape\n"
-		"                         codes; --json: one snapshot (-n: COUNT, one per line);\n"
-		"                         -n: stop after COUNT frames; the first frame comes after\n"
-		"                         one interval (rates need two samples)\n"
-		"  limits                 the limits document: per tenant the floor (capacity /\n"
-		"                         active tenants: the promise), reservation and ceiling\n"
-		"                         (the courtesy); per principal (user, API client) limits;\n"
-		"                         per edge class its key's and parent's budget, in cost\n"
-		"                         units and as requests/s of each route on each port\n"
-		"  user add TENANT ACCOUNT\n"
-		"                         hash the password read from stdin (one line) with the\n"
-		"                         configured Argon2id settings and append it to\n"
-		"                         gateway.credentials; a running sluiced reloads\n"
-		"\n"
-		"Options:\n"
-		"  -c, --config FILE      config file (default %s)\n"
-		"      --pin-path DIR     pinned maps (default: from the config, else %s)\n"
-		"      --socket PATH      control socket (default: from the pins or the config)\n"
-		"  -p, --port PORT        port for `prefix show` (default: the first protected)\n"
-		"  -j, --json             print one JSON document (events: one per line)\n"
-		"  -n, --count N          events: stop after N; top: after N frames\n"
-		"      --interval S       top: seconds between frames, 0.1..3600 (default 1)\n"
-		"      --once             top: one plain frame (after one interval), then exit\n"
-		"  -V, --version          print the version\n"
-		"  -h, --help             this text\n"
-		"\n"
-		"Read commands work from the pinned maps while sluiced is down.\n",
-		SL_DEFAULT_CONFIG, SL_DEFAULT_PIN_PATH);
+	size_t i;
+
+	fprintf(f, "Usage: sluicectl [OPTIONS] COMMAND [ARGS]\n\nCommands:\n");
+	for (i = 0; i < N_COMMANDS; i++)
+		fputs(commands[i].help, f);
+	fprintf(f, "  help [COMMAND]         this text, or one command's usage and its options\n"
+		"\nOptions:\n");
+	for (i = 0; i < sizeof(opt_info) / sizeof(opt_info[0]); i++)
+		fputs(opt_info[i].help, f);
+	fprintf(f, "\n" DURATION_HELP
+		"Exit status: 0 done; 1 it could not (refused, no daemon, no pins); 2 a usage\n"
+		"error; 3 (status) sluiced is not running.\n"
+		"Read commands work from the pinned maps while sluiced is down.\n");
 }
+
+/* `sluicectl help WORD`: the usage of every command whose first word is @word, the options
+ * they take and a pointer to the global ones. */
+static void group_usage(const char *word, FILE *f)
+{
+	unsigned int opts = 0;
+	size_t i;
+
+	fprintf(f, "Usage: sluicectl [OPTIONS] %s ...\n\n", word);
+	for (i = 0; i < N_COMMANDS; i++)
+		if (in_group(&commands[i], word)) {
+			fputs(commands[i].help, f);
+			opts |= commands[i].opts;
+		}
+	if (opts) {
+		fprintf(f, "\nOptions:\n");
+		for (i = 0; i < sizeof(opt_info) / sizeof(opt_info[0]); i++)
+			if (opt_info[i].bit & opts)
+				fputs(opt_info[i].help, f);
+	}
+	fprintf(f, "\nAlso: -c/--config FILE, --pin-path DIR, --socket PATH, -j/--json "
+		"(sluicectl --help).\n");
+	if (opts & (O_TTL | O_TIMEOUT | O_INTERVAL | O_SINCE))
+		fprintf(f, DURATION_HELP);
+}
+
+/* A usage error: what is wrong (after @what, a command's name, when there is one) and where
+ * to read more. Returns the exit status, 2. */
+__attribute__((format(printf, 2, 3)))
+static int usage_error(const char *what, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "sluicectl: ");
+	if (what)
+		fprintf(stderr, "%s: ", what);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (what)
+		fprintf(stderr, "\nRun 'sluicectl help %.*s' for its usage.\n", (int)word_len(what),
+			what);
+	else
+		fprintf(stderr, "\nRun 'sluicectl help' for the commands.\n");
+	return 2;
+}
+
+/* ---- parsing option values -------------------------------------------------------------- */
+
+/* A duration: "90" (seconds), "90s", "10m", "1.5h", "1d". Returns 0 and the seconds in @secs,
+ * or -EINVAL (negative, not a number, an unknown unit). */
+static int parse_duration(const char *s, double *secs)
+{
+	char *end;
+	double v, mul = 1;
+
+	if (!*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtod(s, &end);
+	if (end == s || errno || !isfinite(v) || v < 0)
+		return -EINVAL;
+	if (*end) {
+		if (end[1])
+			return -EINVAL;
+		switch (*end) {
+		case 's':
+			mul = 1;
+			break;
+		case 'm':
+			mul = 60;
+			break;
+		case 'h':
+			mul = 3600;
+			break;
+		case 'd':
+			mul = 86400;
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	*secs = v * mul;
+	return 0;
+}
+
+/* A whole number in @min..@max, decimal, nothing after it. */
+static int parse_whole(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (end == s || *end || errno || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+#define BAD_DURATION "is not a duration (seconds, or a number and s, m, h or d: 90, 10m, 1h, 1d)"
+
+/* Store option @opt's value in @c; on a bad one describe it in @err and return -EINVAL. */
+static int parse_opt(struct ctl *c, int opt, const char *arg, char *err, size_t n)
+{
+	const struct opt_info *oi = opt_by_val(opt);
+	const char *name = oi ? oi->name : "?";
+	long long v;
+	double d;
+
+	switch (opt) {
+	case 'c':
+		snprintf(c->config, sizeof(c->config), "%s", arg);
+		c->config_given = true;
+		break;
+	case 'P':
+		snprintf(c->pin_path, sizeof(c->pin_path), "%s", arg);
+		break;
+	case 'S':
+		snprintf(c->socket, sizeof(c->socket), "%s", arg);
+		break;
+	case 'p':
+		if (parse_whole(arg, 1, 65535, &v))
+			goto bad_range;
+		c->port = (int)v;
+		break;
+	case 'j':
+		c->json = true;
+		break;
+	case 'A':
+		if (strcmp(arg, "block") && strcmp(arg, "tighten") && strcmp(arg, "reply")) {
+			snprintf(err, n, "%s: '%s' is not block, tighten or reply", name, arg);
+			return -EINVAL;
+		}
+		snprintf(c->action, sizeof(c->action), "%s", arg);
+		break;
+	case 'F': {
+		char *end;
+
+		errno = 0;
+		d = strtod(arg, &end);
+		if (end == arg || *end || errno || !(d > 0.0 && d < 1.0)) {
+			snprintf(err, n, "%s: '%s' is not a number between 0 and 1 (0.25: a quarter "
+				 "of the rate and burst)", name, arg);
+			return -EINVAL;
+		}
+		c->factor = d;
+		break;
+	}
+	case 'T':
+		if (parse_duration(arg, &d))
+			goto bad_duration;
+		if (d < 1 || d > 30 * 86400) {
+			snprintf(err, n, "%s: '%s' is not between 1s and 30d (verdicts always expire)",
+				 name, arg);
+			return -EINVAL;
+		}
+		c->ttl = d;
+		break;
+	case 'R':
+		if (strlen(arg) >= sizeof(c->reason)) {
+			snprintf(err, n, "%s: longer than %zu characters", name,
+				 sizeof(c->reason) - 1);
+			return -EINVAL;
+		}
+		snprintf(c->reason, sizeof(c->reason), "%s", arg);
+		break;
+	case 'C':
+		if (parse_whole(arg, 0, UINT32_MAX, &v))
+			goto bad_range;
+		c->code = (uint32_t)v;
+		break;
+	case 'n':
+		if (parse_whole(arg, 1, LONG_MAX, &v))
+			goto bad_range;
+		c->count = (long)v;
+		break;
+	case 't':
+		if (parse_duration(arg, &d))
+			goto bad_duration;
+		if (d <= 0) {
+			snprintf(err, n, "%s: '%s': the timeout must be more than 0", name, arg);
+			return -EINVAL;
+		}
+		c->timeout = d;
+		break;
+	case 'B':
+		c->backlog = true;
+		break;
+	case 'I':
+		if (parse_duration(arg, &d))
+			goto bad_duration;
+		if (!(d >= 0.1 && d <= 3600)) {
+			snprintf(err, n, "%s: '%s' is not between 0.1s and 1h", name, arg);
+			return -EINVAL;
+		}
+		c->interval = d;
+		break;
+	case 'O':
+		c->once = true;
+		break;
+	case 's': {
+		/* A duration ago, or (a plain number past 2001) an absolute unix time. */
+		char *end;
+
+		if (parse_duration(arg, &d)) {
+			snprintf(err, n, "%s: '%s' is neither a duration (90, 10m, 1h, 1d: that long "
+				 "ago) nor a unix time", name, arg);
+			return -EINVAL;
+		}
+		(void)strtod(arg, &end);
+		c->since = d > 1e9 && !*end ? d : (double)time(NULL) - d;
+		break;
+	}
+	}
+	return 0;
+
+bad_duration:
+	snprintf(err, n, "%s: '%s' " BAD_DURATION, name, arg);
+	return -EINVAL;
+bad_range:
+	snprintf(err, n, "%s: '%s' is not a whole number %s", name, arg,
+		 opt == 'p' ? "in 1..65535" : opt == 'C' ? "in 0..4294967295" : "of 1 or more");
+	return -EINVAL;
+}
+
+/* `status`'s exit status when sluiced is not running (LSB's "program is not running"): the
+ * report is printed all the same, and the datapath may still enforce from its pins. */
+#define SL_EXIT_NOT_RUNNING 3
 
 /* ---- control socket client -------------------------------------------------------------- */
 
@@ -210,8 +609,30 @@ static int run_ctl(const struct ctl *c, const char *verb, const char *cmd)
 		json_str(&j, "command", verb);
 		json_bool(&j, "ok", r == 1);
 		json_str(&j, "message", text);
+		if (r == 0) {
+			/* The daemon's refusal, one problem a line (a reload lists them all). */
+			const char *l, *nl;
+			char one[1024];
+
+			json_arr_begin(&j, "problems");
+			for (l = text; *l; l = nl ? nl + 1 : l + strlen(l)) {
+				nl = strchr(l, '\n');
+				snprintf(one, sizeof(one), "%.*s", nl ? (int)(nl - l) : (int)strlen(l), l);
+				if (one[0])
+					json_str(&j, NULL, one);
+			}
+			json_arr_end(&j);
+		}
 		json_obj_end(&j);
 		json_end(&j);
+	} else if (r == 0 && !strcmp(verb, "reload")) {
+		int n = 1;
+		const char *l;
+
+		for (l = text; (l = strchr(l, '\n')); l++)
+			n++;
+		fprintf(stderr, "sluicectl: reload rejected, the running config stays in force "
+			"(%d problem%s):\n%s\n", n, n == 1 ? "" : "s", text);
 	} else {
 		fprintf(r == 1 ? stdout : stderr, "%s%s\n", r == 1 ? "" : "sluicectl: ", text);
 	}
@@ -273,9 +694,10 @@ static int cmd_status(const struct ctl *c)
 	bool running;
 	long entries;
 	uint32_t i, cap;
+	int pinned = sl_maps_open_pinned(&m, c->pin_path);
 
-	if (sl_maps_open_pinned(&m, c->pin_path) == -ENOENT &&
-	    ctl_call(c, "store", store, sizeof(store)) == 1) {
+	sl_maps_close(&m); /* reopened below, with open_pins's messages */
+	if (pinned == -ENOENT && ctl_call(c, "store", store, sizeof(store)) == 1) {
 		/* No datapath pinned, but a daemon answers: a gateway-only sluiced. */
 		strip_nl(store);
 		if (c->json) {
@@ -295,7 +717,25 @@ static int cmd_status(const struct ctl *c)
 		}
 		return 0;
 	}
-	sl_maps_close(&m);
+	if (pinned == -ENOENT) {
+		/* Neither a datapath nor a daemon: not running, said the way the rest is. */
+		if (c->json) {
+			struct json j;
+
+			json_init(&j, stdout);
+			json_obj_begin(&j, NULL);
+			json_bool(&j, "daemon_running", false);
+			json_bool(&j, "edge", false);
+			json_str(&j, "pin_path", c->pin_path);
+			json_str(&j, "control_socket", c->socket);
+			json_obj_end(&j);
+			json_end(&j);
+		} else {
+			printf("daemon:      not running (nothing pinned in %s, no answer on %s)\n",
+			       c->pin_path, c->socket);
+		}
+		return SL_EXIT_NOT_RUNNING;
+	}
 	if (open_pins(c, &m))
 		return 1;
 	if (sl_maps_read_meta(&m, &meta)) {
@@ -424,7 +864,7 @@ static int cmd_status(const struct ctl *c)
 			printf("counters:    %s", store + 3);
 	}
 	sl_maps_close(&m);
-	return 0;
+	return running ? 0 : SL_EXIT_NOT_RUNNING;
 }
 
 static int cmd_leases(const struct ctl *c)
@@ -700,10 +1140,8 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 	__u64 t1, t2;
 	int ok_p, ok_q;
 
-	if (sl_prefix_parse(addr, &a, 0, err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: %s\n", err);
-		return 2;
-	}
+	if (sl_prefix_parse(addr, &a, 0, err, sizeof(err)))
+		return usage_error("prefix show", "%s", err);
 	a.plen = sl_family_bits(a.family); /* a prefix argument stands for its first address */
 	if (open_pins(c, &m))
 		return 1;
@@ -909,40 +1347,34 @@ static int cmd_verdict_add(const struct ctl *c, const char *prefix)
 	char err[160], buf[64];
 	int ret;
 
-	if (sl_prefix_parse(prefix, &p, 1, err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: %s\n", err);
-		return 2;
-	}
+	if (sl_prefix_parse(prefix, &p, 1, err, sizeof(err)))
+		return usage_error("verdict add", "%s", err);
 	memset(&v, 0, sizeof(v));
+	if (!c->action[0])
+		return usage_error("verdict add", "missing --action (block, tighten or reply)");
 	if (!strcmp(c->action, "block")) {
 		v.action = SL_VERDICT_BLOCK;
 	} else if (!strcmp(c->action, "reply")) {
 		v.action = SL_VERDICT_REPLY;
-	} else if (!strcmp(c->action, "tighten")) {
+	} else {
 		v.action = SL_VERDICT_TIGHTEN;
-		if (!(c->factor > 0.0 && c->factor < 1.0)) {
-			fprintf(stderr, "sluicectl: tighten needs --factor between 0 and 1 "
-				"(0.25 = a quarter of the rate and burst)\n");
-			return 2;
-		}
+		if (c->factor <= 0.0)
+			return usage_error("verdict add", "--action tighten needs --factor, between "
+					   "0 and 1 (0.25 = a quarter of the rate and burst)");
 		v.factor = (uint16_t)(c->factor * 1000.0 + 0.5);
 		if (!v.factor)
 			v.factor = 1;
-	} else {
-		fprintf(stderr, "sluicectl: --action must be block, tighten or reply\n");
-		return 2;
 	}
-	if (c->ttl <= 0 || c->ttl > 30L * 86400) {
-		fprintf(stderr, "sluicectl: --ttl must be 1..2592000 seconds (verdicts always "
-			"expire)\n");
-		return 2;
-	}
-	if (!c->reason[0]) {
-		fprintf(stderr, "sluicectl: --reason is required: say why, for whoever reads "
-			"the list next\n");
-		return 2;
-	}
-	v.expires_ns = sl_now_ns() + (uint64_t)c->ttl * 1000000000ull;
+	if (v.action != SL_VERDICT_TIGHTEN && c->factor > 0.0)
+		return usage_error("verdict add", "--factor applies to --action tighten only, "
+				   "not %s", c->action);
+	if (c->ttl <= 0)
+		return usage_error("verdict add", "missing --ttl (verdicts always expire: 1s..30d, "
+				   "e.g. 600, 10m, 1h, 1d)");
+	if (!c->reason[0])
+		return usage_error("verdict add", "missing --reason: say why, for whoever reads "
+				   "the list next");
+	v.expires_ns = sl_now_ns() + (uint64_t)(c->ttl * 1e9 + 0.5);
 	v.created_unix = (uint64_t)time(NULL);
 	v.reason_code = c->code;
 	snprintf(v.reason, sizeof(v.reason), "%s", c->reason);
@@ -963,11 +1395,11 @@ static int cmd_verdict_add(const struct ctl *c, const char *prefix)
 		json_bool(&j, "ok", true);
 		json_str(&j, "prefix", sl_prefix_str(&p, buf, sizeof(buf)));
 		json_str(&j, "action", verdict_action_name(v.action));
-		json_i64(&j, "ttl", c->ttl);
+		json_double(&j, "ttl", c->ttl);
 		json_obj_end(&j);
 		json_end(&j);
 	} else {
-		printf("verdict %s on %s for %lds: %s\n", verdict_action_name(v.action),
+		printf("verdict %s on %s for %gs: %s\n", verdict_action_name(v.action),
 		       sl_prefix_str(&p, buf, sizeof(buf)), c->ttl, v.reason);
 	}
 	return 0;
@@ -980,10 +1412,8 @@ static int cmd_verdict_del(const struct ctl *c, const char *prefix)
 	char err[160];
 	int ret;
 
-	if (sl_prefix_parse(prefix, &p, 1, err, sizeof(err))) {
-		fprintf(stderr, "sluicectl: %s\n", err);
-		return 2;
-	}
+	if (sl_prefix_parse(prefix, &p, 1, err, sizeof(err)))
+		return usage_error("verdict del", "%s", err);
 	if (open_pins(c, &m))
 		return 1;
 	ret = sl_maps_verdict_del(&m, &p);
@@ -1098,6 +1528,8 @@ static int on_event(void *arg, void *data, size_t len)
 
 	if (len < sizeof(*e) || e->ts_ns < x->since_ns)
 		return 0;
+	if (x->c->count > 0 && x->seen >= x->c->count)
+		return -ECANCELED;
 	p.family = e->family;
 	p.plen = e->plen;
 	memcpy(p.addr, e->addr, 16);
@@ -1131,8 +1563,12 @@ static int on_event(void *arg, void *data, size_t len)
 		fflush(stdout);
 	}
 	x->seen++;
-	if (x->c->count > 0 && x->seen >= x->c->count)
+	/* One poll hands over everything queued (the backlog can be hundreds): stop inside it,
+	 * leaving the rest in the ring, or --count would not bound what is printed. */
+	if (x->c->count > 0 && x->seen >= x->c->count) {
 		stop_events = 1;
+		return -ECANCELED;
+	}
 	return 0;
 }
 
@@ -1359,195 +1795,236 @@ static void resolve_paths(struct ctl *c, bool pin_given, bool sock_given)
 	}
 }
 
+/* The words of @args from the @skip-th on ("TENANT ACCOUNT", 1: "ACCOUNT"). */
+static const char *args_from(const char *args, int skip)
+{
+	while (skip-- > 0 && *args) {
+		args += word_len(args);
+		args += *args == ' ';
+	}
+	return args;
+}
+
+static int count_words(const char *s)
+{
+	int n = 0;
+
+	while (*s) {
+		n++;
+		s = args_from(s, 1);
+	}
+	return n;
+}
+
+/* The command @words name (a group word and, for groups, its subcommand), with *@used set to
+ * how many words that took; NULL after telling the user what is wrong. */
+static const struct command *find_command(char **words, int n, int *used)
+{
+	char subs[128] = "";
+	size_t i, len = 0;
+	int k = 0, total = 0;
+
+	for (i = 0; i < N_COMMANDS; i++) {
+		const struct command *cmd = &commands[i];
+		size_t l = word_len(cmd->name);
+
+		if (!in_group(cmd, words[0]))
+			continue;
+		if (!cmd->name[l]) {
+			*used = 1;
+			return cmd;
+		}
+		if (n > 1 && !strcmp(cmd->name + l + 1, words[1])) {
+			*used = 2;
+			return cmd;
+		}
+		total++;
+	}
+	if (!total) {
+		usage_error(NULL, "unknown command '%s'", words[0]);
+		return NULL;
+	}
+	/* "add, list or del" */
+	for (i = 0; i < N_COMMANDS; i++) {
+		if (!in_group(&commands[i], words[0]))
+			continue;
+		k++;
+		len += (size_t)snprintf(subs + len, sizeof(subs) - len, "%s%s",
+					k == 1 ? "" : k == total ? " or " : ", ",
+					commands[i].name + word_len(commands[i].name) + 1);
+		if (len >= sizeof(subs))
+			break;
+	}
+	if (n < 2)
+		usage_error(words[0], "missing subcommand (%s)", subs);
+	else
+		usage_error(words[0], "unknown subcommand '%s' (%s)", words[1], subs);
+	return NULL;
+}
+
+/* `sluicectl help [COMMAND [SUB]]`. */
+static int cmd_help(char **words, int n)
+{
+	size_t i;
+
+	if (n < 1) {
+		usage(stdout);
+		return 0;
+	}
+	for (i = 0; i < N_COMMANDS; i++)
+		if (in_group(&commands[i], words[0])) {
+			group_usage(words[0], stdout);
+			return 0;
+		}
+	if (!strcmp(words[0], "help")) {
+		printf("Usage: sluicectl help [COMMAND]\n\n"
+		       "  help [COMMAND]         every command, or one command's usage and its "
+		       "options\n");
+		return 0;
+	}
+	return usage_error(NULL, "help: unknown command '%s'", words[0]);
+}
+
 int main(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "config", required_argument, NULL, 'c' },
-		{ "pin-path", required_argument, NULL, 'P' },
-		{ "socket", required_argument, NULL, 'S' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "action", required_argument, NULL, 'A' },
-		{ "factor", required_argument, NULL, 'F' },
-		{ "ttl", required_argument, NULL, 'T' },
-		{ "reason", required_argument, NULL, 'R' },
-		{ "code", required_argument, NULL, 'C' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "interval", required_argument, NULL, 'I' },
-		{ "once", no_argument, NULL, 'O' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "backlog", no_argument, NULL, 'B' },
-		{ "since", required_argument, NULL, 's' },
-		{ "version", no_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
-	};
 	struct ctl c = { 0 };
-	bool pin_given = false, sock_given = false;
-	const char *cmd, *sub;
-	int opt;
+	const struct command *cmd;
+	char bad[512] = "", later[512]; /* the first bad option, told once the command is known */
+	unsigned int given = 0, extra;
+	int opt, used, nargs, first;
+	char **arg;
 
 	snprintf(c.config, sizeof(c.config), "%s", SL_DEFAULT_CONFIG);
 	log_set_level(LOG_LVL_WARN);
 	log_hook_libbpf();
-	while ((opt = getopt_long(argc, argv, "c:p:n:jVh", opts, NULL)) != -1) {
-		switch (opt) {
-		case 'c':
-			snprintf(c.config, sizeof(c.config), "%s", optarg);
-			c.config_given = true;
-			break;
-		case 'P':
-			snprintf(c.pin_path, sizeof(c.pin_path), "%s", optarg);
-			pin_given = true;
-			break;
-		case 'S':
-			snprintf(c.socket, sizeof(c.socket), "%s", optarg);
-			sock_given = true;
-			break;
-		case 'p': {
-			char *end;
-			long v = strtol(optarg, &end, 10);
+	opterr = 0;
+	while ((opt = getopt_long(argc, argv, ":c:p:n:jVh", long_opts, NULL)) != -1) {
+		const struct opt_info *oi;
 
-			if (*end || v < 1 || v > 65535) {
-				fprintf(stderr, "sluicectl: --port must be 1..65535\n");
-				return 2;
-			}
-			c.port = (int)v;
-			break;
+		if (opt == '?' || opt == ':') {
+			oi = optopt ? opt_by_val(optopt) : NULL;
+			if (bad[0])
+				continue;
+			if (opt == ':')
+				snprintf(bad, sizeof(bad), "%s needs a value",
+					 oi ? oi->name : argv[optind - 1]);
+			else if (optopt)
+				snprintf(bad, sizeof(bad), "unknown option '-%c'", optopt);
+			else
+				snprintf(bad, sizeof(bad), "unknown option '%s'", argv[optind - 1]);
+			continue;
 		}
-		case 'j':
-			c.json = true;
-			break;
-		case 'A':
-			snprintf(c.action, sizeof(c.action), "%s", optarg);
-			break;
-		case 'F':
-			c.factor = atof(optarg);
-			break;
-		case 'T':
-			c.ttl = strtol(optarg, NULL, 10);
-			break;
-		case 'R':
-			snprintf(c.reason, sizeof(c.reason), "%s", optarg);
-			break;
-		case 'C':
-			c.code = (uint32_t)strtoul(optarg, NULL, 10);
-			break;
-		case 'n':
-			c.count = strtol(optarg, NULL, 10);
-			break;
-		case 't':
-			c.timeout = atof(optarg);
-			break;
-		case 's': {
-			/* "600", "10m", "2h", "1d" ago, or an absolute unix time. */
-			char *end;
-			double v = strtod(optarg, &end), mul = 1;
-
-			if (end == optarg || v < 0 ||
-			    (*end && (end[1] || !strchr("smhd", *end)))) {
-				fprintf(stderr, "sluicectl: --since: expected SECONDS, Nm, Nh, Nd or a "
-					"unix time\n");
-				return 2;
-			}
-			mul = *end == 'm' ? 60 : *end == 'h' ? 3600 : *end == 'd' ? 86400 : 1;
-			c.since = v > 1e9 && !*end ? v : (double)time(NULL) - v * mul;
-			break;
-		}
-		case 'B':
-			c.backlog = true;
-			break;
-		case 'I': {
-			char *end;
-
-			c.interval = strtod(optarg, &end);
-			if (end == optarg || *end || !(c.interval >= 0.1 && c.interval <= 3600)) {
-				fprintf(stderr, "sluicectl: --interval must be 0.1..3600 seconds\n");
-				return 2;
-			}
-			break;
-		}
-		case 'O':
-			c.once = true;
-			break;
-		case 'V':
-			printf("sluicectl %s\n", SLUICE_VERSION);
-			return 0;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+		oi = opt_by_val(opt);
+		given |= oi ? oi->bit : 0;
+		/* Only the first bad value is reported: later ones land in @later. */
+		parse_opt(&c, opt, optarg, bad[0] ? later : bad, sizeof(bad));
+	}
+	if (given & O_VERSION) {
+		printf("sluicectl %s\n", SLUICE_VERSION);
+		return 0;
 	}
 	if (optind >= argc) {
-		usage(stderr);
-		return 2;
+		if (given & O_HELP) {
+			usage(stdout);
+			return 0;
+		}
+		return usage_error(NULL, "%s", bad[0] ? bad : "missing COMMAND");
 	}
-	resolve_paths(&c, pin_given, sock_given);
-	cmd = argv[optind];
-	sub = optind + 1 < argc ? argv[optind + 1] : NULL;
+	arg = argv + optind;
+	/* `verdict --help` is `help verdict`, whatever else is on the line. */
+	if (!strcmp(arg[0], "help") || (given & O_HELP))
+		return cmd_help(arg + (given & O_HELP ? 0 : 1),
+				argc - optind - (given & O_HELP ? 0 : 1));
+	cmd = find_command(arg, argc - optind, &used);
+	if (!cmd)
+		return 2;
+	if (bad[0])
+		return usage_error(cmd->name, "%s", bad);
+	first = optind + used;
+	nargs = count_words(cmd->args);
+	if (argc - first < nargs)
+		return usage_error(cmd->name, "missing %s", args_from(cmd->args, argc - first));
+	if (argc - first > nargs)
+		return usage_error(cmd->name, "unexpected argument '%s'", argv[first + nargs]);
+	extra = given & ~(O_GLOBAL | cmd->opts);
+	if (extra) {
+		const struct opt_info *oi = NULL;
+		char owners[128] = "";
+		size_t i, len = 0;
 
-	if (!strcmp(cmd, "status") && !sub)
+		for (i = 0; i < sizeof(opt_info) / sizeof(opt_info[0]); i++)
+			if (opt_info[i].bit & extra) {
+				oi = &opt_info[i];
+				break;
+			}
+		for (i = 0; oi && i < N_COMMANDS && len < sizeof(owners); i++)
+			if (commands[i].opts & oi->bit)
+				len += (size_t)snprintf(owners + len, sizeof(owners) - len, "%s%s",
+							len ? ", " : "", commands[i].name);
+		return usage_error(cmd->name, "%s does not apply here (it is for %s)",
+				   oi ? oi->name : "an option", owners);
+	}
+	resolve_paths(&c, given & O_PIN, given & O_SOCKET);
+
+	switch (cmd->id) {
+	case CMD_STATUS:
 		return cmd_status(&c);
-	if (!strcmp(cmd, "stats") && !sub)
+	case CMD_STATS:
 		return cmd_stats(&c);
-	if (!strcmp(cmd, "leases") && !sub)
+	case CMD_LEASES:
 		return cmd_leases(&c);
-	if (!strcmp(cmd, "wouldblock") && !sub) {
+	case CMD_WOULDBLOCK: {
 		char line[64];
 
 		snprintf(line, sizeof(line), "wouldblock %.3f%s", c.since, c.json ? " json" : "");
 		return cmd_daemon_doc(&c, "wouldblock", line);
 	}
-	if (!strcmp(cmd, "distribution") && !sub)
+	case CMD_DISTRIBUTION:
 		return cmd_daemon_doc(&c, "distribution", c.json ? "distribution json" :
 						       "distribution");
-	if (!strcmp(cmd, "prefix") && sub && !strcmp(sub, "show") && optind + 3 == argc)
-		return cmd_prefix_show(&c, argv[optind + 2]);
-	if (!strcmp(cmd, "verdict") && sub && !strcmp(sub, "add") && optind + 3 == argc)
-		return cmd_verdict_add(&c, argv[optind + 2]);
-	if (!strcmp(cmd, "verdict") && sub && !strcmp(sub, "del") && optind + 3 == argc)
-		return cmd_verdict_del(&c, argv[optind + 2]);
-	if (!strcmp(cmd, "verdict") && sub && !strcmp(sub, "list") && optind + 2 == argc)
+	case CMD_PREFIX_SHOW:
+		return cmd_prefix_show(&c, argv[first]);
+	case CMD_VERDICT_ADD:
+		return cmd_verdict_add(&c, argv[first]);
+	case CMD_VERDICT_DEL:
+		return cmd_verdict_del(&c, argv[first]);
+	case CMD_VERDICT_LIST:
 		return cmd_verdict_list(&c);
-	if (!strcmp(cmd, "events") && !sub)
+	case CMD_EVENTS:
 		return cmd_events(&c);
-	if (!strcmp(cmd, "reload") && !sub)
+	case CMD_RELOAD:
 		return run_ctl(&c, "reload", "reload");
-	if (!strcmp(cmd, "top") && !sub) {
+	case CMD_TOP: {
 		struct top_opts to = { .config = c.config, .socket = c.socket,
 				       .pin_path = c.pin_path, .interval = c.interval,
 				       .count = c.count, .once = c.once, .json = c.json };
 
 		return sluicectl_top(&to);
 	}
-	if (!strcmp(cmd, "tenants") && !sub)
+	case CMD_TENANTS:
 		return cmd_tenants(&c);
-	if (!strcmp(cmd, "limits") && !sub)
+	case CMD_LIMITS:
 		return cmd_daemon_doc(&c, "limits", c.json ? "limits json" : "limits");
-	if (!strcmp(cmd, "user") && sub && !strcmp(sub, "add") && optind + 4 == argc)
-		return cmd_user_add(&c, argv[optind + 2], argv[optind + 3]);
-	if (!strcmp(cmd, "asn") && sub && !strcmp(sub, "load") && optind + 3 == argc) {
+	case CMD_USER_ADD:
+		return cmd_user_add(&c, argv[first], argv[first + 1]);
+	case CMD_ASN_LOAD: {
 		char abs[PATH_MAX], line[PATH_MAX + 16];
 
 		/* The daemon runs elsewhere (cwd "/"): send it an absolute path. */
-		if (!realpath(argv[optind + 2], abs)) {
-			fprintf(stderr, "sluicectl: %s: %s\n", argv[optind + 2], strerror(errno));
+		if (!realpath(argv[first], abs)) {
+			fprintf(stderr, "sluicectl: %s: %s\n", argv[first], strerror(errno));
 			return 1;
 		}
 		snprintf(line, sizeof(line), "asn-load %s", abs);
 		return run_ctl(&c, "asn load", line);
 	}
-	if (!strcmp(cmd, "detach") && !sub) {
+	case CMD_DETACH: {
 		char buf[64];
 
 		if (ctl_call(&c, "ping", buf, sizeof(buf)) == 1)
 			return run_ctl(&c, "detach", "detach");
 		return detach_offline(&c);
 	}
-	fprintf(stderr, "sluicectl: unknown command or wrong arguments: %s\n", cmd);
-	usage(stderr);
+	}
 	return 2;
 }
