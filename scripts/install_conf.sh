@@ -30,6 +30,9 @@ cat <<HDR
 #   - edge.interfaces, the ports and the tenants' listen addresses are the sample's
 #     placeholders (eth0; the documentation addresses 192.0.2.80 and 2001:db8::80): set
 #     yours. sluiced --check-config names an interface that does not exist.
+#   - A gateway section, if you add one (examples/gateway.conf in the source tree), brings
+#     per-account counters that enforce unless each is given mode = "monitor" (sluice.conf(5),
+#     "counters").
 #
 HDR
 
