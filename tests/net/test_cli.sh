@@ -172,6 +172,10 @@ expect_match "help events: --count bounds the lines, backlog included" "$OUT" \
 if grep -q -- "--ttl" <<<"$OUT"; then tap_not_ok "help events: not verdict add's options"
 else tap_ok "help events: not verdict add's options"; fi
 usage_err "help of an unknown command" "help: unknown command 'frob'" "" help frob
+usage_err "--help after an unknown command" "unknown command 'frob'" "" frob --help
+run status --help
+expect_eq "status --help exits 0" "$RC" 0
+expect_match "  ... prints status's usage" "$(head -1 <<<"$OUT")" "^Usage: sluicectl \[OPTIONS\] status$"
 run help
 full=$OUT
 run --help

@@ -310,9 +310,12 @@ static void usage(FILE *f)
 static void group_usage(const char *word, FILE *f)
 {
 	unsigned int opts = 0;
+	bool subs = false;
 	size_t i;
 
-	fprintf(f, "Usage: sluicectl [OPTIONS] %s ...\n\n", word);
+	for (i = 0; i < N_COMMANDS; i++)
+		subs |= in_group(&commands[i], word) && commands[i].name[word_len(commands[i].name)];
+	fprintf(f, "Usage: sluicectl [OPTIONS] %s%s\n\n", word, subs ? " SUBCOMMAND [ARGS]" : "");
 	for (i = 0; i < N_COMMANDS; i++)
 		if (in_group(&commands[i], word)) {
 			fputs(commands[i].help, f);
@@ -1862,8 +1865,8 @@ static const struct command *find_command(char **words, int n, int *used)
 	return NULL;
 }
 
-/* `sluicectl help [COMMAND [SUB]]`. */
-static int cmd_help(char **words, int n)
+/* `sluicectl help [COMMAND [SUB]]`, or (@flag) `COMMAND --help`. */
+static int cmd_help(char **words, int n, bool flag)
 {
 	size_t i;
 
@@ -1882,7 +1885,7 @@ static int cmd_help(char **words, int n)
 		       "options\n");
 		return 0;
 	}
-	return usage_error(NULL, "help: unknown command '%s'", words[0]);
+	return usage_error(NULL, "%sunknown command '%s'", flag ? "" : "help: ", words[0]);
 }
 
 int main(int argc, char **argv)
@@ -1932,9 +1935,10 @@ int main(int argc, char **argv)
 	}
 	arg = argv + optind;
 	/* `verdict --help` is `help verdict`, whatever else is on the line. */
-	if (!strcmp(arg[0], "help") || (given & O_HELP))
-		return cmd_help(arg + (given & O_HELP ? 0 : 1),
-				argc - optind - (given & O_HELP ? 0 : 1));
+	if (given & O_HELP)
+		return cmd_help(arg, argc - optind, true);
+	if (!strcmp(arg[0], "help"))
+		return cmd_help(arg + 1, argc - optind - 1, false);
 	cmd = find_command(arg, argc - optind, &used);
 	if (!cmd)
 		return 2;
