@@ -25,52 +25,76 @@
 #define FIRST_SLOTS 64      /* a table's first size; it doubles up to its bound */
 #define UNCAPPED_KEYS 65536 /* the bound of a counter with max_keys 0, by default */
 #define WARN_EVERY_NS (60ull * 1000000000ull)
+#define JOURNAL_MAX 65536   /* keys with what Redis has not had yet (charges, clears) */
+#define JOURNAL_BUCKETS 4096
+#define FLUSH_PER_TICK 256  /* journal entries sent to Redis per tick, at most */
 
 /*
  * GCRA in one round trip, atomically: one value per key (its TAT in microseconds of the
  * server's clock), a TTL that lets a full bucket disappear, and an optional cap on a tenant's
- * live keys kept in a sorted set scored by expiry. Returns {allowed, retry_ms, capped}.
+ * live keys kept in a sorted set scored by expiry. ARGV: T, tau, cost, cap (as before), then
+ * what this node knows that Redis may not (issue 16):
+ *   [5] known: the debt (us) this node last saw for the key; used only when Redis holds no
+ *       value for it (a restart, FLUSHALL or an eviction lost it; a key that expired has
+ *       no debt left, and a cleared or refunded key keeps its value, spent or not, until its
+ *       old TTL: so a missing value with a debt known is a loss, never a clear);
+ *   [6] pend: the debt (us) charged here while Redis could not be asked, added once;
+ *   [7] clear: "1" when a success cleared the key meanwhile (what came before goes).
+ * Returns {allowed, retry_ms, capped, debt_us}: debt_us is the key's debt after the call.
  */
 static const char gcra_lua[] =
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000000 + tonumber(t[2])\n"
 	"local T, tau, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])\n"
 	"local cap = tonumber(ARGV[4])\n"
-	"local cur = redis.call('GET', KEYS[1])\n"
-	"if cost < 0 then\n"
-	"  if cur then\n"
-	"    local back = tonumber(cur) + cost * T\n"
-	"    if back > now then\n"
-	"      redis.call('SET', KEYS[1], string.format('%.0f', back), 'PX',\n"
-	"                 math.ceil((back - now) / 1000) + 1)\n"
-	"    else\n"
-	"      redis.call('DEL', KEYS[1])\n"
-	"      if cap > 0 then redis.call('ZREM', KEYS[2], KEYS[1]) end\n"
-	"    end\n"
-	"  end\n"
-	"  return {1, 0, 0}\n"
+	"local known, pend = tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or '0')\n"
+	"local clear = ARGV[7] == '1'\n"
+	"local raw = redis.call('GET', KEYS[1])\n"
+	"local cur = raw and tonumber(raw)\n"
+	"local dirty, tat = false, now\n"
+	"if clear then\n"
+	"  dirty = true\n"
+	"  if pend > 0 then tat = now + pend end\n"
+	"elseif cur then\n"
+	"  tat = cur\n"
+	"  if pend > 0 then tat = math.max(tat, now) + pend; dirty = true end\n"
+	"elseif known > 0 then\n"
+	"  tat = now + math.max(known, pend); dirty = true\n"
+	"elseif pend > 0 then\n"
+	"  tat = now + pend; dirty = true\n"
 	"end\n"
-	"local tat = now\n"
-	"if cur then tat = tonumber(cur) end\n"
 	"if tat > now + tau then tat = now + tau end\n"
-	"local base = tat\n"
-	"if base < now then base = now end\n"
-	"local nxt = base + math.max(cost, 1) * T\n"
-	"if nxt - now > tau then\n"
-	"  return {0, math.ceil((nxt - now - tau) / 1000), 0}\n"
+	"local function put(v)\n"
+	"  local ttl = math.ceil((v - now) / 1000) + 1\n"
+	"  if cur and cur > v then ttl = math.max(ttl, math.ceil((cur - now) / 1000) + 1) end\n"
+	"  if ttl < 1 then ttl = 1 end\n"
+	"  redis.call('SET', KEYS[1], string.format('%.0f', v), 'PX', ttl)\n"
+	"  if cap > 0 then\n"
+	"    redis.call('ZADD', KEYS[2], now + ttl * 1000, KEYS[1])\n"
+	"    redis.call('PEXPIRE', KEYS[2], ttl + 60000)\n"
+	"  end\n"
 	"end\n"
-	"if cost == 0 then return {1, 0, 0} end\n"
+	"if cost < 0 then\n"
+	"  if cur or dirty then put(math.max(tat + cost * T, now)) end\n"
+	"  return {1, 0, 0, math.floor(math.max(tat + cost * T - now, 0))}\n"
+	"end\n"
+	"local nxt = math.max(tat, now) + math.max(cost, 1) * T\n"
+	"if nxt - now > tau then\n"
+	"  if dirty then put(tat) end\n"
+	"  return {0, math.ceil((nxt - now - tau) / 1000), 0, math.floor(tat - now)}\n"
+	"end\n"
+	"if cost == 0 then\n"
+	"  if dirty then put(tat) end\n"
+	"  return {1, 0, 0, math.floor(tat - now)}\n"
+	"end\n"
 	"if cap > 0 and not cur then\n"
 	"  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
-	"  if redis.call('ZCARD', KEYS[2]) >= cap then return {0, 1000, 1} end\n"
+	"  if redis.call('ZCARD', KEYS[2]) >= cap then\n"
+	"    return {0, 1000, 1, math.floor(tat - now)}\n"
+	"  end\n"
 	"end\n"
-	"local ttl = math.ceil((nxt - now) / 1000) + 1\n"
-	"redis.call('SET', KEYS[1], string.format('%.0f', nxt), 'PX', ttl)\n"
-	"if cap > 0 then\n"
-	"  redis.call('ZADD', KEYS[2], nxt, KEYS[1])\n"
-	"  redis.call('PEXPIRE', KEYS[2], ttl + 60000)\n"
-	"end\n"
-	"return {1, 0, 0}\n";
+	"put(nxt)\n"
+	"return {1, 0, 0, math.floor(nxt - now)}\n";
 
 struct slot {
 	uint64_t h;   /* the key's keyed hash */
@@ -101,6 +125,23 @@ struct script {
 	char sha[48];
 };
 
+/*
+ * The journal: a key that holds what Redis has not had yet (see "outages" below). Its
+ * strings, for the call that hands them over, and the counter's limit as last charged.
+ */
+struct jent {
+	struct jent *next;
+	uint64_t hash;
+	uint64_t pend;      /* ns TAT, this node's clock, shared scale: charged here meanwhile */
+	bool clear;         /* a success cleared the key meanwhile */
+	bool inflight;      /* a call carries what it held; the reply says whether it landed */
+	uint32_t unsettled; /* calls that timed out and were charged here: Redis may take them */
+	double rate, burst;
+	uint32_t max_keys;
+	const char *tenant, *name, *key; /* into str */
+	char str[];
+};
+
 struct sl_store {
 	struct event_base *base;
 	struct sl_store_opts o;
@@ -121,6 +162,8 @@ struct sl_store {
 	size_t dir_cap, dir_n; /* dir_cap: a power of two */
 	uint8_t hkey[crypto_shorthash_KEYBYTES]; /* keys the slots' hashes, random */
 	struct sl_store_stats st;
+	struct jent *jb[JOURNAL_BUCKETS];
+	uint32_t jcur;        /* the bucket the next flush starts at */
 	bool closing;
 };
 
@@ -136,6 +179,11 @@ struct pending {
 	char tenant[64];
 	char key[KEY_MAX];
 	double cost;
+	bool sync;            /* hands the journal's entry over; nobody waits for it */
+	struct jent *j;       /* the journal's entry this call carries (inflight) */
+	uint64_t pend_sent;   /* ns of debt it carries */
+	bool clear_sent;
+	struct jent *fell;    /* timed out and charged here under this entry (unsettled) */
 };
 
 static uint64_t now_ns(void)
@@ -204,10 +252,10 @@ void sl_store_hash(const uint8_t *key, const char *const *parts, int n, char *ou
  *     so the key's own record, not a floor, answers for it until the slot is reused.
  */
 
-enum { TK_EXACT = 0, TK_LOCAL = 1, TK_STATIC = 2 };
+enum { TK_EXACT = 0, TK_LOCAL = 1, TK_STATIC = 2, TK_MIRROR = 3 };
 
 static const char *const kind_name[] = { "", " (fail-open fallback)",
-					 " (fail-closed fallback)" };
+					 " (fail-closed fallback)", " (last values from Redis)" };
 
 static uint64_t id_hash(uint8_t kind, const char *tenant, const char *name)
 {
@@ -630,7 +678,7 @@ static int table_grow(struct table *t)
  */
 static int local_charge(struct sl_store *s, uint8_t kind, const char *tenant,
 			const struct sl_limit *l, const char *key, double rate, double burst,
-			double cost, uint32_t *retry_ms)
+			double cost, uint64_t seed, uint32_t *retry_ms)
 {
 	uint64_t T = sl_gcra_emission(rate), tau = sl_gcra_tolerance(burst, T), now = now_ns();
 	struct table *t = table_of(s, kind, tenant, l, cost > 0);
@@ -691,6 +739,9 @@ static int local_charge(struct sl_store *s, uint8_t kind, const char *tenant,
 			start = victim->tat;
 		if (start > now)
 			s->st.local_table_full++;
+		/* A fallback starts from what Redis last said of the key (issue 16). */
+		if (seed > start)
+			start = seed;
 	}
 	ok = sl_gcra_charge(start, now, units, T, tau, &next);
 	if (ok && cost > 0) {
@@ -715,24 +766,243 @@ static int local_charge(struct sl_store *s, uint8_t kind, const char *tenant,
 	return 0;
 }
 
-static void answer_fallback(struct sl_store *s, const struct sl_limit *l, const char *tenant,
-			    const char *key, double cost, sl_store_cb cb, void *arg)
+/* ---- outages: the last known state, and what Redis has not had yet ------------------ */
+
+/*
+ * Why (issue 16): a fallback that started empty handed an attacker a fresh allowance with
+ * every outage (18 guesses instead of 6 across one kill and restart), and a success during
+ * one never reached Redis (its user was locked out once Redis answered again). So:
+ *
+ *   - The mirror (a TK_MIRROR table per counter and tenant, bounded like the others) keeps
+ *     the last TAT Redis returned for each live key, on this node's clock, raised by what
+ *     this node charges in a fallback. A fail-open fallback starts a key from it, at the
+ *     same debt: on limit / N it leaves the key (burst - spent) / N, so the N nodes together
+ *     leave what Redis would have. Each call to Redis carries the key's mirror debt: a Redis
+ *     that lost the key (restart, FLUSHALL, eviction) takes it back from there.
+ *   - The journal holds, for each key, what a fail-open fallback charged and whether a
+ *     success cleared it while Redis could not be asked. The key's next call to Redis
+ *     carries it, applied in the same script (before the call's own charge), and a flush
+ *     hands over the rest within ticks of the breaker closing. An entry is handed over by
+ *     one call at a time and is dropped only once Redis says it landed.
+ *   - A call that timed out may still run when Redis resumes (it was queued): its late
+ *     reply says whether it did, and then the fallback's charge of the same attempt leaves
+ *     the journal, so nothing is charged twice. Until then the key's journal waits.
+ *   - Fail-closed counters (capacity) keep their static budget as their own and hand nothing
+ *     over: their budgets refill in seconds, and a stale burst pushed into Redis would shed
+ *     real users after the outage. Clears are handed over for every counter.
+ */
+
+static uint64_t jhash(const char *tenant, const char *name, const char *key)
 {
+	uint64_t h = 1469598103934665603ull;
+	const char *parts[3] = { tenant, name, key }, *c;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		for (c = parts[i]; *c; c++)
+			h = (h ^ (uint8_t)*c) * 1099511628211ull;
+		h *= 1099511628211ull;
+	}
+	return h;
+}
+
+static struct jent *journal_get(struct sl_store *s, const char *tenant,
+				const struct sl_limit *l, const char *key, bool create)
+{
+	uint64_t h = jhash(tenant, l->name, key);
+	struct jent **b = &s->jb[h & (JOURNAL_BUCKETS - 1)], *j;
+	size_t lt, ln, lk;
+
+	for (j = *b; j; j = j->next)
+		if (j->hash == h && !strcmp(j->key, key) && !strcmp(j->name, l->name) &&
+		    !strcmp(j->tenant, tenant))
+			break;
+	if (j || !create)
+		goto out;
+	if (s->st.journal >= JOURNAL_MAX) {
+		s->st.journal_dropped++;
+		return NULL;
+	}
+	lt = strlen(tenant) + 1;
+	ln = strlen(l->name) + 1;
+	lk = strlen(key) + 1;
+	j = calloc(1, sizeof(*j) + lt + ln + lk);
+	if (!j) {
+		s->st.journal_dropped++;
+		return NULL;
+	}
+	memcpy(j->str, tenant, lt);
+	memcpy(j->str + lt, l->name, ln);
+	memcpy(j->str + lt + ln, key, lk);
+	j->tenant = j->str;
+	j->name = j->str + lt;
+	j->key = j->str + lt + ln;
+	j->hash = h;
+	j->next = *b;
+	*b = j;
+	s->st.journal++;
+out:
+	if (j && create) {
+		j->rate = l->rate;
+		j->burst = l->burst;
+		j->max_keys = l->max_keys;
+	}
+	return j;
+}
+
+/* Drop @j if it holds nothing any more and no call is about it. */
+static void journal_tidy(struct sl_store *s, struct jent *j)
+{
+	struct jent **pp;
+
+	if (!j || j->inflight || j->unsettled || j->clear || j->pend > now_ns())
+		return;
+	for (pp = &s->jb[j->hash & (JOURNAL_BUCKETS - 1)]; *pp; pp = &(*pp)->next) {
+		if (*pp == j) {
+			*pp = j->next;
+			free(j);
+			s->st.journal--;
+			return;
+		}
+	}
+}
+
+/* A GCRA TAT moved by @ns: up from max(tat, now), or down to no less than now. */
+static uint64_t tat_add(uint64_t tat, uint64_t now, uint64_t ns, bool up)
+{
+	if (up)
+		return sl_add_sat(tat > now ? tat : now, ns);
+	return tat > sl_add_sat(now, ns) ? tat - ns : 0;
+}
+
+/* The mirror's TAT of @key (0: none). */
+static uint64_t mirror_get(struct sl_store *s, const char *tenant, const struct sl_limit *l,
+			   const char *key)
+{
+	struct table *t = table_of(s, TK_MIRROR, tenant, l, false);
+	struct slot *e;
+	struct where w;
+
+	if (!t)
+		return 0;
+	e = slot_find(t, key_hash(s, key), &w);
+	return e ? e->tat : 0;
+}
+
+/* Set the mirror's TAT of @key to @tat (only raise it when @raise). A full table keeps its
+ * most spent keys: a key less spent than all it holds is not remembered. */
+static void mirror_set(struct sl_store *s, const char *tenant, const struct sl_limit *l,
+		       const char *key, uint64_t tat, bool raise)
+{
+	uint64_t now = now_ns(), h;
+	struct table *t = table_of(s, TK_MIRROR, tenant, l, tat > now);
+	struct scan sc = { 0 };
+	struct slot *e;
+	struct where w;
+
+	if (!t)
+		return;
+	table_step(s, t, now);
+	h = key_hash(s, key);
+	e = slot_find(t, h, &w);
+	if (e) {
+		if (!raise || tat > e->tat)
+			e->tat = tat > now ? tat : now;
+		return;
+	}
+	if (tat <= now)
+		return;
+	for (;;) {
+		bool can_grow;
+
+		pair_scan(t, w.b1, w.b2, now, &sc);
+		can_grow = !t->nogrow && !t->oslot && (uint64_t)t->nb * WAYS < t->cap;
+		if (sc.free || !can_grow)
+			break;
+		if (!table_grow(t)) {
+			table_step(s, t, now);
+			slot_find(t, h, &w);
+		}
+	}
+	if (!sc.free)
+		sc.free = make_room(s, t, w.b1, w.b2, now);
+	if (!sc.free) {
+		if (!sc.least || sc.least->tat >= tat)
+			return;
+		sc.free = sc.least;
+		s->st.local_evictions++;
+		t->evictions++;
+	}
+	slot_put(s, t, sc.free, h, tat);
+}
+
+/* A fail-open fallback took @cost of @key (a refund when negative): the mirror and the
+ * journal say so. Returns the journal's entry, or NULL. */
+static struct jent *fallback_took(struct sl_store *s, const struct sl_limit *l,
+				  const char *tenant, const char *key, double cost)
+{
+	uint64_t now = now_ns(), T = sl_gcra_emission(l->rate);
+	uint64_t ns = sl_mul_sat((uint64_t)ceil(fabs(cost)), T);
+	struct jent *j;
+
+	mirror_set(s, tenant, l, key, tat_add(mirror_get(s, tenant, l, key), now, ns, cost > 0),
+		   false);
+	j = journal_get(s, tenant, l, key, cost > 0);
+	if (j)
+		j->pend = tat_add(j->pend, now, ns, cost > 0);
+	return j;
+}
+
+/* Answer from the fallback; returns the journal's entry of what a fail-open charge took
+ * (NULL if none). */
+static struct jent *answer_fallback(struct sl_store *s, const struct sl_limit *l,
+				    const char *tenant, const char *key, double cost,
+				    sl_store_cb cb, void *arg)
+{
+	struct jent *j = NULL;
 	uint32_t retry = 0;
 	int ok;
 
 	if (l->fail == SL_FAIL_CLOSED) {
 		ok = local_charge(s, TK_STATIC, tenant, l, key, l->static_rate, l->static_burst,
-				  cost, &retry);
+				  cost, 0, &retry);
 		s->st.fallback_static++;
-		cb(arg, ok, retry, SL_ANS_STATIC);
+		if (cb)
+			cb(arg, ok, retry, SL_ANS_STATIC);
 	} else {
 		double n = s->o.nodes ? s->o.nodes : 1;
 
 		ok = local_charge(s, TK_LOCAL, tenant, l, key, l->rate / n,
-				  l->burst / n < 1 ? 1 : l->burst / n, cost, &retry);
+				  l->burst / n < 1 ? 1 : l->burst / n, cost,
+				  mirror_get(s, tenant, l, key), &retry);
+		if (ok && cost != 0)
+			j = fallback_took(s, l, tenant, key, cost);
 		s->st.fallback_local++;
-		cb(arg, ok, retry, SL_ANS_LOCAL);
+		if (cb)
+			cb(arg, ok, retry, SL_ANS_LOCAL);
+	}
+	return cost > 0 ? j : NULL;
+}
+
+/* Forget what the fail-open fallbacks hold: Redis answers again, and the next outage starts
+ * from the mirror (which Redis keeps current), not from what the last one left. */
+static void fallbacks_reset(struct sl_store *s)
+{
+	size_t i;
+
+	for (i = 0; i < s->dir_cap; i++) {
+		struct table *t = s->dir[i];
+
+		if (!t || t->kind != TK_LOCAL)
+			continue;
+		s->st.local_keys -= t->used;
+		t->used = 0;
+		memset(t->slot, 0, (size_t)t->nb * WAYS * sizeof(*t->slot));
+		memset(t->floor, 0, t->nb * sizeof(*t->floor));
+		free(t->oslot);
+		free(t->ofloor);
+		t->oslot = NULL;
+		t->ofloor = NULL;
 	}
 }
 
@@ -753,8 +1023,10 @@ static void breaker_failure(struct sl_store *s)
 
 static void breaker_success(struct sl_store *s)
 {
-	if (s->breaker != SL_BREAKER_CLOSED)
+	if (s->breaker != SL_BREAKER_CLOSED) {
 		log_info("redis %s: answering again; breaker closed", s->redis_addr);
+		fallbacks_reset(s);
+	}
 	s->breaker = SL_BREAKER_CLOSED;
 	s->failures = 0;
 	s->probing = false;
@@ -896,14 +1168,60 @@ static void finish_pending(struct pending *p)
 	free(p);
 }
 
+/* Hand @j's contents to @p (one call at a time, and none while a timed-out call about the
+ * key may still run: its late reply settles the journal first). */
+static void journal_attach(struct sl_store *s, struct pending *p, uint64_t now)
+{
+	struct jent *j = journal_get(s, p->tenant, &p->l, p->key, false);
+
+	if (!j || j->inflight || j->unsettled)
+		return;
+	p->j = j;
+	j->inflight = true;
+	p->pend_sent = j->pend > now ? j->pend - now : 0;
+	p->clear_sent = j->clear;
+	j->pend = 0;
+	j->clear = false;
+}
+
+/* @p's reply (or its end without one): did what it carried land? */
+static void journal_settle(struct sl_store *s, struct pending *p, bool landed)
+{
+	uint64_t now = now_ns();
+	struct jent *j = p->j, *f = p->fell;
+
+	if (j) {
+		j->inflight = false;
+		if (!landed) {
+			if (p->pend_sent)
+				j->pend = tat_add(j->pend, now, p->pend_sent, true);
+			j->clear |= p->clear_sent;
+		}
+		p->j = NULL;
+	}
+	if (f) {
+		/* The call timed out and the fallback charged its attempt here; if Redis took it
+		 * after all, the journal must not hand it over again. */
+		f->unsettled--;
+		if (landed && p->cost > 0)
+			f->pend = tat_add(f->pend, now,
+					  sl_mul_sat((uint64_t)ceil(p->cost),
+						     sl_gcra_emission(p->l.rate)), false);
+		p->fell = NULL;
+	}
+	journal_tidy(s, j);
+	if (f != j)
+		journal_tidy(s, f);
+}
+
 static void pending_fail(struct pending *p)
 {
 	struct sl_store *s = p->s;
 
 	if (p->raw)
 		p->rcb(p->arg, NULL);
-	else
-		answer_fallback(s, &p->l, p->tenant, p->key, p->cost, p->cb, p->arg);
+	else if (!p->sync)
+		p->fell = answer_fallback(s, &p->l, p->tenant, p->key, p->cost, p->cb, p->arg);
 }
 
 static void on_timeout(evutil_socket_t fd, short what, void *arg)
@@ -918,7 +1236,9 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	p->s->st.timeouts++;
 	breaker_failure(p->s);
 	pending_fail(p);
-	/* The reply, when it comes, frees p. */
+	/* The reply, when it comes, frees p; until then Redis may still take the charge. */
+	if (p->fell)
+		p->fell->unsettled++;
 }
 
 static void on_reply(redisAsyncContext *ac, void *r, void *priv)
@@ -926,6 +1246,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 	struct pending *p = priv;
 	redisReply *reply = r;
 	struct sl_store *s = p->s;
+	bool landed;
 
 	(void)ac;
 	if (s->closing) {
@@ -933,6 +1254,20 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 		finish_pending(p);
 		return;
 	}
+	landed = !p->raw && reply && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 4;
+	if (landed) {
+		long long debt = reply->element[3]->integer;
+		uint64_t now = now_ns();
+
+		/* What Redis holds now; a late reply only raises it (the fallback's charges
+		 * since are in the mirror already). */
+		mirror_set(s, p->tenant, &p->l, p->key,
+			   debt > 0 ? now + (uint64_t)debt * 1000ull : now, p->done);
+	}
+	/* A timed-out call's fallback has not been told yet (it is only counted once it
+	 * answered), so a reply before its timer never has p->fell set. */
+	if (!p->raw)
+		journal_settle(s, p, landed);
 	if (!p->done) {
 		p->done = true;
 		if (p->timer)
@@ -962,18 +1297,25 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 		} else if (p->raw) {
 			breaker_success(s);
 			p->rcb(p->arg, reply);
-		} else if (reply->type == REDIS_REPLY_ARRAY && reply->elements >= 3) {
-			int ok = (int)reply->element[0]->integer;
-
+		} else if (landed) {
 			breaker_success(s);
 			s->st.exact++;
-			if (reply->element[2]->integer)
-				s->st.keys_capped++;
-			p->cb(p->arg, ok, (uint32_t)reply->element[1]->integer, SL_ANS_EXACT);
+			if (p->sync) {
+				/* a hand-over: nobody waits */
+			} else {
+				int ok = (int)reply->element[0]->integer;
+
+				if (reply->element[2]->integer)
+					s->st.keys_capped++;
+				p->cb(p->arg, ok, (uint32_t)reply->element[1]->integer,
+				      SL_ANS_EXACT);
+			}
 		} else {
 			s->st.errors++;
 			pending_fail(p);
 		}
+		/* A fallback charged after the reply came has no late reply to wait for. */
+		p->fell = NULL;
 	}
 	finish_pending(p);
 }
@@ -1007,6 +1349,8 @@ static bool send_script(struct sl_store *s, int script, struct pending *p, int n
 		lens[i] = strlen(args[i]);
 	if (redisAsyncCommandArgv(s->ac, on_reply, p, n, args, lens) != REDIS_OK)
 		return false;
+	if (p->sync)
+		return true; /* a hand-over waits for its reply, whenever it comes */
 	p->timer = evtimer_new(s->base, on_timeout, p);
 	if (p->timer) {
 		struct timeval tv = { .tv_sec = s->o.timeout_ms / 1000,
@@ -1017,20 +1361,90 @@ static bool send_script(struct sl_store *s, int script, struct pending *p, int n
 	return true;
 }
 
+/* @p's GCRA call, with what this node knows of its key that Redis may not. */
+static bool send_gcra(struct sl_store *s, struct pending *p)
+{
+	char k[KEY_MAX], zk[KEY_MAX], a[7][32];
+	const char *keys[2] = { k, zk };
+	const char *argv[7] = { a[0], a[1], a[2], a[3], a[4], a[5], a[6] };
+	uint64_t T = sl_gcra_emission(p->l.rate), now = now_ns();
+	uint64_t known = mirror_get(s, p->tenant, &p->l, p->key);
+
+	journal_attach(s, p, now);
+	snprintf(k, sizeof(k), "%s:{%s}:%s:%s", s->prefix, p->tenant, p->l.name, p->key);
+	snprintf(zk, sizeof(zk), "%s:{%s}:%s:live", s->prefix, p->tenant, p->l.name);
+	snprintf(a[0], sizeof(a[0]), "%.3f", (double)T / 1000.0);
+	snprintf(a[1], sizeof(a[1]), "%.3f",
+		 (double)sl_gcra_tolerance(p->l.burst, T) / 1000.0);
+	snprintf(a[2], sizeof(a[2]), "%.6g", p->cost);
+	snprintf(a[3], sizeof(a[3]), "%u", p->l.max_keys);
+	snprintf(a[4], sizeof(a[4]), "%llu",
+		 (unsigned long long)(known > now ? (known - now) / 1000 : 0));
+	snprintf(a[5], sizeof(a[5]), "%llu", (unsigned long long)(p->pend_sent / 1000));
+	snprintf(a[6], sizeof(a[6]), "%d", p->clear_sent ? 1 : 0);
+	if (send_script(s, s->gcra, p, 2, keys, 7, argv))
+		return true;
+	journal_settle(s, p, false);
+	return false;
+}
+
+/* Hand @j over to Redis on its own (nobody has asked its key since the outage). */
+static void journal_send(struct sl_store *s, struct jent *j)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return;
+	p->s = s;
+	p->sync = true;
+	p->l = (struct sl_limit){ .name = j->name, .rate = j->rate, .burst = j->burst,
+				  .max_keys = j->max_keys };
+	snprintf(p->tenant, sizeof(p->tenant), "%s", j->tenant);
+	snprintf(p->key, sizeof(p->key), "%s", j->key);
+	if (!send_gcra(s, p) || !p->j) {
+		/* Not sent, or nothing to carry: it waits for the next flush. */
+		if (p->j)
+			journal_settle(s, p, false);
+		free(p);
+	}
+}
+
+/* Hand over what the journal holds, a few buckets a tick, while Redis answers. */
+static void journal_flush(struct sl_store *s)
+{
+	uint32_t sent = 0, scanned = 0;
+
+	while (s->st.journal && s->connected && s->breaker == SL_BREAKER_CLOSED &&
+	       sent < FLUSH_PER_TICK && scanned < JOURNAL_BUCKETS) {
+		struct jent *j = s->jb[s->jcur], *next;
+
+		for (; j; j = next) {
+			next = j->next;
+			if (j->inflight || j->unsettled)
+				continue;
+			if (!j->clear && j->pend <= now_ns()) {
+				journal_tidy(s, j);
+				continue;
+			}
+			journal_send(s, j);
+			sent++;
+		}
+		s->jcur = (s->jcur + 1) & (JOURNAL_BUCKETS - 1);
+		scanned++;
+	}
+}
+
 void sl_store_charge(struct sl_store *s, const struct sl_limit *l, const char *tenant,
 		     const char *key, double cost, sl_store_cb cb, void *arg)
 {
-	char k[KEY_MAX], zk[KEY_MAX], a[4][32];
-	const char *keys[2] = { k, zk }, *argv[4] = { a[0], a[1], a[2], a[3] };
 	struct pending *p;
-	uint64_t T;
 
 	s->st.calls++;
 	if (!s->redis_addr[0]) {
 		uint32_t retry = 0;
 		int ok;
 
-		ok = local_charge(s, TK_EXACT, tenant, l, key, l->rate, l->burst, cost, &retry);
+		ok = local_charge(s, TK_EXACT, tenant, l, key, l->rate, l->burst, cost, 0, &retry);
 		s->st.exact++;
 		cb(arg, ok, retry, SL_ANS_EXACT);
 		return;
@@ -1052,14 +1466,7 @@ void sl_store_charge(struct sl_store *s, const struct sl_limit *l, const char *t
 	p->cost = cost;
 	snprintf(p->tenant, sizeof(p->tenant), "%s", tenant);
 	snprintf(p->key, sizeof(p->key), "%s", key);
-	snprintf(k, sizeof(k), "%s:{%s}:%s:%s", s->prefix, tenant, l->name, key);
-	snprintf(zk, sizeof(zk), "%s:{%s}:%s:live", s->prefix, tenant, l->name);
-	T = sl_gcra_emission(l->rate);
-	snprintf(a[0], sizeof(a[0]), "%.3f", (double)T / 1000.0);
-	snprintf(a[1], sizeof(a[1]), "%.3f", (double)sl_gcra_tolerance(l->burst, T) / 1000.0);
-	snprintf(a[2], sizeof(a[2]), "%.6g", cost);
-	snprintf(a[3], sizeof(a[3]), "%u", l->max_keys);
-	if (!send_script(s, s->gcra, p, 2, keys, 4, argv)) {
+	if (!send_gcra(s, p)) {
 		s->st.errors++;
 		breaker_failure(s);
 		free(p);
@@ -1070,13 +1477,13 @@ void sl_store_charge(struct sl_store *s, const struct sl_limit *l, const char *t
 void sl_store_clear(struct sl_store *s, const struct sl_limit *l, const char *tenant,
 		    const char *key)
 {
-	char k[KEY_MAX];
 	uint64_t now = now_ns(), h = key_hash(s, key);
+	struct jent *j;
 	uint8_t kind;
 
 	/* The local tables too: a fallback answer may have charged them. The slot stays the
 	 * key's, refilled: its own record answers for it, not a floor. */
-	for (kind = TK_EXACT; kind <= TK_STATIC; kind++) {
+	for (kind = TK_EXACT; kind <= TK_MIRROR; kind++) {
 		struct table *t = table_of(s, kind, tenant, l, false);
 		struct slot *e;
 		struct where w;
@@ -1087,15 +1494,24 @@ void sl_store_clear(struct sl_store *s, const struct sl_limit *l, const char *te
 		if (e && e->tat > now)
 			e->tat = now;
 	}
-	if (s->redis_addr[0] && s->connected && s->breaker == SL_BREAKER_CLOSED) {
-		char zk[KEY_MAX];
+	if (!s->redis_addr[0])
+		return;
+	/* Through the journal: the clear lands after whatever Redis still has queued for the
+	 * key, and is handed over later if Redis cannot take it now. */
+	j = journal_get(s, tenant, l, key, true);
+	if (!j) {
+		if (s->connected && s->breaker == SL_BREAKER_CLOSED) {
+			char k[KEY_MAX];
 
-		snprintf(k, sizeof(k), "%s:{%s}:%s:%s", s->prefix, tenant, l->name, key);
-		snprintf(zk, sizeof(zk), "%s:{%s}:%s:live", s->prefix, tenant, l->name);
-		redisAsyncCommand(s->ac, on_ignore, NULL, "DEL %s", k);
-		if (l->max_keys)
-			redisAsyncCommand(s->ac, on_ignore, NULL, "ZREM %s %s", zk, k);
+			snprintf(k, sizeof(k), "%s:{%s}:%s:%s", s->prefix, tenant, l->name, key);
+			redisAsyncCommand(s->ac, on_ignore, NULL, "DEL %s", k);
+		}
+		return;
 	}
+	j->clear = true;
+	j->pend = 0;
+	if (s->connected && s->breaker == SL_BREAKER_CLOSED && !j->inflight && !j->unsettled)
+		journal_send(s, j);
 }
 
 int sl_store_script(struct sl_store *s, const char *lua)
@@ -1161,6 +1577,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	if (!s->connected && !s->connecting &&
 	    (s->breaker != SL_BREAKER_OPEN || now_ns() >= s->open_until))
 		connect_redis(s);
+	journal_flush(s);
 }
 
 struct sl_store *sl_store_new(struct event_base *base, const struct sl_store_opts *o,
@@ -1221,6 +1638,14 @@ void sl_store_free(struct sl_store *s)
 		free(s->scripts[i].lua);
 	for (j = 0; j < s->dir_cap; j++)
 		table_free(s->dir[j]);
+	for (j = 0; j < JOURNAL_BUCKETS; j++) {
+		while (s->jb[j]) {
+			struct jent *e = s->jb[j];
+
+			s->jb[j] = e->next;
+			free(e);
+		}
+	}
 	free(s->dir);
 	free(s);
 }

@@ -68,6 +68,9 @@ struct sl_store_stats {
 	uint64_t local_table_full; /* checks of a key a table did not hold that started spent:
 				    * its table, at max_keys, gave it the debt of what it evicts
 				    * or evicted before (never a full budget) */
+	uint64_t journal;        /* keys holding what Redis has not had yet (charges made in a
+				  * fail-open fallback, clears), handed over as it answers */
+	uint64_t journal_dropped; /* charges and clears the journal, full, could not hold */
 	uint8_t breaker;         /* enum sl_breaker */
 	bool redis;              /* a Redis is configured */
 	bool connected;
