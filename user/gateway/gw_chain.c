@@ -177,34 +177,36 @@ static void chain_heard(struct gw_req *r, struct gw_ask *a, int allowed, uint32_
 
 static void on_chain_answer(void *arg, int allowed, uint32_t retry_ms, int answer);
 
-/* Send steps until answers are due (they continue it) or the chain ends. */
-static void chain_send(struct gw_chain_wait *w)
+/* Every answer is in: judge them step by step, in order, as if each step had waited for
+ * the one before; what the steps after the one that ended the chain were charged is given
+ * back (they were asked in the same round trip, not after). */
+static void chain_judge(struct gw_chain_wait *w)
 {
 	struct gw_req *r = w->r;
 	struct gw_chain *k = &r->chain;
 	struct gateway *g = r->g;
+	bool ended = false;
+	int i;
 
-	while (k->refused < 0 && k->next < k->n) {
-		/* Count each ask as it goes, plus one held until the step is sent: an
-		 * in-process answer comes back before the call returns. */
-		w->pending = 1;
-		do {
-			int i = k->next++;
-			struct gw_ask *a = &k->ask[i];
-			struct sl_limit l;
+	for (i = 0; i < k->n; i++) {
+		struct gw_ask *a = &k->ask[i];
 
-			if (!counter_on(g, a->ctr))
-				continue;
-			l = gw_ask_limit(g, a);
-			w->slot[i].w = w;
-			w->slot[i].i = i;
-			w->pending++;
-			sl_store_charge(g->store, &l, r->tenant, a->key, a->cost, on_chain_answer,
-					&w->slot[i]);
-		} while (k->ask[k->next - 1].with_next && k->next < k->n);
-		if (--w->pending > 0)
-			return;
+		if (ended) {
+			if (a->heard == 1 && a->cost > 0 && counter_on(g, a->ctr)) {
+				struct sl_limit l = gw_ask_limit(g, a);
+
+				sl_store_charge(g->store, &l, r->tenant, a->key, -a->cost,
+						on_ignored, NULL);
+			}
+			a->charged = false;
+			continue;
+		}
+		if (a->heard >= 0)
+			chain_heard(r, a, a->heard, a->heard_retry_ms);
+		if (!a->with_next && k->refused >= 0)
+			ended = true;
 	}
+	k->next = k->n;
 	k->wait = NULL;
 	free(w);
 	if (k->refused < 0 && k->soft_refused >= 0) {
@@ -214,21 +216,55 @@ static void chain_send(struct gw_chain_wait *w)
 	k->done(r, k->refused >= 0 ? &k->ask[k->refused] : NULL, k->retry_ms);
 }
 
+/* Send every ask; the answers judge the chain once all are in. */
+static void chain_send(struct gw_chain_wait *w)
+{
+	struct gw_req *r = w->r;
+	struct gw_chain *k = &r->chain;
+	struct gateway *g = r->g;
+	int i;
+
+	/* Count each ask as it goes, plus one held until all are sent: an in-process answer
+	 * comes back before the call returns. */
+	w->pending = 1;
+	for (i = 0; i < k->n; i++) {
+		struct gw_ask *a = &k->ask[i];
+		struct sl_limit l;
+
+		a->heard = -1;
+		if (!counter_on(g, a->ctr))
+			continue;
+		l = gw_ask_limit(g, a);
+		w->slot[i].w = w;
+		w->slot[i].i = i;
+		w->pending++;
+		sl_store_charge(g->store, &l, r->tenant, a->key, a->cost, on_chain_answer,
+				&w->slot[i]);
+	}
+	if (--w->pending > 0)
+		return;
+	chain_judge(w);
+}
+
 static void on_chain_answer(void *arg, int allowed, uint32_t retry_ms, int answer)
 {
 	struct gw_chain_slot *s = arg;
 	struct gw_chain_wait *w = s->w;
 
 	(void)answer;
-	if (w->r)
-		chain_heard(w->r, &w->r->chain.ask[s->i], allowed, retry_ms);
+	if (w->r) {
+		struct gw_ask *a = &w->r->chain.ask[s->i];
+
+		a->heard = allowed ? 1 : 0;
+		a->heard_retry_ms = retry_ms;
+	}
 	if (--w->pending > 0)
 		return;
 	if (!w->r) {
 		free(w);
 		return;
 	}
-	chain_send(w);
+	chain_judge(w);
 }
 
 int gw_chain_run(struct gw_req *r, gw_chain_done_fn done)
@@ -276,15 +312,18 @@ void gw_chain_settle(struct gw_req *r, bool success)
 
 	for (i = 0; i < r->chain.n; i++) {
 		struct gw_ask *a = &r->chain.ask[i];
+		bool charged = a->charged;
 		struct sl_limit l;
 
 		a->charged = false;
-		if (!success || a->then == GW_THEN_KEEP || !counter_on(g, a->ctr))
+		if (a->then == GW_THEN_KEEP || !counter_on(g, a->ctr))
 			continue;
 		l = gw_ask_limit(g, a);
-		if (a->then == GW_THEN_CLEAR)
+		if (a->then == GW_THEN_CLEAR && success)
 			sl_store_clear(g->store, &l, r->tenant, a->key);
-		else
-			sl_store_charge(g->store, &l, r->tenant, a->key, 1, on_ignored, NULL);
+		else if (a->then == GW_THEN_SPEND && !success && charged)
+			/* The success it held for this request did not happen: give it back. */
+			sl_store_charge(g->store, &l, r->tenant, a->key, -a->cost, on_ignored,
+					NULL);
 	}
 }

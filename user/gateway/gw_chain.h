@@ -2,8 +2,10 @@
 /*
  * Ask these counters in order: the one way a request of the gateway asks the counter store
  * (store.h), whatever its endpoint. A request lists its asks (counter, key, cost) and runs
- * them; they go out in steps, an ask marked with_next in one step with the next (the
- * login's pair: one round trip), and a step waits for all its answers before the next goes.
+ * them; they are judged in steps, an ask marked with_next in one step with the next (the
+ * login's pair), but all go out at once, in one round trip (pipelined on the store's one
+ * connection, each within the store's timeout, so the request waits one timeout at most, not
+ * one per step: issue 16), and the asks of the steps after a refusal are given back.
  * The first refusal by a counter that enforces ends the chain after its step; a refusal by
  * one in monitor mode is recorded (sluicectl wouldblock) and let through. An ask marked soft
  * refuses without ending the chain: the asks after it are asked and charged as if it had
@@ -14,9 +16,10 @@
  *
  * Each ask also says what the request's outcome does to it: gw_chain_refund() gives back
  * the charges marked refund (a login shed before its hash was no attempt at the password),
- * gw_chain_settle() clears or spends the keys marked so once the request has succeeded (a
- * right password clears its failures and spends one of its successes; a right client
- * secret clears its failures).
+ * gw_chain_settle() clears the keys marked so once the request has succeeded and gives back
+ * the successes it held otherwise (a right password clears its failures and keeps the one of
+ * its successes it was charged; a wrong one gives that back; a right client secret clears its
+ * failures).
  *
  * The keys are keyed hashes (gw_counter_key): no account name, client id or address
  * reaches the store, and every node, sharing the session key, counts the same keys.
@@ -39,7 +42,10 @@ struct gw_chain_wait;
 enum gw_then {
 	GW_THEN_KEEP = 0, /* the outcome changes nothing: the charge stands */
 	GW_THEN_CLEAR,    /* a success clears the key: it counts failures */
-	GW_THEN_SPEND,    /* a success spends one: it counts successes (asked at cost 0) */
+	GW_THEN_SPEND,    /* it counts successes: charged when asked, in the same atomic
+			   * call as any other ask (a peek then a charge after the hash let 24
+			   * parallel logins through a burst of 3, issue 16), kept by a success
+			   * and given back by any other outcome */
 };
 
 struct gw_ask {
@@ -53,6 +59,8 @@ struct gw_ask {
 	bool refund;        /* given back if the request is shed before its work */
 	uint8_t then;       /* enum gw_then: what a success does (gw_chain_settle) */
 	bool charged;       /* the store took the charge, and nothing has settled it */
+	int8_t heard;       /* its answer while the chain runs: -1 none yet, 0 refused, 1 yes */
+	uint32_t heard_retry_ms;
 };
 
 /* The chain has ended: @refused is the ask that refused (NULL: every counter said yes; the

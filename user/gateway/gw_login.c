@@ -411,7 +411,9 @@ static void login_checked(struct gw_req *r, const struct gw_ask *refused, uint32
  * Under login_uniform the per-account asks are soft: their refusal does not spare the
  * tenant's ask, which must judge a throttled login as it judges any other. The attempt is
  * given back if the login is shed before its hash; a success clears the pair and the
- * allocation (only the account's password can) and spends one of the pair's successes.
+ * allocation (only the account's password can). One of the pair's successes is charged with
+ * the attempt, atomically (issue 16: a peek before the hash and a charge after it was
+ * check-then-act), and given back unless the login succeeds.
  */
 static void login_asks(struct gw_req *r)
 {
@@ -448,7 +450,7 @@ static void login_asks(struct gw_req *r)
 	}
 	a = gw_chain_ask(r, SL_CTR_LOGIN_SUCCESSES, key);
 	snprintf(a->shown, sizeof(a->shown), "pair %.16s", key);
-	a->cost = 0;
+	a->refund = true;
 	a->soft = soft;
 	a->then = GW_THEN_SPEND;
 	a = gw_chain_ask(r, SL_CTR_TENANT_LOGINS, "logins");
