@@ -173,6 +173,72 @@ static void a_refund_gives_back_what_was_marked_and_charged(void **state)
 	assert_false(f->r->chain.ask[1].charged);
 }
 
+/* login_successes (issue 16): charged with the attempt, so two logins at once cannot both
+ * take the last success; a failure gives it back, a success keeps it. */
+static void a_success_is_charged_when_asked_and_kept_only_by_a_success(void **state)
+{
+	struct fx *f = *state;
+	struct gw_ask *a;
+
+	f->g->cfg->counters[SL_CTR_LOGIN_SUCCESSES].burst = 1;
+	f->g->cfg->counters[SL_CTR_LOGIN_SUCCESSES].rate = 1e-6;
+	f->g->cfg->counters[SL_CTR_TENANT_LOGINS].burst = 100;
+#define ASK_SUCCESS()                                                                 \
+	do {                                                                          \
+		gw_chain_begin(f->r);                                                 \
+		a = gw_chain_ask(f->r, SL_CTR_LOGIN_SUCCESSES, "pair-s");             \
+		a->refund = true;                                                     \
+		a->then = GW_THEN_SPEND;                                              \
+		gw_chain_ask(f->r, SL_CTR_TENANT_LOGINS, "tenant-s");                 \
+		run(f);                                                               \
+	} while (0)
+	ASK_SUCCESS();
+	assert_int_equal(f->refused, -1);
+	assert_true(f->r->chain.ask[0].charged);
+	/* The first is still hashing: a second at once finds the success taken. */
+	ASK_SUCCESS();
+	assert_int_equal(f->refused, 0);
+	gw_chain_settle(f->r, false); /* a refused one holds nothing to give back */
+	ASK_SUCCESS();
+	assert_int_equal(f->refused, 0);
+	/* A burst of two, one held: a login takes the other and fails, giving it back... */
+	f->g->cfg->counters[SL_CTR_LOGIN_SUCCESSES].burst = 2;
+	ASK_SUCCESS();
+	assert_int_equal(f->refused, -1);
+	gw_chain_settle(f->r, false);
+	ASK_SUCCESS();
+	assert_int_equal(f->refused, -1);
+	/* ... and a success keeps it: the burst of two is spent. */
+	gw_chain_settle(f->r, true);
+	ASK_SUCCESS();
+	assert_int_equal(f->refused, 0);
+#undef ASK_SUCCESS
+}
+
+/* A request's asks go out together; what the steps after a hard refusal took is given
+ * back, as if they had never been asked. */
+static void the_steps_after_a_refusal_are_given_back(void **state)
+{
+	struct fx *f = *state;
+	int i;
+
+	login_chain(f, "pair-d", "tenant-d", false);
+	run(f);
+	assert_int_equal(f->refused, -1); /* one tenant login of two spent */
+	for (i = 0; i < 5; i++) {
+		login_chain(f, "pair-d", "tenant-d", false);
+		run(f);
+		assert_int_equal(f->refused, 0);
+		assert_false(f->r->chain.ask[2].charged);
+	}
+	login_chain(f, "pair-d2", "tenant-d", false);
+	run(f);
+	assert_int_equal(f->refused, -1); /* the second, after five refused ones */
+	login_chain(f, "pair-d3", "tenant-d", false);
+	run(f);
+	assert_int_equal(f->refused, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -182,6 +248,11 @@ int main(void)
 						setup, teardown),
 		cmocka_unit_test_setup_teardown(a_refund_gives_back_what_was_marked_and_charged,
 						setup, teardown),
+		cmocka_unit_test_setup_teardown(
+			a_success_is_charged_when_asked_and_kept_only_by_a_success, setup,
+			teardown),
+		cmocka_unit_test_setup_teardown(the_steps_after_a_refusal_are_given_back, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1192,10 +1192,12 @@ static void journal_settle(struct sl_store *s, struct pending *p, bool landed)
 
 	if (j) {
 		j->inflight = false;
-		if (!landed) {
+		/* Not landed: it waits for the next hand-over, unless a clear came since (what
+		 * it carried came before that clear, and goes with it). */
+		if (!landed && !j->clear) {
 			if (p->pend_sent)
 				j->pend = tat_add(j->pend, now, p->pend_sent, true);
-			j->clear |= p->clear_sent;
+			j->clear = p->clear_sent;
 		}
 		p->j = NULL;
 	}

@@ -10,7 +10,11 @@
  *     limiting in this process at limit / N, N being the configured number of nodes, so the
  *     cluster as a whole stays near the limit;
  *   - fail closed (capacity counters): charge a static local budget, the platform's floor.
- * A check never waits longer than the timeout, and its callback runs exactly once.
+ * A check never waits longer than the timeout, and its callback runs exactly once. An outage
+ * is not a reset (issue 16): the store keeps the last value Redis returned for each live key,
+ * a fail-open fallback starts from it, and what a fallback charged and what was cleared
+ * meanwhile is handed to Redis once it answers (store.c, "outages"; a late-run call is not
+ * charged twice). Checks issued together go out pipelined on the one connection.
  *
  * Keys carry the tenant as a hash tag ("sluice:{acme}:login_fail:<hash>") so a Redis Cluster
  * keeps a tenant's keys together; identifiers should be hashed with sl_store_hash() first.
