@@ -213,6 +213,12 @@ bench: $(BUILD)/bench/xdp_cost bench-reply bench-counters bench-stream
 bench-reply: $(BINS) $(BUILD)/bench/h1load $(BUILD)/bpf/bare_pass.bpf.o
 	$(Q)BUILD=$(BUILD) bench/reply_rate.sh
 
+# Packets per second on a wire (bench/wire.sh): live XDP frames pushed into a veth; sluice's
+# drops, passes and replies per receiving core against bare XDP programs on the same core.
+.PHONY: bench-wire
+bench-wire: $(BINS) $(BUILD)/bench/wire $(BUILD)/bpf/wire_gen.bpf.o $(BUILD)/bpf/wire_bare.bpf.o
+	$(Q)BUILD=$(BUILD) bench/wire.sh
+
 # A real client's goodput while spoofed SYNs flood its port (bench/attack_goodput.sh): the
 # kernel alone, sluice's stateless front and its SYN front, at several flood rates.
 .PHONY: bench-attack
