@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 
 #include "budget.h"
 #include "config.h"
@@ -77,6 +78,36 @@ static void counts_read_like_people_write_them(void **state)
 			fail_msg("%g: got \"%s\", expected \"%s\"", cases[i].v, buf, cases[i].want);
 	/* A short buffer is cut, never overrun. */
 	assert_string_equal(sl_fmt_count(285000, buf, 4), "285");
+}
+
+/* Rates in the unit a person would say them in: the "0.00555556/s" is 20 an hour. */
+static void rates_read_in_the_unit_people_say_them(void **state)
+{
+	static const struct {
+		double per_s;
+		const char *want;
+	} cases[] = {
+		{ 20.0 / 3600, "20/h" },     { 2.0 / 60, "2/min" },      { 4.2, "4.2/s" },
+		{ 0.001, "3.6/h" },          { 1, "1/s" },               { 10, "10/s" },
+		{ 4000, "4,000/s" },         { 1234567, "1,234,567/s" }, { 0.5, "30/min" },
+		{ 1.0 / 1.05, "0.95/s" },    { 0.9, "0.90/s" },          { 0.89, "53/min" },
+		{ 0.0034, "12/h" },          { 1.0 / 86400, "1/d" },     { 0.5 / 86400, "0.50/d" },
+		{ 1e-9, "0.000086/d" },      { 2.04 / 60, "2.0/min" },   { 100.0 / 3600, "100/h" },
+		{ 0, "0/s" },                { -4.2, "-4.2/s" },         { NAN, "-" },
+		{ INFINITY, "inf/s" },       { 250.0 / 3600, "250/h" },   { 30.0 / 86400, "30/d" },
+		{ 3204.0 / 3600, "53/min" }, { 1000.0 / 3600, "17/min" }, { 2.9997, "3.0/s" },
+	};
+	char buf[32];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (strcmp(sl_fmt_rate(cases[i].per_s, buf, sizeof(buf)), cases[i].want))
+			fail_msg("%g/s: got \"%s\", expected \"%s\"", cases[i].per_s, buf,
+				 cases[i].want);
+	/* A short buffer is cut, never overrun. */
+	assert_string_equal(sl_fmt_rate(4000, buf, 4), "4,0");
+	assert_string_equal(sl_fmt_rate(4000, buf, 1), "");
 }
 
 /* On the sample's ports: 80 charges routes (the dearest, login, is 950), 443 a login's price per
@@ -263,6 +294,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(counts_read_like_people_write_them),
+		cmocka_unit_test(rates_read_in_the_unit_people_say_them),
 		cmocka_unit_test(each_port_charges_what_its_front_reads),
 		cmocka_unit_test(a_class_budget_reads_as_requests_per_route),
 		cmocka_unit_test(ports_that_read_alike_are_merged),

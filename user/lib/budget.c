@@ -166,6 +166,70 @@ const char *sl_fmt_count(double v, char *buf, size_t n)
 	return buf;
 }
 
+/* Units largest first. A rate takes the first in which it is at least 0.9 rather than 1, so
+ * that one event in an interval a little longer than a second (top) reads "0.95/s", not a
+ * jump to "57/min" and back. */
+static const struct {
+	const char *name;
+	double secs;
+} rate_units[] = { { "s", 1 }, { "min", 60 }, { "h", 3600 }, { "d", 86400 } };
+
+/* Is @v what a person would write whole: 20, not 20.0000000001? */
+static bool rate_whole(double v)
+{
+	return v >= 0.9 && fabs(v - round(v)) < 1e-6 * v;
+}
+
+/* Does sl_fmt_count() write @v without rounding it (1.5, 4,000; not 1.7 for 1.6666)? */
+static bool rate_exact(double v, const char *shown)
+{
+	return v >= 99.5 ? rate_whole(v) : fabs(strtod(shown, NULL) - v) < 1e-6 * v;
+}
+
+const char *sl_fmt_rate(double per_s, char *buf, size_t n)
+{
+	char num[40];
+	size_t u, last = sizeof(rate_units) / sizeof(rate_units[0]) - 1;
+	double v;
+	bool neg = per_s < 0;
+
+	if (!n)
+		return buf;
+	if (per_s != per_s) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	if (neg)
+		per_s = -per_s;
+	if (isinf(per_s)) {
+		snprintf(buf, n, "%sinf/s", neg ? "-" : "");
+		return buf;
+	}
+	if (per_s == 0) {
+		snprintf(buf, n, "0/s");
+		return buf;
+	}
+	for (u = 0; u < last && per_s * rate_units[u].secs < 0.9; u++)
+		;
+	v = per_s * rate_units[u].secs;
+	sl_fmt_count(v, num, sizeof(num));
+	/* Two significant digits would round a whole number of the next unit down (100/h is
+	 * 1.67/min): that unit says it exactly. */
+	if (!rate_exact(v, num) && u < last && rate_whole(per_s * rate_units[u + 1].secs) &&
+	    per_s * rate_units[u + 1].secs < 999.5)
+		v = per_s * rate_units[++u].secs;
+	/* A whole number of a unit, as configs give them (20/h is 0.0055555...), reads whole:
+	 * "20/h", "2/min", not "2.0/min". */
+	if (rate_whole(v))
+		v = round(v);
+	if (rate_whole(v) && v < 99.5)
+		snprintf(num, sizeof(num), "%.0f", v);
+	else
+		sl_fmt_count(v, num, sizeof(num));
+	snprintf(buf, n, "%s%s/%s", neg ? "-" : "", num, rate_units[u].name);
+	return buf;
+}
+
 /* Append @fmt to @buf (@used of @n taken), truncating quietly. */
 __attribute__((format(printf, 4, 5)))
 static void add(char *buf, size_t n, size_t *used, const char *fmt, ...)

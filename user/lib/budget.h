@@ -66,6 +66,14 @@ const char *sl_charge_noun(const struct sl_config *c, const struct sl_charge *ch
  * with thousands separators from 100 ("4,000", "285,000"). Returns @buf. */
 const char *sl_fmt_count(double v, char *buf, size_t n);
 
+/* A rate of @per_s a second for a person, in the largest unit of s, min, h, d in which it is
+ * at least 0.9, its number as sl_fmt_count() writes it, whole numbers without a decimal:
+ * "4.2/s", "4,000/s", "0.95/s", "2/min", "20/h", "3.6/h", "0.50/d"; "0/s"; "-" for NaN.
+ * When two digits would round it and the next unit holds it whole, that unit: "100/h", not
+ * "1.7/min".
+ * For text only: --json keeps the number. Returns @buf. */
+const char *sl_fmt_rate(double per_s, char *buf, size_t n);
+
 /* Port @port's view of a budget of @rate units/s: "4.2 login/s, 4,000 validate/s" on a port
  * that charges routes (in the order of the routes; "4,000 requests/s" when there are none),
  * "4.2 connections/s" on one that charges its cost. Returns @buf. */
