@@ -30,6 +30,11 @@ PKGS := libbpf libxdp libevent libevent_pthreads libconfig libargon2 libsodium h
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
 CMOCKA_LIBS = $(eval CMOCKA_LIBS := $(shell pkg-config --libs cmocka))$(CMOCKA_LIBS)
+# libmaxminddb: only `sluicectl asn import` reads .mmdb files (user/lib/asn_import.c), so only
+# sluicectl and that file's unit test link it; sluiced reads the table it writes as a CSV.
+MMDB_LIBS = $(eval MMDB_LIBS := $(shell pkg-config --libs libmaxminddb))$(MMDB_LIBS)
+$(BUILD)/sluicectl $(BUILD)/tests/unit/test_asn_import $(BUILD)/san/tests/unit/test_asn_import: \
+	LDLIBS += $(MMDB_LIBS)
 
 # snprintf into fixed buffers truncates on purpose; -Wformat-truncation flags every such copy.
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2 -Wno-unused-parameter \

@@ -26,7 +26,7 @@ set -euo pipefail
 
 declare -A SET=(
 	[build]="make gcc clang bpftool pkg-config libbpf-dev libxdp-dev libelf-dev zlib1g-dev
-		libevent-dev libconfig-dev libhiredis-dev libargon2-dev libsodium-dev"
+		libevent-dev libconfig-dev libhiredis-dev libargon2-dev libsodium-dev libmaxminddb-dev"
 	[test]="libcmocka-dev iproute2 python3 python3-scapy python3-prometheus-client curl procps
 		util-linux openssl tcpdump ethtool groff-base man-db redis-server redis-tools tmux"
 	[demo]="iproute2 python3 python3-scapy python3-prometheus-client curl procps util-linux
@@ -65,7 +65,7 @@ build_probes=(
 	"pc:libbpf;libbpf-dev" "pc:libxdp;libxdp-dev" "pc:libelf;libelf-dev" "pc:zlib;zlib1g-dev"
 	"pc:libevent;libevent-dev" "pc:libevent_pthreads;libevent-dev"
 	"pc:libconfig;libconfig-dev" "pc:hiredis;libhiredis-dev" "pc:libargon2;libargon2-dev"
-	"pc:libsodium;libsodium-dev"
+	"pc:libsodium;libsodium-dev" "pc:libmaxminddb;libmaxminddb-dev"
 )
 
 missing=()
