@@ -852,14 +852,16 @@ static int cmd_status(const struct ctl *c)
 		for (i = 0; i < SL_MAX_TENANTS; i++) {
 			struct sl_tenant t;
 			const struct sl_rate *r;
+			char rate[32];
 			bool leased;
 
 			if (bpf_map_lookup_elem(m.tenants, &i, &t) || !t.valid)
 				continue;
 			leased = sl_now_ns() < t.lease_expires_ns;
 			r = leased ? &t.lease : &t.fallback;
-			printf("tenant:      %s %s rate %.3g burst %.3g%s\n", t.name,
-			       leased ? "leased" : "lease expired, static", 1e9 / (double)r->emission_ns,
+			printf("tenant:      %s %s rate %s burst %.3g%s\n", t.name,
+			       leased ? "leased" : "lease expired, static",
+			       sl_fmt_rate(1e9 / (double)r->emission_ns, rate, sizeof(rate)),
 			       (double)r->tolerance_ns / (double)r->emission_ns,
 			       t.mode == SL_MODE_MONITOR ? " (monitor)" : "");
 		}
@@ -1116,13 +1118,13 @@ static struct sl_config *routes_config(const struct ctl *c, const struct sl_meta
 
 static void text_bucket(const char *name, const struct bucket_view *v)
 {
-	char buf[64];
+	char buf[64], rate[32];
 	struct sl_prefix p = { .family = v->key.family, .plen = v->key.plen };
 
 	memcpy(p.addr, v->key.addr, sizeof(v->key.addr));
-	printf("%-9s %-28s %s, %.2f of %.2f units available, refills %.3g/s\n", name,
+	printf("%-9s %-28s %s, %.2f of %.2f units available, refills %s\n", name,
 	       sl_prefix_str(&p, buf, sizeof(buf)), v->exists ? "live" : "no state",
-	       v->available, v->burst, v->rate);
+	       v->available, v->burst, sl_fmt_rate(v->rate, rate, sizeof(rate)));
 }
 
 static int cmd_prefix_show(const struct ctl *c, const char *addr)
