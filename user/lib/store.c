@@ -819,7 +819,10 @@ static struct jent *journal_get(struct sl_store *s, const char *tenant,
 			break;
 	if (j || !create)
 		goto out;
-	if (s->st.journal >= JOURNAL_MAX) {
+	/* A call carries copies of these (struct pending): what they cannot hold, no call
+	 * would find again. */
+	if (s->st.journal >= JOURNAL_MAX || strlen(tenant) >= sizeof(((struct pending *)0)->tenant) ||
+	    strlen(key) >= KEY_MAX) {
 		s->st.journal_dropped++;
 		return NULL;
 	}
@@ -1403,12 +1406,9 @@ static void journal_send(struct sl_store *s, struct jent *j)
 				  .max_keys = j->max_keys };
 	snprintf(p->tenant, sizeof(p->tenant), "%s", j->tenant);
 	snprintf(p->key, sizeof(p->key), "%s", j->key);
-	if (!send_gcra(s, p) || !p->j) {
-		/* Not sent, or nothing to carry: it waits for the next flush. */
-		if (p->j)
-			journal_settle(s, p, false);
+	/* Not sent (send_gcra has put back what it carried): it waits for the next flush. */
+	if (!send_gcra(s, p))
 		free(p);
-	}
 }
 
 /* Hand over what the journal holds, a few buckets a tick, while Redis answers. */
