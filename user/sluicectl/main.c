@@ -30,6 +30,7 @@
 #include <xdp/libxdp.h>
 
 #include "addr.h"
+#include "asn_import.h"
 #include "budget.h"
 #include "config.h"
 #include "gw_body.h"
@@ -67,6 +68,12 @@ struct ctl {
 	char ifaces[256];
 	bool json;
 	int port;
+	/* asn import */
+	char map[PATH_MAX];
+	char output[PATH_MAX];
+	char dflt[64];
+	int format; /* enum sl_imp_format */
+	bool no_load;
 };
 
 /* ---- commands, their options and their usage -------------------------------------------- */
@@ -92,6 +99,11 @@ enum {
 	O_INTERVAL = 1u << 15,
 	O_ONCE = 1u << 16,
 	O_SINCE = 1u << 17,
+	O_MAP = 1u << 18,     /* asn import */
+	O_FORMAT = 1u << 19,
+	O_DEFAULT = 1u << 20,
+	O_OUTPUT = 1u << 21,
+	O_NOLOAD = 1u << 22,
 };
 #define O_GLOBAL (O_CONFIG | O_PIN | O_SOCKET | O_JSON | O_HELP | O_VERSION)
 
@@ -112,6 +124,11 @@ static const struct option long_opts[] = {
 	{ "timeout", required_argument, NULL, 't' },
 	{ "backlog", no_argument, NULL, 'B' },
 	{ "since", required_argument, NULL, 's' },
+	{ "map", required_argument, NULL, 'M' },
+	{ "format", required_argument, NULL, 'f' },
+	{ "default", required_argument, NULL, 'D' },
+	{ "output", required_argument, NULL, 'o' },
+	{ "no-load", no_argument, NULL, 'N' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 }
@@ -157,6 +174,18 @@ static const struct opt_info {
 	  "      --once             top: one plain frame (after one interval), then exit\n" },
 	{ O_SINCE, 's', "--since",
 	  "      --since T          wouldblock: from T ago, or from a unix time\n" },
+	{ O_MAP, 'M', "--map",
+	  "      --map FILE         asn import: the class map (asn,class lines and rules)\n" },
+	{ O_FORMAT, 'f', "--format",
+	  "      --format F         asn import: mmdb, tsv (iptoasn) or csv (default: from\n"
+	  "                         the file)\n" },
+	{ O_DEFAULT, 'D', "--default",
+	  "      --default CLASS    asn import: the class of what the map does not name\n"
+	  "                         (default: the map's default line, else unknown)\n" },
+	{ O_OUTPUT, 'o', "--output",
+	  "  -o, --output FILE      asn import: where the table is written (required)\n" },
+	{ O_NOLOAD, 'N', "--no-load",
+	  "      --no-load          asn import: write and check the table, do not load it\n" },
 	{ O_VERSION, 'V', "--version",
 	  "  -V, --version          print the version\n" },
 	{ O_HELP, 'h', "--help",
@@ -180,6 +209,7 @@ enum cmd_id {
 	CMD_STATS,
 	CMD_PREFIX_SHOW,
 	CMD_ASN_LOAD,
+	CMD_ASN_IMPORT,
 	CMD_RELOAD,
 	CMD_DETACH,
 	CMD_VERDICT_ADD,
@@ -215,6 +245,12 @@ static const struct command {
 	  "                         and what the key's and parent's rates admit of each route\n" },
 	{ CMD_ASN_LOAD, "asn load", "FILE", 0,
 	  "  asn load FILE          validate FILE (prefix,asn,class) and swap it in whole\n" },
+	{ CMD_ASN_IMPORT, "asn import", "SOURCE...", O_MAP | O_FORMAT | O_DEFAULT | O_OUTPUT | O_NOLOAD,
+	  "  asn import SOURCE... --map FILE -o FILE [--format F] [--default CLASS]\n"
+	  "             [--no-load]\n"
+	  "                         convert .mmdb, iptoasn TSV or ASN CSV files (up to 8, one\n"
+	  "                         table) into a class table through the map, write it to\n"
+	  "                         --output and have sluiced load it as asn load does\n" },
 	{ CMD_RELOAD, "reload", "", 0,
 	  "  reload                 re-read the config; a bad file is reported (every\n"
 	  "                         problem), not applied, and the exit status is 1\n" },
@@ -510,6 +546,28 @@ static int parse_opt(struct ctl *c, int opt, const char *arg, char *err, size_t 
 	case 'O':
 		c->once = true;
 		break;
+	case 'M':
+		snprintf(c->map, sizeof(c->map), "%s", arg);
+		break;
+	case 'o':
+		snprintf(c->output, sizeof(c->output), "%s", arg);
+		break;
+	case 'D':
+		snprintf(c->dflt, sizeof(c->dflt), "%s", arg);
+		break;
+	case 'N':
+		c->no_load = true;
+		break;
+	case 'f': {
+		enum sl_imp_format f;
+
+		if (sl_imp_format_parse(arg, &f)) {
+			snprintf(err, n, "%s: '%s' is not mmdb, tsv, csv or auto", name, arg);
+			return -EINVAL;
+		}
+		c->format = (int)f;
+		break;
+	}
 	case 's': {
 		/* A duration ago, or (a plain number past 2001) an absolute unix time. */
 		char *end;
@@ -1775,6 +1833,203 @@ out:
 	return ret;
 }
 
+/* ---- asn import ------------------------------------------------------------------------- */
+
+/* Write @t to @path through a temporary file beside it and a rename, so that sluiced (at a
+ * start or reload reading edge.asn_table) sees the old table or the new one, never a part. */
+static int write_table(const char *path, const struct sl_imp_table *t,
+		       const struct sl_classmap *m, const char *source)
+{
+	char tmp[PATH_MAX + 32];
+	FILE *f;
+	int ret;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	f = fopen(tmp, "w");
+	if (!f) {
+		ret = -errno;
+		fprintf(stderr, "sluicectl: %s: cannot write: %s\n", tmp, strerror(-ret));
+		return ret;
+	}
+	ret = sl_imp_write_csv(t, m, source, f);
+	if (fflush(f) || fsync(fileno(f)))
+		ret = -errno;
+	if (fclose(f) && !ret)
+		ret = -EIO;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret) {
+		fprintf(stderr, "sluicectl: %s: cannot write: %s\n", path, strerror(-ret));
+		unlink(tmp);
+	}
+	return ret;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Sources -> ranges -> prefixes -> --output; then the same check and swap as `asn load`:
+ * the file is parsed here by the loader sluiced uses (so a bad table stops before it is
+ * offered) and sluiced is asked to load it, which validates it again and swaps it in whole.
+ * Exit 0 only once sluiced has it (or with --no-load, once it is written and checked). */
+static int cmd_asn_import(const struct ctl *c, char **sources, int n_sources)
+{
+	struct sl_config *cfg = malloc(sizeof(*cfg));
+	struct sl_imp_set set = { 0 };
+	struct sl_imp_table t = { 0 };
+	struct sl_asn_table check = { 0 };
+	struct sl_classmap m = { 0 };
+	enum sl_imp_format fmt = (enum sl_imp_format)c->format;
+	char *err = malloc(16384), abs[PATH_MAX], msg[1024] = "", reply[8192];
+	double t0 = mono_s(), t_read, t_build, t_check;
+	int ret = 1, r, loaded = -1, k;
+	char source[1024] = "";
+	size_t i, sl = 0;
+
+	if (!cfg || !err) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		goto out_free;
+	}
+	err[0] = '\0';
+	if (sl_config_load(c->config, NULL, cfg, err, 16384)) {
+		fprintf(stderr, "sluicectl: the classes come from the config: %s", err);
+		goto out_free;
+	}
+	if (sl_classmap_load(c->map, cfg, c->dflt[0] ? c->dflt : NULL, &m, err, 16384)) {
+		fprintf(stderr, "sluicectl: asn import: the class map is refused:\n%s", err);
+		goto out_free;
+	}
+	if (n_sources > 8) {
+		ret = usage_error("asn import", "more than 8 sources");
+		goto out;
+	}
+	for (k = 0; k < n_sources; k++) {
+		enum sl_imp_format f = fmt == SL_IMP_AUTO ? sl_imp_detect(sources[k]) : fmt;
+
+		sl += (size_t)snprintf(source + sl, sizeof(source) - sl, "%s%s (%s)",
+				       k ? ", " : "", sources[k], sl_imp_format_name(f));
+		if (sl >= sizeof(source))
+			sl = sizeof(source) - 1;
+		if (sl_imp_read(sources[k], f, &m, &set, err, 16384)) {
+			fprintf(stderr, "sluicectl: asn import: %s (%s) is refused; nothing was "
+				"written:\n%s", sources[k], sl_imp_format_name(f), err);
+			goto out;
+		}
+	}
+	t_read = mono_s();
+	if (sl_imp_build(&set, &t, err, 16384)) {
+		fprintf(stderr, "sluicectl: asn import: no table made; nothing was written:\n%s",
+			err);
+		goto out;
+	}
+	t_build = mono_s();
+	if (write_table(c->output, &t, &m, source))
+		goto out;
+	if (sl_asn_load_csv(c->output, cfg, &check, err, 16384)) {
+		fprintf(stderr, "sluicectl: asn import: the table written to %s does not load "
+			"(a bug: please report it):\n%s", c->output, err);
+		goto out;
+	}
+	t_check = mono_s();
+	if (!realpath(c->output, abs))
+		snprintf(abs, sizeof(abs), "%s", c->output);
+	if (c->no_load) {
+		snprintf(msg, sizeof(msg), "not loaded (--no-load): sluicectl asn load %s", abs);
+		ret = 0;
+	} else {
+		char line[PATH_MAX + 16];
+
+		snprintf(line, sizeof(line), "asn-load %s", abs);
+		r = ctl_call(c, line, reply, sizeof(reply));
+		strip_nl(reply);
+		loaded = r == 1;
+		if (r == 1)
+			snprintf(msg, sizeof(msg), "sluiced: %s", reply + 3);
+		else if (r == 0)
+			snprintf(msg, sizeof(msg), "sluiced refused it, the running table stays: %s",
+				 reply + 6);
+		else
+			snprintf(msg, sizeof(msg), "sluiced is not answering on %s (%s); the table is "
+				 "written: sluicectl asn load %s once it runs", c->socket,
+				 strerror(-r), abs);
+		ret = r == 1 ? 0 : 1;
+	}
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_str(&j, "command", "asn import");
+		json_bool(&j, "ok", ret == 0);
+		json_arr_begin(&j, "sources");
+		for (k = 0; k < n_sources; k++)
+			json_str(&j, NULL, sources[k]);
+		json_arr_end(&j);
+		json_str(&j, "map", c->map);
+		json_str(&j, "output", abs);
+		json_u64(&j, "records", set.lines);
+		json_u64(&j, "ranges", set.ranges);
+		json_u64(&j, "skipped_as0", set.skipped_as0);
+		json_u64(&j, "skipped_aliases", set.skipped_alias);
+		json_u64(&j, "overlaps", t.overlaps);
+		json_u64(&j, "rows", t.n);
+		json_u64(&j, "rows_replaced", check.replaced);
+		json_u64(&j, "v4_prefixes", t.v4);
+		json_u64(&j, "v6_prefixes", t.v6);
+		json_u64(&j, "v4_longer_than_24", t.v4_long);
+		json_u64(&j, "v4_24s_in_trie", t.v4_trie_24s);
+		json_arr_begin(&j, "classes");
+		for (i = 0; i < m.n_classes; i++) {
+			json_obj_begin(&j, NULL);
+			json_str(&j, "class", m.classes[i]);
+			json_u64(&j, "rows", t.per_class_rows[i]);
+			json_u64(&j, "v4_addresses", t.per_class_v4[i]);
+			json_obj_end(&j);
+		}
+		json_arr_end(&j);
+		json_double(&j, "read_s", t_read - t0);
+		json_double(&j, "build_s", t_build - t_read);
+		json_double(&j, "check_s", t_check - t_build);
+		if (loaded < 0)
+			json_null(&j, "loaded");
+		else
+			json_bool(&j, "loaded", loaded);
+		json_str(&j, "message", msg);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		printf("read     %s: %zu records, %zu ranges", source, set.lines, set.ranges);
+		if (set.skipped_as0)
+			printf(", %zu with AS 0 (not routed) left out", set.skipped_as0);
+		if (set.skipped_alias)
+			printf(", %zu aliases of IPv4 left out", set.skipped_alias);
+		if (t.overlaps)
+			printf(", %zu overlapping (the narrower wins)", t.overlaps);
+		printf("\ntable    %s: %zu rows (%zu IPv4, %zu IPv6); %zu IPv4 rows longer than /24 "
+		       "put %zu /24s on the trie\n", abs, t.n, t.v4, t.v6, t.v4_long, t.v4_trie_24s);
+		for (i = 0; i < m.n_classes; i++)
+			printf("class    %-12s %9zu rows %12llu IPv4 addresses\n", m.classes[i],
+			       t.per_class_rows[i], (unsigned long long)t.per_class_v4[i]);
+		printf("time     read %.2fs, build %.2fs, write and check %.2fs\n", t_read - t0,
+		       t_build - t_read, t_check - t_build);
+		fprintf(ret ? stderr : stdout, "%s%s\n", ret ? "sluicectl: " : "load     ", msg);
+	}
+	sl_asn_free(&check);
+out:
+	sl_imp_table_free(&t);
+	sl_imp_set_free(&set);
+	sl_classmap_free(&m);
+out_free:
+	free(err);
+	free(cfg);
+	return ret;
+}
+
 /* ---- main ------------------------------------------------------------------------------- */
 
 static void resolve_paths(struct ctl *c, bool pin_given, bool sock_given)
@@ -1903,7 +2158,7 @@ int main(int argc, char **argv)
 	log_set_level(LOG_LVL_WARN);
 	log_hook_libbpf();
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, ":c:p:n:jVh", long_opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, ":c:p:n:o:jVh", long_opts, NULL)) != -1) {
 		const struct opt_info *oi;
 
 		if (opt == '?' || opt == ':') {
@@ -1950,7 +2205,7 @@ int main(int argc, char **argv)
 	nargs = count_words(cmd->args);
 	if (argc - first < nargs)
 		return usage_error(cmd->name, "missing %s", args_from(cmd->args, argc - first));
-	if (argc - first > nargs)
+	if (argc - first > nargs && cmd->id != CMD_ASN_IMPORT) /* asn import: SOURCE... */
 		return usage_error(cmd->name, "unexpected argument '%s'", argv[first + nargs]);
 	extra = given & ~(O_GLOBAL | cmd->opts);
 	if (extra) {
@@ -2024,6 +2279,12 @@ int main(int argc, char **argv)
 		snprintf(line, sizeof(line), "asn-load %s", abs);
 		return run_ctl(&c, "asn load", line);
 	}
+	case CMD_ASN_IMPORT:
+		if (!c.map[0])
+			return usage_error(cmd->name, "missing --map FILE (the ASN -> class map)");
+		if (!c.output[0])
+			return usage_error(cmd->name, "missing --output FILE (where the table goes)");
+		return cmd_asn_import(&c, argv + first, argc - first);
 	case CMD_DETACH: {
 		char buf[64];
 
