@@ -4,6 +4,11 @@
 # `sluicectl top` against a live sluiced with an edge (XDP on the server veth) and a gateway
 # (on the server namespace's loopback), driven inside a detached tmux session:
 #  - plain mode (stdout not a terminal): text frames with no escape bytes, --once, -n, --json;
+#  - at 80x24 (COLUMNS and LINES): while a /32 of a monitor-mode class connects far past its
+#    budget, one frame of at most 24 lines, none past 80 columns, keeps the shed and p99
+#    columns and shows the /32's would-be sheds as would-shed (its own column and summary
+#    part, not "other"); rates in the unit that reads best ("3.6/h", not 0.001/s), there and in
+#    prefix show, while --json keeps the numbers;
 #  - on the terminal: while a hosting /24 opens connections far past its budget and a login
 #    flood runs at 8x one tenant's reservation, the captured pane has the tenant's row and the
 #    prefix's row with its class and reason. The /24's connections prove their source first
@@ -71,7 +76,7 @@ classes = (
   { name = "hosting"; v4_prefix = 24; v6_prefix = 48; v4_parent = 16; v6_parent = 32;
     rate = 0.001; burst = 10.0; parent_rate = 0.001; parent_burst = 1000.0; mode = "enforce"; },
   { name = "residential"; v4_prefix = 32; v6_prefix = 64; v4_parent = 24; v6_parent = 48;
-    rate = 0.001; burst = 20.0; parent_rate = 0.001; parent_burst = 40.0; mode = "enforce"; },
+    rate = 0.001; burst = 20.0; parent_rate = 0.001; parent_burst = 40.0; mode = "monitor"; },
   { name = "unknown"; rate = 0.001; burst = 10.0; }
 );
 tenants = (
@@ -147,13 +152,18 @@ fi
 # mount namespace (for the pins).
 TOP=(nsenter --net="/run/netns/$NS_S" "$BUILD/sluicectl" -c "$NT_DIR/sluice.conf" top)
 
+# A rate on a frame: a number and and its unit ("26/s", "53/min", "12.3k/s", "0.95/s"), or 0 alone;
+# NZ: one that is not 0.
+RATE='(0|[1-9][0-9.,]*k?/(s|min|h|d)|0\.[0-9]+/(s|d))'
+NZ='[1-9][0-9.,]*k?/(s|min|h|d)'
+
 # ---- plain mode ------------------------------------------------------------------------
 out=$("${TOP[@]}" --once --interval 0.5); rc=$?
 expect_eq "top --once (not a terminal) exits 0" "$rc" 0
 expect_eq "top --once prints no escape byte" "$(grep -c $'\033' <<<"$out")" 0
 expect_eq "top --once prints one frame" "$(grep -c '^sluice top - ' <<<"$out")" 1
-expect_match "top --once has the XDP decisions" "$out" '^XDP pps +passed '
-expect_match "top --once has the tenants table" "$out" '^TENANT +SHED/S +ADMIT/S'
+expect_match "top --once has the XDP decisions" "$out" '^XDP +passed .* shed .* would-shed '
+expect_match "top --once has the tenants table" "$out" '^TENANT +SHED +ADMIT +WAIT p99 +SVC p99'
 expect_match "top --once has the top shed prefixes" "$out" '^TOP SHED PREFIXES'
 expect_match "top --once reads goodput from /metrics" "$out" '^GW .* goodput '
 out=$("${TOP[@]}" -n 2 --interval 0.3 | cat); rc=$?
@@ -163,6 +173,65 @@ js=$("${TOP[@]}" --json --interval 0.3)
 expect_eq "top --json: the tenant table" "$(jget "$js" tenants.0.name | grep -c .)" 1
 expect_match "top --json: XDP rates by reason" "$(jget "$js" xdp_pps)" '"shed_prefix"'
 expect_eq "top --json: goodput measured" "$(jget "$js" gateway.goodput_measured)" true
+
+# ---- at 80x24, a monitor-mode class over its budget -------------------------------------
+# 203.0.113.7 is residential, in monitor mode: its /32's bucket (burst 20) has a new key's
+# credit of 10, so from the 11th of these connections on the edge would shed each and, being
+# in monitor mode, passes it as would_shed_prefix. 250 of them, one every 40 ms: ten seconds
+# and more of would-be sheds, long enough for the frames below whatever the machine's load.
+ip netns exec "$NS_C" $PY "$ROOT/tests/lib/edge_probe.py" --iface vc --dmac "$SERVER_MAC" \
+	--dst 10.200.0.2 --src 203.0.113.7 --count 250 --gap 0.04 >"$NT_DIR/monitor.json" 2>&1 &
+MON=$!
+# Until top's own --json sees them (the numbers stay numbers there).
+w=0
+for _ in $(seq 1 40); do
+	js=$("${TOP[@]}" --json --interval 0.3)
+	w=$(jget "$js" xdp_pps.would_shed_prefix)
+	$PY -c 'import sys; sys.exit(0 if float(sys.argv[1]) > 0 else 1)' "${w:-0}" 2>/dev/null &&
+		break
+done
+expect_match "top --json: would-be sheds per second, as a plain number" "$w" '^[0-9]+(\.[0-9]+)?$'
+small=$(COLUMNS=80 LINES=24 "${TOP[@]}" --once --interval 1); rc=$?
+wide=$("${TOP[@]}" --once --interval 1)
+wait "$MON"
+expect_eq "80x24: top --once exits 0" "$rc" 0
+widest=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' <<<"$small")
+expect_le "80x24: no line is wider than 80 columns (widest: $widest)" "$widest" 80
+expect_le "80x24: the frame has at most 24 lines" "$(wc -l <<<"$small")" 24
+expect_match "80x24: the XDP summary keeps passed, shed and would-shed" "$small" \
+	"^XDP +passed $RATE +shed $RATE +would-shed $NZ( |\$)"
+expect_match "80x24: the class table keeps PASSED, SHED and WOULD-SHED" "$small" \
+	'^CLASS .* PASSED +SHED +WOULD-SHED( |$)'
+expect_match "80x24: the monitor-mode class's would-be sheds in their own column" "$small" \
+	"^residential +monitor +$RATE +0 +$NZ( |\$)"
+expect_match "80x24: the tenants table keeps the shed and latency columns" "$small" \
+	'^TENANT +SHED +ADMIT +WAIT p99 +SVC p99( |$)'
+expect_match "80x24: each tenant's row has its shed rate and its p99s" "$small" \
+	"^quiet +$RATE +$RATE +(<=|>|-)[^ ]* +(<=|>|-)[^ ]*( |\$)"
+expect_match "80x24: the reasons name the would-be sheds" "$small" \
+	"by reason:.* would_shed_prefix $NZ"
+expect_match "80x24: the prefixes keep their heading" "$small" '^PREFIX +CLASS +REASON '
+# Narrower still, what matters least goes first, whole columns at a time.
+narrow=$(COLUMNS=50 LINES=30 "${TOP[@]}" --once --interval 0.5)
+widest=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' <<<"$narrow")
+expect_le "50 columns: no line is wider (widest: $widest)" "$widest" 50
+expect_match "50 columns: the tenants keep SHED, ADMIT, the p99s and GOOD, no more" "$narrow" \
+	'^TENANT +SHED +ADMIT +WAIT p99 +SVC p99 +GOOD$'
+expect_match "50 columns: the XDP summary keeps passed, shed and would-shed" "$narrow" \
+	"^XDP +passed $RATE +shed $RATE +would-shed $RATE( |\$)"
+expect_match "wide: every tenant column, SHED TOTAL last" "$wide" \
+	'^TENANT +SHED +ADMIT +WAIT p99 +SVC p99 +GOOD +USING/RESERVED +THRU +SHED TOTAL$'
+expect_match "wide: the class's key budget as a person says it (0.001/s is 3.6/h)" "$wide" \
+	"^residential +monitor +$RATE +0 +$RATE +3\.6/h\$"
+widest=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' <<<"$wide")
+expect_ge "wide: without COLUMNS a frame through a pipe is not cut to 80 (widest: $widest)" \
+	"$widest" 81
+[ "$rc" = 0 ] && grep -q '^residential ' <<<"$small" || tap_diag "$small"
+tap_diag "the /32's connections: $(cat "$NT_DIR/monitor.json")"
+out=$("$BUILD/sluicectl" -c "$NT_DIR/sluice.conf" prefix show 203.0.113.7)
+expect_match "prefix show: the key's refill as a person says it" "$out" '^key .* refills 3\.6/h$'
+js=$("$BUILD/sluicectl" -c "$NT_DIR/sluice.conf" prefix show 203.0.113.7 --json)
+expect_eq "prefix show --json: the refill stays a number" "$(jget "$js" bucket.rate)" 0.001
 
 # ---- on a terminal -------------------------------------------------------------------------
 tm new-session -d -x 200 -y 50 -s top "env PS1='topshell\$ ' TERM=xterm bash --norc --noprofile -i"
@@ -188,7 +257,7 @@ wait_pane 'topshell\$' 5 || tap_diag "$(pane)"
 run_top() {
 	tm send-keys -t top "clear; sh -c 'echo \$\$ >$NT_DIR/pid$1; exec ${TOP[*]} --interval 0.5'; " \
 		"echo rc=\$? >$NT_DIR/rc$1; stty -a >$NT_DIR/stty$1" Enter
-	wait_pane '^TENANT +SHED/S' 10
+	wait_pane '^TENANT +SHED +ADMIT' 10
 }
 # restored N: top N is gone and the terminal is as it was
 restored() {
@@ -227,18 +296,19 @@ for _ in $(seq 1 50); do
 	p=$(pane)
 	grep -Eq '^noisy +[1-9]' <<<"$p" &&
 		grep -Eq '^198\.51\.100\.0/24 +hosting +shed_prefix +drop +80 +[1-9]' <<<"$p" &&
-		grep -Eq 'by reason:.* shed_prefix [1-9]' <<<"$p" && ok=1 && break
+		grep -Eq '^hosting +enforce +[^ ]+ +[1-9]' <<<"$p" && ok=1 && break
 	sleep 0.2
 done
 expect_match "pane: the noisy tenant's row, shed now" "$p" \
-	'^noisy +[1-9][0-9.k]* +[0-9.k]+ +[0-9.k]+ +[0-9.k]+ +[0-9]+/1500 +[0-9]+% '
+	"^noisy +$NZ +$RATE +(<=|>|-)[^ ]* +(<=|>|-)[^ ]* +$RATE +[0-9]+/1500 +[0-9]+% +$RATE "
 expect_match "pane: the noisy tenant's sheds so far (last column)" \
 	"$(grep -E '^noisy ' <<<"$p")" ' [1-9][0-9k.]*$'
 expect_match "pane: the quiet tenant's row, never shed" "$p" '^quiet +0 .* 0$'
 expect_match "pane: the shed prefix row with class, reason, action, port and rate" "$p" \
-	'^198\.51\.100\.0/24 +hosting +shed_prefix +drop +80 +[1-9][0-9.k]* +[1-9]'
-expect_match "pane: XDP shed pps by reason" "$p" 'by reason:.* shed_prefix [1-9]'
-expect_match "pane: XDP shed pps by class" "$p" 'shed by class: .*hosting [1-9]'
+	"^198\.51\.100\.0/24 +hosting +shed_prefix +drop +80 +$NZ +[1-9]"
+expect_match "pane: XDP shed pps by reason" "$p" "by reason:.* shed_prefix $NZ"
+expect_match "pane: the hosting class's row: enforcing, shed now, no would-be sheds" "$p" \
+	"^hosting +enforce +$RATE +$NZ +0 +3\.6/h\$"
 expect_match "pane: tenants come sorted by shed rate (noisy first)" \
 	"$(grep -A1 '^TENANT ' <<<"$p" | tail -1)" '^noisy '
 [ "$ok" = 1 ] || tap_diag "$p"
@@ -262,7 +332,20 @@ kill -0 "$(cat "$NT_DIR/pid1")" 2>/dev/null && tap_not_ok "q: the process is gon
 	tap_ok "q: the process is gone"
 restored 1
 
+# The terminal at 80x24: top lays its frame out for the size the terminal reports. tmux
+# wraps a line that is too long; -J joins it again, so a wrapped line shows as one past 80.
+tm resize-window -t top -x 80 -y 24
 run_top 2 || tap_diag "$(pane)"
+wait_pane '^  by reason:' 5
+p=$(tm capture-pane -p -J -t top)
+widest=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' <<<"$p")
+expect_le "80x24 terminal: no line wraps (widest: $widest)" "$widest" 80
+expect_match "80x24 terminal: the frame starts on the first row (nothing scrolled)" \
+	"$(head -1 <<<"$p")" '^sluice top - '
+expect_match "80x24 terminal: the tenants keep the shed and latency columns" "$p" \
+	'^TENANT +SHED +ADMIT +WAIT p99 +SVC p99( |$)'
+expect_match "80x24 terminal: the XDP summary has would-shed" "$p" \
+	"^XDP +passed $RATE +shed $RATE +would-shed $RATE( |\$)"
 tm send-keys -t top C-c
 wait_file "$NT_DIR/rc2" 5
 expect_eq "Ctrl-C: top exits with status 0" "$(cat "$NT_DIR/rc2" 2>/dev/null)" rc=0

@@ -4,15 +4,18 @@
  * rate on it is a delta between two samples divided by the time between them, so the view
  * never depends on the daemon's own smoothing:
  *
- *   - the XDP decisions by reason and by class: the pinned per-CPU counters (as `stats`);
+ *   - the XDP decisions by reason and by class (passed, shed, would-be shed in monitor
+ *     mode; a would-be shed is passed, so PASSED counts it too): the pinned per-CPU
+ *     counters (as `stats`);
  *   - the gateway and its tenants: the control command `tenants` (JSON); goodput from the
  *     daemon's /metrics when daemon.metrics_listen is set (the tenants document has no
  *     goodput of its own), else the successful logins stand in for it;
  *   - the top shed prefixes: the control command `topshed json`, which sluiced keeps from the
  *     edge's sampled shed events (user/sluiced/topk.c).
  *
- * No curses: a frame is a list of lines written from the top-left corner, each ending with
- * erase-to-end-of-line, on the alternate screen. The terminal is restored on every way out:
+ * A frame fits the terminal's size, or COLUMNS x LINES (see "rendering" below for what is
+ * left out first). No curses: a frame is a list of lines written from the top-left corner,
+ * each ending with erase-to-end-of-line, on the alternate screen. The terminal is restored on every way out:
  * q, Ctrl-C, SIGTERM, SIGHUP, a lost daemon, and atexit for the rest; Ctrl-Z restores it
  * before stopping and re-enters on SIGCONT.
  */
@@ -37,6 +40,7 @@
 
 #include <libconfig.h>
 
+#include "budget.h"
 #include "json.h"
 #include "maps.h"
 #include "reasons.h"
@@ -467,7 +471,11 @@ struct sample {
 	bool edge;
 	uint64_t reasons[SL_REASON_SLOTS];
 	uint64_t class_shed[SL_STATS_ROWS];
+	uint64_t class_pass[SL_STATS_ROWS];  /* passed, and first requests admitted */
+	uint64_t class_would[SL_STATS_ROWS]; /* monitor mode: would_shed_*, passed */
 	char class_names[SL_STATS_ROWS][32];
+	uint8_t class_mode[SL_STATS_ROWS];     /* enum sl_mode */
+	double class_key_rate[SL_STATS_ROWS];  /* the key bucket's refill, cost units/s */
 	uint64_t events_lost;
 	/* daemon */
 	long pid;
@@ -531,11 +539,20 @@ static void sample_edge(struct top *t, struct sample *s)
 			s->reasons[k] += rows[r].pkts[k];
 		s->class_shed[r] = rows[r].pkts[SL_R_SHED_PREFIX] + rows[r].pkts[SL_R_SHED_PARENT] +
 				   rows[r].pkts[SL_R_SHED_TENANT] + rows[r].pkts[SL_R_SHED_VERDICT];
+		s->class_pass[r] = rows[r].pkts[SL_R_PASSED] + rows[r].pkts[SL_R_FIRST_ADMITTED];
+		s->class_would[r] = rows[r].pkts[SL_R_WOULD_SHED_PREFIX] +
+				    rows[r].pkts[SL_R_WOULD_SHED_PARENT] +
+				    rows[r].pkts[SL_R_WOULD_SHED_TENANT];
 		s->events_lost += rows[r].events_lost;
-		if (r == SL_CLASS_NONE)
+		s->class_key_rate[r] = NAN;
+		if (r == SL_CLASS_NONE) {
 			snprintf(s->class_names[r], sizeof(s->class_names[r]), "none");
-		else if (!sl_maps_read_class(&t->maps, r, &p) && p.valid)
+		} else if (!sl_maps_read_class(&t->maps, r, &p) && p.valid) {
 			snprintf(s->class_names[r], sizeof(s->class_names[r]), "%s", p.name);
+			s->class_mode[r] = p.mode;
+			if (p.prefix.emission_ns)
+				s->class_key_rate[r] = 1e9 / (double)p.prefix.emission_ns;
+		}
 	}
 	{
 		struct sl_meta meta;
@@ -756,13 +773,24 @@ static double reason_rate(const struct top *t, unsigned k)
 	return (double)(t->cur->reasons[k] - t->prev->reasons[k]) / dt;
 }
 
-static double class_rate(const struct top *t, unsigned r)
+enum class_count { CR_SHED, CR_PASS, CR_WOULD };
+
+static const uint64_t *class_counts(const struct sample *s, enum class_count which)
+{
+	return which == CR_PASS ? s->class_pass : which == CR_WOULD ? s->class_would :
+	       s->class_shed;
+}
+
+/* Class row @r's packets of kind @which per second over the interval. */
+static double class_rate(const struct top *t, enum class_count which, unsigned r)
 {
 	double dt = t->prev ? t->cur->mono - t->prev->mono : 0;
+	const uint64_t *c = class_counts(t->cur, which), *p;
 
-	if (dt <= 0 || !t->prev->edge || t->cur->class_shed[r] < t->prev->class_shed[r])
+	if (dt <= 0 || !t->prev->edge)
 		return 0;
-	return (double)(t->cur->class_shed[r] - t->prev->class_shed[r]) / dt;
+	p = class_counts(t->prev, which);
+	return c[r] < p[r] ? 0 : (double)(c[r] - p[r]) / dt;
 }
 
 static int by_shed_rate(const void *a, const void *b)
@@ -785,13 +813,29 @@ static int by_prefix_rate(const void *a, const void *b)
 	return x->window < y->window ? 1 : x->window > y->window ? -1 : 0;
 }
 
-/* ---- rendering ---------------------------------------------------------------------------- */
+/* ---- rendering ----------------------------------------------------------------------------
+ * A frame fits its terminal (or COLUMNS x LINES) and never cuts a value mid-way: a line of
+ * labelled values leaves out its least important parts, a table leaves out whole columns,
+ * least important first, and only a table's name column (text) is ever shortened. What stays
+ * longest, in order (and so what an 80x24 terminal shows):
+ *   XDP:      passed, shed and would-shed (monitor mode: what enforcing would have shed) per
+ *             second; then events lost, other, malformed, not protected;
+ *   classes:  CLASS, PASSED, SHED, WOULD-SHED; then MODE, KEY RATE (the key's budget);
+ *   tenants:  TENANT, SHED, ADMIT, WAIT p99, SVC p99; then GOOD, USING/RESERVED, THRU,
+ *             SHED TOTAL;
+ *   prefixes: PREFIX, SHED, REASON, CLASS; then IN WINDOW, ACTION, PORT.
+ * The tables share the rows the other lines leave, one row to each in turn (tenants, classes,
+ * prefixes); a table cut short ends in a "+N more" line. Rates are written in the unit that
+ * reads best (sl_fmt_rate: "4.2/s", "12/min"; "12.3k/s" from 10,000/s): a rate of one in a
+ * minute-long interval reads 1/min, not 0.0. */
 
-/* A frame is drawn into lines: on a terminal each is cut at the width and cleared to the end
- * of the line; elsewhere it is printed as is. */
+/* A frame is drawn as lines from the top-left corner; on a terminal each ends by clearing the
+ * rest of its row. */
 struct frame {
 	bool tty;
-	int cols, rows, used;
+	int cols;  /* width, 0: none */
+	int lines; /* lines a frame may take, 0: no limit */
+	int used;
 	FILE *f;
 };
 
@@ -799,21 +843,30 @@ static void line(struct frame *fr, const char *fmt, ...) __attribute__((format(p
 
 static void line(struct frame *fr, const char *fmt, ...)
 {
-	char buf[1024];
+	char buf[2048];
+	size_t len;
 	va_list ap;
 
+	if (fr->lines > 0 && fr->used >= fr->lines)
+		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	if (!fr->tty) {
-		fprintf(fr->f, "%s\n", buf);
-		return;
-	}
-	if (fr->used >= fr->rows - 1)
-		return; /* the last row stays free: a full screen would scroll */
-	if (fr->cols > 0 && (int)strlen(buf) > fr->cols)
+	len = strlen(buf);
+	/* Everything is laid out to fit; should a line still be too long (a long listen address
+	 * on a narrow terminal), it ends at a space, not inside a word or a number. */
+	if (fr->cols > 0 && (int)len > fr->cols) {
+		char *sp;
+
 		buf[fr->cols] = '\0';
-	fprintf(fr->f, "%s\033[K\r\n", buf);
+		sp = strrchr(buf, ' ');
+		if (sp && sp > buf)
+			*sp = '\0';
+	}
+	len = strlen(buf);
+	while (len && buf[len - 1] == ' ')
+		buf[--len] = '\0';
+	fprintf(fr->f, fr->tty ? "%s\033[K\r\n" : "%s\n", buf);
 	fr->used++;
 }
 
@@ -835,6 +888,22 @@ static const char *human(double v, char *buf, size_t n)
 	return buf;
 }
 
+/* A rate (per second) as a cell: "0", "4.2/s", "12/min", "12.3k/s"; "-" when unknown. */
+static const char *rate_str(double v, char *buf, size_t n)
+{
+	char num[32];
+
+	if (isnan(v))
+		snprintf(buf, n, "-");
+	else if (v == 0)
+		snprintf(buf, n, "0");
+	else if (v >= 1e4)
+		snprintf(buf, n, "%s/s", human(v, num, sizeof(num)));
+	else
+		sl_fmt_rate(v, buf, n);
+	return buf;
+}
+
 /* A count: whole numbers, then k/M/G. */
 static const char *count_str(double v, char *buf, size_t n)
 {
@@ -850,6 +919,8 @@ static const char *ms_str(double v, char *buf, size_t n)
 		snprintf(buf, n, "-");
 	else if (v >= 1000)
 		snprintf(buf, n, "%.2fs", v / 1000);
+	else if (v >= 100)
+		snprintf(buf, n, "%.0fms", v);
 	else
 		snprintf(buf, n, "%.1fms", v);
 	return buf;
@@ -874,12 +945,268 @@ static const char *p99_str(double iv, const struct hist *h, double life, char *b
 	return buf;
 }
 
+/* -- a line of labelled parts -- */
+
+#define SEG_MAX 12
+
+struct segs {
+	int n;
+	struct {
+		char text[160];
+		int prio; /* 0 first; a higher number goes first when the line is too long */
+	} s[SEG_MAX];
+};
+
+static void seg(struct segs *g, int prio, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void seg(struct segs *g, int prio, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (g->n == SEG_MAX)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(g->s[g->n].text, sizeof(g->s[g->n].text), fmt, ap);
+	va_end(ap);
+	g->s[g->n++].prio = prio;
+}
+
+/* The parts two spaces apart, in their order; while too wide, the least important (of equals
+ * the rightmost) is left out. The first part names the line and always stays. */
+static void seg_line(struct frame *fr, const struct segs *g)
+{
+	bool on[SEG_MAX];
+	char buf[2048];
+	size_t o = 0;
+	int i;
+
+	for (i = 0; i < g->n; i++)
+		on[i] = true;
+	for (;;) {
+		int len = 0, worst = -1, k = 0;
+
+		for (i = 0; i < g->n; i++)
+			if (on[i])
+				len += (k++ ? 2 : 0) + (int)strlen(g->s[i].text);
+		if (fr->cols <= 0 || len <= fr->cols)
+			break;
+		for (i = 1; i < g->n; i++)
+			if (on[i] && (worst < 0 || g->s[i].prio >= g->s[worst].prio))
+				worst = i;
+		if (worst < 0)
+			break;
+		on[worst] = false;
+	}
+	buf[0] = '\0';
+	for (i = 0; i < g->n && o < sizeof(buf); i++)
+		if (on[i])
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s", o ? "  " : "",
+					      g->s[i].text);
+	line(fr, "%s", buf);
+}
+
+/* "LEAD a 1/s b 2/s +3 more": as many items as fit, in the order given. */
+static void list_line(struct frame *fr, const char *lead, char (*items)[64], int n)
+{
+	char buf[2048], more[32];
+	size_t o;
+	int i;
+
+	o = (size_t)snprintf(buf, sizeof(buf), "%s", lead);
+	if (!n)
+		snprintf(buf + o, sizeof(buf) - o, " (none)");
+	for (i = 0; i < n && o < sizeof(buf); i++) {
+		size_t ml = i + 1 < n ? (size_t)snprintf(more, sizeof(more), " +%d more", n - i - 1) : 0;
+
+		if (fr->cols > 0 && o + 1 + strlen(items[i]) + ml > (size_t)fr->cols) {
+			snprintf(buf + o, sizeof(buf) - o, " +%d more", n - i);
+			break;
+		}
+		o += (size_t)snprintf(buf + o, sizeof(buf) - o, " %s", items[i]);
+	}
+	line(fr, "%s", buf);
+}
+
+/* -- a table -- */
+
+#define TB_COLS 10
+#define TB_CELL 48
+#define TB_NAME_MIN 12 /* a name column shrinks to this before any column is left out */
+
+struct tb_col {
+	const char *head;
+	int prio, w; /* prio: 0 first; a higher number is left out first */
+	bool left, on;
+};
+
+struct table {
+	int ncol, nrow, name_min;
+	struct tb_col c[TB_COLS];
+	char (*cell)[TB_COLS][TB_CELL];
+};
+
+static int tb_init(struct table *tb, int rows, int name_min)
+{
+	memset(tb, 0, sizeof(*tb));
+	tb->name_min = name_min;
+	tb->cell = calloc(rows > 0 ? (size_t)rows : 1, sizeof(*tb->cell));
+	return tb->cell ? 0 : -1;
+}
+
+static void tb_col(struct table *tb, const char *head, int prio, bool left)
+{
+	if (tb->ncol < TB_COLS)
+		tb->c[tb->ncol++] = (struct tb_col){ .head = head, .prio = prio, .left = left };
+}
+
+static void tb_set(struct table *tb, int r, int c, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void tb_set(struct table *tb, int r, int c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(tb->cell[r][c], TB_CELL, fmt, ap);
+	va_end(ap);
+}
+
+/* Each column as wide as its widest cell; then, for a width of @cols, the name column (0)
+ * down to name_min and the least important columns (of equals the rightmost) left out until
+ * the rest fits, and the name given back what room is left. */
+static void tb_fit(struct table *tb, int cols)
+{
+	int i, r, nat0, total = 0;
+
+	for (i = 0; i < tb->ncol; i++) {
+		tb->c[i].w = (int)strlen(tb->c[i].head);
+		for (r = 0; r < tb->nrow; r++)
+			if ((int)strlen(tb->cell[r][i]) > tb->c[i].w)
+				tb->c[i].w = (int)strlen(tb->cell[r][i]);
+		tb->c[i].on = true;
+	}
+	if (cols <= 0 || !tb->ncol)
+		return;
+	nat0 = tb->c[0].w;
+	if (tb->c[0].w > tb->name_min)
+		tb->c[0].w = tb->name_min;
+	for (;;) {
+		int worst = -1;
+
+		for (i = 0, total = -1; i < tb->ncol; i++)
+			if (tb->c[i].on)
+				total += tb->c[i].w + 1;
+		if (total <= cols)
+			break;
+		for (i = 1; i < tb->ncol; i++)
+			if (tb->c[i].on && (worst < 0 || tb->c[i].prio >= tb->c[worst].prio))
+				worst = i;
+		if (worst < 0) {
+			tb->c[0].w = cols;
+			return;
+		}
+		tb->c[worst].on = false;
+	}
+	if (total < cols)
+		tb->c[0].w += nat0 - tb->c[0].w < cols - total ? nat0 - tb->c[0].w : cols - total;
+}
+
+/* Row @r, or the heading for -1. */
+static void tb_line(struct frame *fr, const struct table *tb, int r)
+{
+	char buf[2048];
+	size_t o = 0;
+	int i;
+
+	buf[0] = '\0';
+	for (i = 0; i < tb->ncol && o < sizeof(buf); i++) {
+		const char *s = r < 0 ? tb->c[i].head : tb->cell[r][i];
+
+		if (!tb->c[i].on)
+			continue;
+		if (tb->c[i].left)
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%-*.*s", o ? " " : "",
+					      tb->c[i].w, tb->c[i].w, s);
+		else
+			o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%*s", o ? " " : "",
+					      tb->c[i].w, s);
+	}
+	line(fr, "%s", buf);
+}
+
+/* The heading and @rows rows when they all fit in @got lines; else @got - 1 of them and a
+ * "+N more WHAT" line. */
+static void tb_print(struct frame *fr, struct table *tb, int got, const char *what)
+{
+	int r, show = tb->nrow;
+
+	tb_fit(tb, fr->cols);
+	tb_line(fr, tb, -1);
+	if (got < tb->nrow)
+		show = got > 0 ? got - 1 : 0;
+	for (r = 0; r < show; r++)
+		tb_line(fr, tb, r);
+	if (show < tb->nrow)
+		line(fr, "  +%d more %s (--json or a taller terminal for all)", tb->nrow - show,
+		     what);
+	free(tb->cell);
+	tb->cell = NULL;
+}
+
+/* The rows @room leaves, one to each table in turn (in the order given) until each has what
+ * it wants or none are left. @room < 0: no limit. */
+static void share_rows(int room, const int *want, int *got, int n)
+{
+	int i, given = 1;
+
+	for (i = 0; i < n; i++)
+		got[i] = room < 0 ? want[i] : 0;
+	while (room > 0 && given)
+		for (i = 0, given = 0; i < n && room > 0; i++)
+			if (got[i] < want[i]) {
+				got[i]++;
+				room--;
+				given = 1;
+			}
+}
+
+struct reason_item {
+	unsigned k;
+	double v;
+};
+
+static int by_rate_desc(const void *a, const void *b)
+{
+	const struct reason_item *x = a, *y = b;
+
+	if (x->v != y->v)
+		return x->v < y->v ? 1 : -1;
+	return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static bool reason_is_shed(unsigned k)
+{
+	return k == SL_R_SHED_PREFIX || k == SL_R_SHED_PARENT || k == SL_R_SHED_TENANT ||
+	       k == SL_R_SHED_VERDICT;
+}
+
+static bool reason_is_would_shed(unsigned k)
+{
+	return k == SL_R_WOULD_SHED_PREFIX || k == SL_R_WOULD_SHED_PARENT ||
+	       k == SL_R_WOULD_SHED_TENANT;
+}
+
 static void render(struct top *t, struct frame *fr)
 {
 	struct sample *s = t->cur;
 	char when[32], up[32], a[32], b[32], c[32], d[32], e[32];
+	struct table ct = { 0 }, tt = { 0 }, pt = { 0 };
+	struct reason_item ri[SL_R__MAX];
+	char (*items)[64] = NULL;
+	int n_items = 0, want[3] = { 0 }, got[3], fixed, i;
+	struct segs g = { 0 };
 	struct tm tm;
-	int i, shown;
 
 	gmtime_r(&s->at.tv_sec, &tm);
 	strftime(when, sizeof(when), "%H:%M:%S UTC", &tm);
@@ -888,65 +1215,196 @@ static void render(struct top *t, struct frame *fr)
 		uint64_t u = (uint64_t)s->at.tv_sec - s->started_unix;
 
 		if (u >= 86400)
-			snprintf(up, sizeof(up), " up %llud%02lluh",
+			snprintf(up, sizeof(up), "up %llud%02lluh",
 				 (unsigned long long)(u / 86400), (unsigned long long)(u % 86400 / 3600));
 		else
-			snprintf(up, sizeof(up), " up %lluh%02llum%02llus",
+			snprintf(up, sizeof(up), "up %lluh%02llum%02llus",
 				 (unsigned long long)(u / 3600), (unsigned long long)(u % 3600 / 60),
 				 (unsigned long long)(u % 60));
 	}
-	line(fr, "sluice top - %s  sluiced pid %ld%s  gen %u  every %.1fs  %s", t->node,
-	     s->pid, up, s->generation, t->o->interval, when);
 
-	/* XDP decisions per second, by reason. */
+	/* Everything is laid out first, then the tables get the rows the other lines leave. */
 	if (s->edge) {
-		double shed = 0, other = 0, mal = 0;
-		char buf[768];
-		size_t o = 0;
-		unsigned k, r;
+		unsigned r, rows[SL_STATS_ROWS];
+		double w[SL_STATS_ROWS];
+		int n = 0, j;
+
+		if (tb_init(&ct, SL_STATS_ROWS, TB_NAME_MIN))
+			return;
+		tb_col(&ct, "CLASS", 0, true);
+		tb_col(&ct, "MODE", 4, true);
+		tb_col(&ct, "PASSED", 1, false);
+		tb_col(&ct, "SHED", 1, false);
+		tb_col(&ct, "WOULD-SHED", 1, false);
+		tb_col(&ct, "KEY RATE", 5, false);
+		/* The classes that saw protected traffic, most shed (or would-be shed) first. */
+		for (r = 0; r < SL_STATS_ROWS; r++) {
+			double p = class_rate(t, CR_PASS, r), x = class_rate(t, CR_SHED, r),
+			       y = class_rate(t, CR_WOULD, r);
+
+			if (!s->class_names[r][0] || !(p + x + y > 0))
+				continue;
+			w[r] = (x + y) * 1e6 + p;
+			for (j = n; j > 0 && w[rows[j - 1]] < w[r]; j--)
+				rows[j] = rows[j - 1];
+			rows[j] = r;
+			n++;
+		}
+		for (j = 0; j < n; j++) {
+			r = rows[j];
+			tb_set(&ct, j, 0, "%s", s->class_names[r]);
+			tb_set(&ct, j, 1, "%s", r == SL_CLASS_NONE ? "-" :
+			       s->class_mode[r] == SL_MODE_MONITOR ? "monitor" : "enforce");
+			tb_set(&ct, j, 2, "%s", rate_str(class_rate(t, CR_PASS, r), a, sizeof(a)));
+			tb_set(&ct, j, 3, "%s", rate_str(class_rate(t, CR_SHED, r), a, sizeof(a)));
+			tb_set(&ct, j, 4, "%s", rate_str(class_rate(t, CR_WOULD, r), a, sizeof(a)));
+			if (isnan(s->class_key_rate[r]))
+				tb_set(&ct, j, 5, "-");
+			else
+				tb_set(&ct, j, 5, "%s", sl_fmt_rate(s->class_key_rate[r], a, sizeof(a)));
+		}
+		ct.nrow = n;
+		want[1] = n ? n : 1;
+		for (r = 0; r < SL_R__MAX; r++) {
+			double v = reason_rate(t, r);
+
+			if (v > 0 && r != SL_R_NOT_PROTECTED && r != SL_R_NOT_SYN)
+				ri[n_items++] = (struct reason_item){ .k = r, .v = v };
+		}
+		qsort(ri, (size_t)n_items, sizeof(ri[0]), by_rate_desc);
+		items = calloc(n_items ? (size_t)n_items : 1, sizeof(*items));
+		if (!items)
+			n_items = 0;
+		for (i = 0; i < n_items; i++)
+			snprintf(items[i], sizeof(items[i]), "%s %s", sl_reason_name(ri[i].k),
+				 rate_str(ri[i].v, a, sizeof(a)));
+	}
+	if (s->gw) {
+		if (tb_init(&tt, s->n_t, TB_NAME_MIN))
+			goto out;
+		tb_col(&tt, "TENANT", 0, true);
+		tb_col(&tt, "SHED", 1, false);
+		tb_col(&tt, "ADMIT", 1, false);
+		tb_col(&tt, "WAIT p99", 2, false);
+		tb_col(&tt, "SVC p99", 2, false);
+		tb_col(&tt, s->have_goodput ? "GOOD" : "OK", 3, false);
+		tb_col(&tt, "USING/RESERVED", 4, false);
+		tb_col(&tt, "THRU", 5, false);
+		tb_col(&tt, "SHED TOTAL", 6, false);
+		qsort(s->t, (size_t)s->n_t, sizeof(s->t[0]), by_shed_rate);
+		for (i = 0; i < s->n_t; i++) {
+			const struct t_row *r = &s->t[i];
+
+			tb_set(&tt, i, 0, "%s%s", r->name, r->live ? "" : " (removed)");
+			tb_set(&tt, i, 1, "%s", rate_str(r->r_shed, a, sizeof(a)));
+			tb_set(&tt, i, 2, "%s", rate_str(r->r_admitted, a, sizeof(a)));
+			tb_set(&tt, i, 3, "%s", p99_str(r->wait_p99_iv, &r->wait, r->wait_p99, a,
+							sizeof(a)));
+			tb_set(&tt, i, 4, "%s", p99_str(r->svc_p99_iv, &r->svc, r->svc_p99, a,
+							sizeof(a)));
+			tb_set(&tt, i, 5, "%s", rate_str(r->r_good, a, sizeof(a)));
+			if (r->reservation > 0)
+				tb_set(&tt, i, 6, "%.0f/%.0f %3.0f%%", r->consumption, r->reservation,
+				       100 * r->consumption / r->reservation);
+			else
+				tb_set(&tt, i, 6, "%.0f/-", r->consumption);
+			tb_set(&tt, i, 7, "%s", rate_str(r->r_thru, a, sizeof(a)));
+			tb_set(&tt, i, 8, "%s", count_str(r->shed, a, sizeof(a)));
+		}
+		tt.nrow = s->n_t;
+		want[0] = s->n_t;
+	}
+	if (s->topk) {
+		/* A prefix is never shortened: its column keeps its full width. */
+		if (tb_init(&pt, s->n_p, 0))
+			goto out;
+		tb_col(&pt, "PREFIX", 0, true);
+		tb_col(&pt, "CLASS", 2, true);
+		tb_col(&pt, "REASON", 1, true);
+		tb_col(&pt, "ACTION", 4, true);
+		tb_col(&pt, "PORT", 5, false);
+		tb_col(&pt, "SHED", 1, false);
+		tb_col(&pt, "IN WINDOW", 3, false);
+		qsort(s->p, (size_t)s->n_p, sizeof(s->p[0]), by_prefix_rate);
+		for (i = 0; i < s->n_p; i++) {
+			const struct p_row *r = &s->p[i];
+
+			tb_set(&pt, i, 0, "%s", r->prefix);
+			tb_set(&pt, i, 1, "%s", r->cls);
+			tb_set(&pt, i, 2, "%s", r->reason);
+			tb_set(&pt, i, 3, "%s", r->action);
+			tb_set(&pt, i, 4, "%u", r->port);
+			tb_set(&pt, i, 5, "%s", rate_str(r->r_shed, a, sizeof(a)));
+			tb_set(&pt, i, 6, "%s", count_str(r->window, a, sizeof(a)));
+		}
+		pt.nrow = s->n_p;
+		pt.name_min = 0;
+		for (i = 0; i < s->n_p; i++)
+			if ((int)strlen(pt.cell[i][0]) > pt.name_min)
+				pt.name_min = (int)strlen(pt.cell[i][0]);
+		want[2] = s->n_p ? s->n_p : 1;
+	}
+	/* The lines besides the tables' rows: the heading; the edge's summary, class heading and
+	 * reasons; a gap; the gateway's two, a gap and its heading; a gap; the prefixes' title
+	 * and heading. */
+	fixed = 1 + (s->edge ? 3 : 1) + 1 + (s->gw ? 4 : 1) + 1 +
+		(s->topk ? 2 : s->edge || s->topk_error[0]);
+	share_rows(fr->lines > 0 ? fr->lines - fixed : -1, want, got, 3);
+
+	seg(&g, 0, "sluice top - %s", t->node);
+	seg(&g, 2, "sluiced pid %ld", s->pid);
+	if (up[0])
+		seg(&g, 3, "%s", up);
+	seg(&g, 4, "gen %u", s->generation);
+	seg(&g, 3, "every %.1fs", t->o->interval);
+	seg(&g, 1, "%s", when);
+	seg_line(fr, &g);
+
+	/* XDP decisions per second: passed, shed, and apart from both what monitor mode passed
+	 * that enforcing would have shed. */
+	if (s->edge) {
+		double shed = 0, would = 0, other = 0, mal = 0;
+		unsigned k;
 
 		for (k = 0; k < SL_R__MAX; k++) {
 			double v = reason_rate(t, k);
 
-			if (k == SL_R_SHED_PREFIX || k == SL_R_SHED_PARENT || k == SL_R_SHED_TENANT ||
-			    k == SL_R_SHED_VERDICT)
+			if (reason_is_shed(k))
 				shed += v;
+			else if (reason_is_would_shed(k))
+				would += v;
 			else if (SL_R_IS_MALFORMED(k))
 				mal += v;
 			else if (k != SL_R_PASSED && k != SL_R_FIRST_ADMITTED &&
 				 k != SL_R_NOT_PROTECTED && k != SL_R_NOT_SYN)
 				other += v;
 		}
-		line(fr, "XDP pps  passed %s  shed %s  malformed %s  other %s  not-protected %s  "
-		     "events lost %llu",
-		     human(reason_rate(t, SL_R_PASSED) + reason_rate(t, SL_R_FIRST_ADMITTED), a,
-			   sizeof(a)),
-		     human(shed, b, sizeof(b)), human(mal, c, sizeof(c)), human(other, d, sizeof(d)),
-		     human(reason_rate(t, SL_R_NOT_PROTECTED) + reason_rate(t, SL_R_NOT_SYN), e,
-			   sizeof(e)), (unsigned long long)s->events_lost);
-		for (k = 0; k < SL_R__MAX; k++) {
-			double v = reason_rate(t, k);
-
-			if (v > 0 && k != SL_R_NOT_PROTECTED && k != SL_R_NOT_SYN && o < sizeof(buf))
-				o += (size_t)snprintf(buf + o, sizeof(buf) - o, " %s %s",
-						      sl_reason_name(k), human(v, a, sizeof(a)));
+		memset(&g, 0, sizeof(g));
+		seg(&g, 0, "XDP");
+		seg(&g, 1, "passed %s", rate_str(reason_rate(t, SL_R_PASSED) +
+						 reason_rate(t, SL_R_FIRST_ADMITTED), a, sizeof(a)));
+		seg(&g, 1, "shed %s", rate_str(shed, b, sizeof(b)));
+		seg(&g, 1, "would-shed %s", rate_str(would, c, sizeof(c)));
+		seg(&g, 3, "other %s", rate_str(other, d, sizeof(d)));
+		seg(&g, 4, "malformed %s", rate_str(mal, e, sizeof(e)));
+		seg(&g, 5, "not-protected %s", rate_str(reason_rate(t, SL_R_NOT_PROTECTED) +
+							reason_rate(t, SL_R_NOT_SYN), a, sizeof(a)));
+		seg(&g, 2, "events lost %llu", (unsigned long long)s->events_lost);
+		seg_line(fr, &g);
+		if (ct.nrow) {
+			tb_print(fr, &ct, got[1], "classes");
+		} else {
+			free(ct.cell);
+			ct.cell = NULL;
+			line(fr, "CLASS  (no protected traffic this interval)");
 		}
-		line(fr, "  by reason:%s", o ? buf : " (none)");
-		o = 0;
-		for (r = 0; r < SL_STATS_ROWS; r++) {
-			double v = class_rate(t, r);
-
-			if (v > 0 && o < sizeof(buf))
-				o += (size_t)snprintf(buf + o, sizeof(buf) - o, " %s %s",
-						      s->class_names[r][0] ? s->class_names[r] :
-						      "?", human(v, a, sizeof(a)));
-		}
-		line(fr, "  shed by class:%s", o ? buf : " (none)");
+		list_line(fr, "  by reason:", items, n_items);
 	} else {
-		line(fr, "XDP      no edge datapath pinned at %s", t->o->pin_path);
+		line(fr, "XDP  no edge datapath pinned at %s", t->o->pin_path);
 	}
 
 	/* The gateway. */
+	line(fr, "%s", "");
 	if (s->gw) {
 		double req = 0, adm = 0, shed = 0, good = 0, thru = 0;
 
@@ -957,79 +1415,71 @@ static void render(struct top *t, struct frame *fr)
 			good += s->t[i].r_good;
 			thru += s->t[i].r_thru;
 		}
-		line(fr, "GW  %s  req/s %s  admitted %s  shed %s  %s %s of throughput %s%s", s->gw_listen,
-		     human(req, a, sizeof(a)), human(adm, b, sizeof(b)), human(shed, c, sizeof(c)),
-		     s->have_goodput ? "goodput" : "ok", human(good, d, sizeof(d)),
-		     human(thru, e, sizeof(e)), s->have_goodput ? "" :
-		     "  (no /metrics: successful logins shown)");
-		line(fr, "    queue %.0f/%.0f %s  wait now %s p99 %s  service %s p99 %s  "
-		     "workers %.0f/%.0f busy", s->queue_depth, s->queue_limit,
-		     s->queue_mode[0] ? s->queue_mode : "-", ms_str(s->queue_wait_ms, a, sizeof(a)),
-		     p99_str(s->wait_p99_all, NULL, NAN, c, sizeof(c)),
-		     ms_str(s->service_ms, b, sizeof(b)),
-		     p99_str(s->svc_p99_all, NULL, NAN, d, sizeof(d)), s->busy_workers, s->workers);
+		memset(&g, 0, sizeof(g));
+		seg(&g, 0, "GW %s", s->gw_listen);
+		seg(&g, 1, "requests %s", rate_str(req, a, sizeof(a)));
+		seg(&g, 1, "admitted %s", rate_str(adm, b, sizeof(b)));
+		seg(&g, 1, "shed %s", rate_str(shed, c, sizeof(c)));
+		seg(&g, 2, "%s %s of throughput %s", s->have_goodput ? "goodput" : "ok",
+		    rate_str(good, d, sizeof(d)), rate_str(thru, e, sizeof(e)));
+		if (!s->have_goodput)
+			seg(&g, 5, "(no /metrics: successful logins shown)");
+		seg_line(fr, &g);
+		memset(&g, 0, sizeof(g));
+		seg(&g, 0, "   queue %.0f/%.0f %s", s->queue_depth, s->queue_limit,
+		    s->queue_mode[0] ? s->queue_mode : "-");
+		seg(&g, 1, "wait p99 %s", p99_str(s->wait_p99_all, NULL, NAN, a, sizeof(a)));
+		seg(&g, 2, "service p99 %s", p99_str(s->svc_p99_all, NULL, NAN, b, sizeof(b)));
+		seg(&g, 3, "wait now %s", ms_str(s->queue_wait_ms, c, sizeof(c)));
+		seg(&g, 4, "service now %s", ms_str(s->service_ms, d, sizeof(d)));
+		seg(&g, 3, "workers %.0f/%.0f busy", s->busy_workers, s->workers);
+		seg_line(fr, &g);
 		line(fr, "%s", "");
-		line(fr, "%-20s %8s %8s %8s %8s %17s %10s %10s %9s", "TENANT", "SHED/S",
-		     "ADMIT/S", "GOOD/S", "THRU/S", "USING/RESERVED", "WAIT p99", "SVC p99",
-		     "SHED");
-		qsort(s->t, (size_t)s->n_t, sizeof(s->t[0]), by_shed_rate);
-		/* On a terminal the prefixes below keep at least half of what is left. */
-		shown = s->n_t;
-		if (fr->tty) {
-			int room = fr->rows - 1 - fr->used - 5 - (s->n_p ? 2 : 1);
-			int cap = s->n_p ? room / 2 : room;
+		tb_print(fr, &tt, got[0], "tenants shed less");
+		/* The legend only when a row is left for it, and only the parts that fit. */
+		if (fr->lines <= 0 || fr->lines - fixed - got[0] - got[1] - got[2] > 0) {
+			static const char *const legend[] = {
+				"  (p99: this interval, under a /metrics bucket bound; * since sluiced "
+				"started. USING: cost units/s against the reservation)",
+				"  (p99: this interval, under a /metrics bucket bound; * since sluiced "
+				"started)",
+				"  (p99: this interval; * since sluiced started)",
+			};
 
-			if (cap < 3)
-				cap = 3;
-			if (shown > cap)
-				shown = cap - 1;
+			for (i = 0; i < 3; i++)
+				if (fr->cols <= 0 || (int)strlen(legend[i]) <= fr->cols) {
+					line(fr, "%s", legend[i]);
+					break;
+				}
 		}
-		for (i = 0; i < shown; i++) {
-			const struct t_row *r = &s->t[i];
-			char use[32], w[32], sv[32], sh[16];
-
-			if (r->reservation > 0)
-				snprintf(use, sizeof(use), "%.0f/%.0f %3.0f%%", r->consumption,
-					 r->reservation, 100 * r->consumption / r->reservation);
-			else
-				snprintf(use, sizeof(use), "%.0f/-", r->consumption);
-			line(fr, "%-20.20s %8s %8s %8s %8s %17s %10s %10s %9s%s", r->name,
-			     human(r->r_shed, a, sizeof(a)), human(r->r_admitted, b, sizeof(b)),
-			     human(r->r_good, c, sizeof(c)), human(r->r_thru, d, sizeof(d)), use,
-			     p99_str(r->wait_p99_iv, &r->wait, r->wait_p99, w, sizeof(w)),
-			     p99_str(r->svc_p99_iv, &r->svc, r->svc_p99, sv, sizeof(sv)),
-			     count_str(r->shed, sh, sizeof(sh)), r->live ? "" : " (removed)");
-		}
-		if (shown < s->n_t)
-			line(fr, "  ... %d more tenants shed less (--json or a taller terminal for all)",
-			     s->n_t - shown);
-		line(fr, "  (p99: this interval, under a /metrics bucket bound; * since sluiced started. "
-		     "USING: cost units/s against the reservation)");
 	} else {
-		line(fr, "GW       no gateway in this sluiced");
+		line(fr, "GW  no gateway in this sluiced");
 	}
 
 	/* The top shed prefixes. */
 	line(fr, "%s", "");
 	if (s->topk) {
-		qsort(s->p, (size_t)s->n_p, sizeof(s->p[0]), by_prefix_rate);
-		line(fr, "TOP SHED PREFIXES (last %.0fs; sampled 1 in %u, scaled)", s->span_s,
-		     s->sample_n ? s->sample_n : 1);
-		line(fr, "%-32s %-14s %-16s %-7s %5s %9s %10s", "PREFIX", "CLASS", "REASON",
-		     "ACTION", "PORT", "SHED/S", "IN WINDOW");
-		for (i = 0; i < s->n_p; i++) {
-			const struct p_row *r = &s->p[i];
-
-			line(fr, "%-32s %-14s %-16s %-7s %5u %9s %10s", r->prefix, r->cls, r->reason,
-			     r->action, r->port, human(r->r_shed, a, sizeof(a)),
-			     count_str(r->window, b, sizeof(b)));
-		}
-		if (!s->n_p)
+		memset(&g, 0, sizeof(g));
+		seg(&g, 0, "TOP SHED PREFIXES");
+		seg(&g, 1, "(last %.0fs; sampled 1 in %u, scaled)", s->span_s,
+		    s->sample_n ? s->sample_n : 1);
+		seg_line(fr, &g);
+		if (pt.nrow) {
+			tb_print(fr, &pt, got[2], "prefixes");
+		} else {
+			free(pt.cell);
+			pt.cell = NULL;
 			line(fr, "  (no sampled shed events in the window)");
+		}
 	} else if (s->edge || s->topk_error[0]) {
 		line(fr, "TOP SHED PREFIXES: %s", s->topk_error[0] ? s->topk_error :
 		     "not available from this sluiced");
 	}
+out:
+	free(items);
+	free(ct.cell);
+	free(tt.cell);
+	free(pt.cell);
 }
 
 static void render_json(struct top *t, FILE *f)
@@ -1056,7 +1506,7 @@ static void render_json(struct top *t, FILE *f)
 		json_obj_begin(&j, "xdp_shed_pps_by_class");
 		for (r = 0; r < SL_STATS_ROWS; r++)
 			if (s->class_names[r][0])
-				json_double(&j, s->class_names[r], class_rate(t, r));
+				json_double(&j, s->class_names[r], class_rate(t, CR_SHED, r));
 		json_obj_end(&j);
 		json_u64(&j, "events_lost", s->events_lost);
 	} else {
@@ -1196,17 +1646,44 @@ static void on_tstp(int sig)
 	got_tstp = 1;
 }
 
-static void term_size(int *cols, int *rows)
+/* A positive number in the environment variable @name, else 0. */
+static int env_size(const char *name)
+{
+	const char *v = getenv(name);
+	char *end;
+	long n;
+
+	if (!v || !*v)
+		return 0;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return !errno && !*end && n > 0 && n <= 10000 ? (int)n : 0;
+}
+
+/* The frame's size: COLUMNS and LINES when set (as procps top; tests use them), else on a
+ * terminal its size (80x24 when it will not say), else no limit: frames through a pipe or
+ * into a file keep every row and column. A terminal's last row stays free: a full screen
+ * would scroll. */
+static void frame_size(bool tty, struct frame *fr)
 {
 	struct winsize ws;
 
-	if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col && ws.ws_row) {
-		*cols = ws.ws_col;
-		*rows = ws.ws_row;
-	} else {
-		*cols = 80;
-		*rows = 24;
+	fr->cols = env_size("COLUMNS");
+	fr->lines = env_size("LINES");
+	if (tty && (!fr->cols || !fr->lines)) {
+		int c = 80, r = 24;
+
+		if (!ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) && ws.ws_col && ws.ws_row) {
+			c = ws.ws_col;
+			r = ws.ws_row;
+		}
+		if (!fr->cols)
+			fr->cols = c;
+		if (!fr->lines)
+			fr->lines = r;
 	}
+	if (tty && fr->lines > 1)
+		fr->lines--;
 }
 
 /* Wait up to @secs for a key; returns 'q' to quit, 'r' to redraw now, 0 otherwise. */
@@ -1339,10 +1816,9 @@ int sluicectl_top(const struct top_opts *o)
 		} else {
 			struct frame fr = { .tty = tty, .f = stdout };
 
-			if (tty) {
-				term_size(&fr.cols, &fr.rows);
+			frame_size(tty, &fr);
+			if (tty)
 				fputs("\033[H", stdout);
-			}
 			render(&t, &fr);
 			if (tty)
 				fputs("\033[J", stdout);

@@ -2,7 +2,9 @@
 /*
  * `sluicectl top`: a live view of one node, refreshed every interval. On a terminal it
  * redraws in place (ANSI escapes, termios raw mode, the alternate screen) until q, Ctrl-C or
- * SIGTERM; otherwise it prints plain-text frames, or a JSON snapshot with --json.
+ * SIGTERM; otherwise it prints plain-text frames, or a JSON snapshot with --json. A frame
+ * is laid out for the terminal's size (COLUMNS and LINES override it, and size plain frames,
+ * which otherwise have no limit): what matters most stays, whole columns of the rest go.
  */
 #ifndef SLUICECTL_TOP_H
 #define SLUICECTL_TOP_H
