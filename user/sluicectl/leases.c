@@ -9,6 +9,7 @@
 
 #include <bpf/bpf.h>
 
+#include "budget.h"
 #include "config.h"
 #include "json.h"
 #include "leases.h"
@@ -55,8 +56,8 @@ int sl_leases_print(const struct sl_maps *m, const struct sl_meta *meta, bool as
 			       c->redis.address[0] ? "follow demand (Redis)" :
 						     "are budget / nodes (no Redis)",
 			       c->cluster.lease_floor);
-		printf("%-16s %10s %8s %10s %10s %7s %5s %10s %8s %9s  %s\n", "tenant", "budget/s",
-		       "burst", "demand/s", "cluster/s", "share", "nodes", "lease/s", "burst",
+		printf("%-16s %10s %8s %10s %10s %7s %5s %10s %8s %9s  %s\n", "tenant", "budget",
+		       "burst", "demand", "cluster", "share", "nodes", "lease", "burst",
 		       "expires", "state");
 	}
 	if (sl_maps_read_demand(m, units))
@@ -107,20 +108,25 @@ int sl_leases_print(const struct sl_maps *m, const struct sl_meta *meta, bool as
 			json_u64(&j, "lease_set_unix", t.lease_set_unix);
 			json_obj_end(&j);
 		} else {
-			char b[32] = "?", bb[32] = "?";
+			char b[32] = "?", bb[32] = "?", dm[32], cl[32], ls[32];
 
+			/* Rates as a person says them (20/h, not 0.00555556): --json has the
+			 * numbers. */
 			if (budget >= 0) {
-				snprintf(b, sizeof(b), "%.6g", budget);
+				sl_fmt_rate(budget, b, sizeof(b));
 				snprintf(bb, sizeof(bb), "%.6g", bburst);
 			}
-			printf("%-16s %10s %8s %10.1f %10.1f %6.1f%% %5u %10.1f %8.1f %8.1fs  %s\n",
-			       t.name, b, bb, (double)t.demand_milli / 1000.0,
-			       (double)t.cluster_milli / 1000.0, (double)t.share_ppm / 1e4,
-			       t.nodes_seen, rate_of(&t.lease), burst_of(&t.lease), left,
-			       live ? "leased" : "EXPIRED: static rate in force");
+			printf("%-16s %10s %8s %10s %10s %6.1f%% %5u %10s %8.1f %8.1fs  %s\n",
+			       t.name, b, bb,
+			       sl_fmt_rate((double)t.demand_milli / 1000.0, dm, sizeof(dm)),
+			       sl_fmt_rate((double)t.cluster_milli / 1000.0, cl, sizeof(cl)),
+			       (double)t.share_ppm / 1e4, t.nodes_seen,
+			       sl_fmt_rate(rate_of(&t.lease), ls, sizeof(ls)), burst_of(&t.lease),
+			       left, live ? "leased" : "EXPIRED: static rate in force");
 			if (!live)
-				printf("%-16s static %.6g/s burst %.6g until the controller renews\n",
-				       "", rate_of(&t.fallback), burst_of(&t.fallback));
+				printf("%-16s static %s burst %.6g until the controller renews\n", "",
+				       sl_fmt_rate(rate_of(&t.fallback), ls, sizeof(ls)),
+				       burst_of(&t.fallback));
 		}
 	}
 	if (as_json) {
