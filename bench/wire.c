@@ -1,0 +1,730 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * bench/wire: packets per second on a wire. Frames are pushed into one end of a veth pair at
+ * the highest rate one core makes them (bench/wire_gen.bpf.c under BPF_PROG_TEST_RUN with
+ * BPF_F_TEST_XDP_LIVE_FRAMES, as xdp-trafficgen does) and judged by the XDP program on the
+ * other end: sluice's (attached by the real sluiced, found on the interface) or a bare
+ * program returning the same verdict, swapped in place with XDP_FLAGS_REPLACE so that both
+ * run on the same veth, the same receive queue and the same core, round after round.
+ *
+ * The receiving veth's NAPI runs threaded, its kthread pinned to --rcv-cpu; the generator
+ * (and the generating veth's NAPI, which absorbs the replies) to --gen-cpu. What the
+ * receiving core did is counted by the kernel: the veth's own XDP counters (packets, drops,
+ * XDP_TX, redirects) and the kthread's run time (/proc/PID/schedstat), over a fixed interval.
+ * A case's rate per core is packets judged per second of that kthread's CPU time, which does
+ * not depend on whether the generator kept the queue full (it says if it did not).
+ *
+ * Prints one row per round and per program, then the median ratio sluice / bare per case.
+ * Exits 1, loudly, when the generator sent nothing, the receiver judged nothing, or a
+ * program's verdicts are not the ones its case names (the case would measure something else).
+ *
+ * Usage (as root; bench/wire.sh sets up the namespaces and sluiced):
+ *   wire --gen-ns NS --rcv-ns NS --gen-if IF --rcv-if IF --gen-obj O --bare-obj O
+ *        [--gen-cpu 0] [--rcv-cpu 1] [--seconds 1.5] [--rounds 5] CASE...
+ * CASE: shed, syn-ack, established, unprotected, stateless-established.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <dirent.h>
+#include <math.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/ethtool.h>
+#include <linux/if_ether.h>
+#include <linux/if_link.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#define MAX_ROUNDS 32
+#define GEN_CHUNK (1u << 17) /* frames per test_run call: ~50 ms here, so stops are prompt */
+
+enum verdict { V_DROP, V_PASS, V_TX };
+static const char *const verdict_name[] = { "XDP_DROP", "XDP_PASS", "XDP_TX" };
+static const char *const bare_prog[] = { "bare_drop", "bare_pass", "bare_tx" };
+
+struct wcase {
+	const char *name, *what;
+	const char *src;    /* template source; src_bits of it are randomised per frame */
+	int src_bits;
+	uint16_t dport;
+	uint8_t flags;      /* TCP flags */
+	int payload;
+	enum verdict v;     /* what sluice and the baseline both must do */
+	double target;      /* sluice / bare, per core; 0 = none set */
+};
+
+/* Addresses and ports match bench/wire.sh's sluice.conf and ASN table. */
+static const struct wcase cases[] = {
+	{ "shed", "SYN to a protected port, shed (action drop)", "203.0.113.0", 8, 80,
+	  0x02, 0, V_DROP, 0.5 },
+	{ "syn-ack", "SYN on a stateless port, cookie SYN-ACK", "198.51.100.0", 8, 9090,
+	  0x02, 0, V_TX, 0 },
+	{ "established", "established segment, SYN-front port, passed", "198.51.100.0", 8, 80,
+	  0x18, 100, V_PASS, 0 },
+	{ "unprotected", "segment to an unprotected port, passed", "198.51.100.0", 8, 22,
+	  0x18, 100, V_PASS, 0 },
+	{ "stateless-established", "established segment, stateless port, passed",
+	  "198.51.100.0", 8, 9090, 0x18, 100, V_PASS, 0 },
+};
+
+static const char *rcv_addr = "10.201.0.2";
+
+/* ---- the frame ------------------------------------------------------------------------ */
+static uint16_t csum16(const void *p, size_t n)
+{
+	const uint16_t *w = p;
+	uint32_t s = 0;
+
+	for (; n > 1; n -= 2)
+		s += *w++;
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return (uint16_t)~s;
+}
+
+/* Ethernet + IPv4 + TCP. A SYN carries Linux's 20 option bytes (MSS, SACK-permitted,
+ * timestamps, NOP, window scale). The TCP checksum stays zero: see bench/wire.sh. */
+static size_t build(const struct wcase *c, const uint8_t dmac[6], const uint8_t smac[6],
+		    uint8_t *f)
+{
+	static const uint8_t synopt[20] = { 2, 4, 0x05, 0xb4, 4, 2, 8, 10, 0, 0, 0, 1, 0, 0,
+					    0, 0, 1, 3, 3, 7 };
+	int opt = (c->flags & 0x02) ? 20 : 0;
+	size_t iplen = 20 + 20 + (size_t)opt + (size_t)c->payload;
+	uint8_t *ip = f + 14, *th = ip + 20;
+	uint32_t a;
+
+	memset(f, 0, 14 + iplen);
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, smac, 6);
+	f[12] = 0x08;
+	ip[0] = 0x45;
+	ip[2] = (uint8_t)(iplen >> 8);
+	ip[3] = (uint8_t)iplen;
+	ip[6] = 0x40; /* DF */
+	ip[8] = 64;
+	ip[9] = IPPROTO_TCP;
+	inet_pton(AF_INET, c->src, &a);
+	memcpy(ip + 12, &a, 4);
+	inet_pton(AF_INET, rcv_addr, &a);
+	memcpy(ip + 16, &a, 4);
+	*(uint16_t *)(ip + 10) = csum16(ip, 20);
+	*(uint16_t *)th = htons(40000);
+	*(uint16_t *)(th + 2) = htons(c->dport);
+	*(uint32_t *)(th + 4) = htonl(0x01020304);
+	/* An ack that is not a cookie of sluice's (its low bits would mark one). */
+	*(uint32_t *)(th + 8) = (c->flags & 0x10) ? htonl(0x7a3b0000) : 0;
+	th[12] = (uint8_t)((5 + opt / 4) << 4);
+	th[13] = c->flags;
+	*(uint16_t *)(th + 14) = htons(64240);
+	memcpy(th + 20, synopt, (size_t)opt);
+	memset(th + 20 + opt, 'x', (size_t)c->payload);
+	return 14 + iplen;
+}
+
+/* ---- the generator thread --------------------------------------------------------------- */
+static struct {
+	pthread_mutex_t lock;
+	uint8_t frame[256];
+	size_t len;
+	int prog_fd, devmap_fd, netns_fd, cpu, ifindex;
+	atomic_ullong sent, failed;
+	atomic_int stop, err, single; /* single: one frame per test_run call (calibration) */
+} gen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void *gen_main(void *arg)
+{
+	uint8_t frame[256];
+	cpu_set_t cs;
+	__u32 k = 0, v;
+	size_t len;
+	int fails_in_row = 0;
+
+	CPU_ZERO(&cs);
+	CPU_SET(gen.cpu, &cs);
+	if (setns(gen.netns_fd, CLONE_NEWNET) || sched_setaffinity(0, sizeof(cs), &cs)) {
+		gen.err = errno;
+		return NULL;
+	}
+	/* A devmap resolves its ifindex in the updater's namespace: the generating one. */
+	v = (__u32)gen.ifindex;
+	if (bpf_map_update_elem(gen.devmap_fd, &k, &v, 0)) {
+		gen.err = errno;
+		return NULL;
+	}
+	while (!gen.stop) {
+		pthread_mutex_lock(&gen.lock);
+		len = gen.len;
+		memcpy(frame, gen.frame, len);
+		pthread_mutex_unlock(&gen.lock);
+		__u32 n = gen.single ? 1 : GEN_CHUNK;
+		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (__u32)len,
+			    .repeat = n, .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
+			    .batch_size = 64);
+		if (bpf_prog_test_run_opts(gen.prog_fd, &o)) {
+			/* A call can fail now and then (ENOSPC was seen once, at a program
+			 * swap); a generator that keeps failing is an error, and an interval
+			 * in which it sent nothing fails on its own. */
+			if (errno != EINTR && ++fails_in_row > 100) {
+				gen.err = errno;
+				return NULL;
+			}
+			gen.failed++;
+			continue;
+		}
+		fails_in_row = 0;
+		gen.sent += n;
+	}
+	return NULL;
+}
+
+/* ---- counters --------------------------------------------------------------------------- */
+/* A veth's rx_queue_* counters are its receive queue's; its tx_queue_* ones count the
+ * frames other XDP programs redirected into it (ndo_xdp_xmit), and those its peer's full
+ * ring refused. */
+enum { S_PKTS, S_DROPS, S_TX, S_REDIR, S_TXERR, S_XMIT, S_XMITERR, S_N };
+static const char *const stat_name[S_N] = {
+	"rx_queue_0_xdp_packets", "rx_queue_0_xdp_drops", "rx_queue_0_xdp_tx",
+	"rx_queue_0_xdp_redirect", "rx_queue_0_xdp_tx_errors", "tx_queue_0_xdp_xmit",
+	"tx_queue_0_xdp_xmit_errors",
+};
+
+struct ethstats {
+	int sock, n, idx[S_N];
+	char ifname[IFNAMSIZ];
+};
+
+static int eth_ioctl(struct ethstats *e, void *cmd)
+{
+	struct ifreq ifr = { 0 };
+
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", e->ifname);
+	ifr.ifr_data = cmd;
+	return ioctl(e->sock, SIOCETHTOOL, &ifr);
+}
+
+/* Find the veth's counters by name (their order is the driver's). */
+static int eth_open(struct ethstats *e, const char *ifname)
+{
+	struct { struct ethtool_sset_info h; __u32 n; } ss = { .h = { .cmd = ETHTOOL_GSSET_INFO,
+							     .sset_mask = 1ull << ETH_SS_STATS } };
+	struct ethtool_gstrings *gs;
+	int i, j;
+
+	snprintf(e->ifname, sizeof(e->ifname), "%s", ifname);
+	e->sock = socket(AF_INET, SOCK_DGRAM, 0);
+	if (e->sock < 0 || eth_ioctl(e, &ss))
+		return -errno;
+	e->n = (int)ss.n;
+	gs = calloc(1, sizeof(*gs) + (size_t)e->n * ETH_GSTRING_LEN);
+	if (!gs)
+		return -ENOMEM;
+	gs->cmd = ETHTOOL_GSTRINGS;
+	gs->string_set = ETH_SS_STATS;
+	gs->len = (__u32)e->n;
+	if (eth_ioctl(e, gs)) {
+		free(gs);
+		return -errno;
+	}
+	for (j = 0; j < S_N; j++) {
+		e->idx[j] = -1;
+		for (i = 0; i < e->n; i++)
+			if (!strcmp((char *)gs->data + i * ETH_GSTRING_LEN, stat_name[j]))
+				e->idx[j] = i;
+	}
+	free(gs);
+	for (j = 0; j < S_N; j++)
+		if (e->idx[j] < 0) {
+			fprintf(stderr, "wire: %s has no counter %s\n", ifname, stat_name[j]);
+			return -ENOENT;
+		}
+	return 0;
+}
+
+static int eth_read(struct ethstats *e, uint64_t out[S_N])
+{
+	struct ethtool_stats *st = calloc(1, sizeof(*st) + (size_t)e->n * 8);
+	int j;
+
+	if (!st)
+		return -ENOMEM;
+	st->cmd = ETHTOOL_GSTATS;
+	st->n_stats = (__u32)e->n;
+	if (eth_ioctl(e, st)) {
+		free(st);
+		return -errno;
+	}
+	for (j = 0; j < S_N; j++)
+		out[j] = st->data[e->idx[j]];
+	free(st);
+	return 0;
+}
+
+/* The NAPI kthread of @ifname ("napi/IF-ID"): its pid, or -1 unless exactly one. */
+static int napi_thread(const char *ifname)
+{
+	char want[32], path[64], comm[32];
+	struct dirent *d;
+	int pid = -1, n = 0;
+	DIR *dir = opendir("/proc");
+	FILE *f;
+
+	snprintf(want, sizeof(want), "napi/%s-", ifname);
+	while (dir && (d = readdir(dir))) {
+		if (d->d_name[0] < '0' || d->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/comm", d->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(comm, sizeof(comm), f) && !strncmp(comm, want, strlen(want))) {
+			pid = atoi(d->d_name);
+			n++;
+		}
+		fclose(f);
+	}
+	if (dir)
+		closedir(dir);
+	return n == 1 ? pid : -1;
+}
+
+/* @pid's time on a CPU and waiting for one (ns), and how many times it was put on one,
+ * from /proc/PID/schedstat. */
+static void sched_ns(int pid, uint64_t *run, uint64_t *wait, uint64_t *slices)
+{
+	char path[64];
+	unsigned long long r = 0, w = 0, n = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", pid);
+	f = fopen(path, "r");
+	if (f) {
+		if (fscanf(f, "%llu %llu %llu", &r, &w, &n) != 3)
+			r = w = n = 0;
+		fclose(f);
+	}
+	*run = r;
+	*wait = w;
+	*slices = n;
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static atomic_int stopping;
+static void on_signal(int sig) { stopping = 1; }
+
+static void nap(double s)
+{
+	struct timespec t = { (time_t)s, (long)((s - (double)(time_t)s) * 1e9) };
+
+	while (nanosleep(&t, &t) && errno == EINTR && !stopping)
+		;
+}
+
+/* ---- attaching -------------------------------------------------------------------------- */
+static int rcv_ifindex, cur_fd;
+
+static int swap_to(int fd)
+{
+	LIBBPF_OPTS(bpf_xdp_attach_opts, o, .old_prog_fd = cur_fd);
+
+	if (fd == cur_fd)
+		return 0;
+	if (bpf_xdp_attach(rcv_ifindex, fd, XDP_FLAGS_DRV_MODE | XDP_FLAGS_REPLACE, &o))
+		return -errno;
+	cur_fd = fd;
+	return 0;
+}
+
+struct sample {
+	double secs, busy, waited, pps, per_thread, per_wake, offered, lost, verdict_share,
+		peer_rx;
+	uint64_t pkts, run_ns, wakes;
+};
+
+/* One interval of @secs with program @fd on the receiving veth. */
+static int measure(int fd, double secs, struct ethstats *rs, struct ethstats *gs, int rpid,
+		   enum verdict v, struct sample *out)
+{
+	uint64_t a[S_N], b[S_N], ga[S_N], gb[S_N], ra, rb, wa, wb, na, nb, verd;
+	double t0, t1;
+	int ret;
+
+	if ((ret = swap_to(fd)))
+		return ret;
+	nap(0.3); /* the queue refills, the new program's caches warm */
+	sched_ns(rpid, &ra, &wa, &na);
+	t0 = now_s();
+	if ((ret = eth_read(rs, a)) || (ret = eth_read(gs, ga)))
+		return ret;
+	nap(secs);
+	if ((ret = eth_read(rs, b)) || (ret = eth_read(gs, gb)))
+		return ret;
+	t1 = now_s();
+	sched_ns(rpid, &rb, &wb, &nb);
+	out->secs = t1 - t0;
+	out->pkts = b[S_PKTS] - a[S_PKTS];
+	out->busy = (double)(rb - ra) / 1e9 / out->secs;
+	out->waited = (double)(wb - wa) / 1e9 / out->secs;
+	out->pps = (double)out->pkts / out->secs;
+	out->run_ns = rb - ra;
+	out->wakes = nb - na;
+	out->per_thread = rb > ra ? (double)out->pkts / ((double)(rb - ra) / 1e9) : 0;
+	out->per_wake = nb > na ? (double)out->pkts / (double)(nb - na) : 0;
+	/* XDP_TX counts whether or not the peer's ring had room (xdp_tx_errors): the program
+	 * said it; delivery is the replies column. */
+	verd = v == V_DROP ? b[S_DROPS] - a[S_DROPS] :
+	       v == V_TX ? (b[S_TX] - a[S_TX]) + (b[S_TXERR] - a[S_TXERR]) +
+			   (b[S_REDIR] - a[S_REDIR]) :
+	       out->pkts - (b[S_DROPS] - a[S_DROPS]) - (b[S_TX] - a[S_TX]) -
+	       (b[S_TXERR] - a[S_TXERR]) - (b[S_REDIR] - a[S_REDIR]);
+	out->verdict_share = out->pkts ? (double)verd / (double)out->pkts : 0;
+	/* What the generator pushed into the veth and what the receiving ring refused. */
+	out->offered = (double)((gb[S_XMIT] - ga[S_XMIT]) + (gb[S_XMITERR] - ga[S_XMITERR])) /
+		       out->secs;
+	out->lost = (double)(gb[S_XMITERR] - ga[S_XMITERR]) / out->secs;
+	/* Replies that reached the generating end (its bare_drop). */
+	out->peer_rx = (double)(gb[S_DROPS] - ga[S_DROPS]) / out->secs;
+	return 0;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_d);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static int open_obj(const char *path, struct bpf_object **obj)
+{
+	*obj = bpf_object__open_file(path, NULL);
+	if (!*obj || libbpf_get_error(*obj)) {
+		fprintf(stderr, "wire: cannot open %s\n", path);
+		return -1;
+	}
+	if (bpf_object__load(*obj)) {
+		fprintf(stderr, "wire: cannot load %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static int prog_fd(struct bpf_object *obj, const char *name)
+{
+	struct bpf_program *p = bpf_object__find_program_by_name(obj, name);
+
+	return p ? bpf_program__fd(p) : -1;
+}
+
+static int pin_to(int pid, int cpu)
+{
+	cpu_set_t cs;
+
+	CPU_ZERO(&cs);
+	CPU_SET(cpu, &cs);
+	return sched_setaffinity(pid, sizeof(cs), &cs) ? -errno : 0;
+}
+
+static int silent(enum libbpf_print_level l, const char *fmt, va_list ap)
+{
+	return l == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "gen-ns", required_argument, NULL, 'G' }, { "rcv-ns", required_argument, NULL, 'R' },
+		{ "gen-if", required_argument, NULL, 'g' }, { "rcv-if", required_argument, NULL, 'r' },
+		{ "gen-obj", required_argument, NULL, 'o' }, { "bare-obj", required_argument, NULL, 'b' },
+		{ "gen-cpu", required_argument, NULL, 'c' }, { "rcv-cpu", required_argument, NULL, 'C' },
+		{ "seconds", required_argument, NULL, 's' }, { "rounds", required_argument, NULL, 'n' },
+		{ 0 }
+	};
+	const char *gen_ns = NULL, *rcv_ns = NULL, *gen_if = NULL, *rcv_if = NULL;
+	const char *gen_obj = NULL, *bare_obj = NULL;
+	int gen_cpu = 0, rcv_cpu = 1, rounds = 5, opt, ret, rfd, i, r, k, fails = 0;
+	double secs = 1.5;
+	struct bpf_object *go, *bo;
+	struct ethstats rs, gs;
+	struct bpf_prog_info info = { 0 };
+	__u32 info_len = sizeof(info), sluice_id = 0;
+	uint8_t dmac[6], smac[6];
+	struct ifreq ifr;
+	pthread_t th;
+	int sluice_fd, bare_fd[3], rpid, gpid, started = 0;
+	char path[128];
+
+	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (opt) {
+		case 'G': gen_ns = optarg; break;
+		case 'R': rcv_ns = optarg; break;
+		case 'g': gen_if = optarg; break;
+		case 'r': rcv_if = optarg; break;
+		case 'o': gen_obj = optarg; break;
+		case 'b': bare_obj = optarg; break;
+		case 'c': gen_cpu = atoi(optarg); break;
+		case 'C': rcv_cpu = atoi(optarg); break;
+		case 's': secs = atof(optarg); break;
+		case 'n': rounds = atoi(optarg); break;
+		default: goto usage;
+		}
+	}
+	if (!gen_ns || !rcv_ns || !gen_if || !rcv_if || !gen_obj || !bare_obj || optind == argc ||
+	    rounds < 1 || rounds > MAX_ROUNDS || secs <= 0)
+		goto usage;
+	libbpf_set_print(silent);
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+
+	/* This thread lives in the receiving namespace; the generator's in the other. */
+	snprintf(path, sizeof(path), "/run/netns/%s", gen_ns);
+	gen.netns_fd = open(path, O_RDONLY);
+	snprintf(path, sizeof(path), "/run/netns/%s", rcv_ns);
+	rfd = open(path, O_RDONLY);
+	if (gen.netns_fd < 0 || rfd < 0) {
+		fprintf(stderr, "wire: no such namespace: %s or %s\n", gen_ns, rcv_ns);
+		return 1;
+	}
+	/* The generating end's counters: a socket made in its namespace keeps to it. */
+	if (setns(gen.netns_fd, CLONE_NEWNET) || (ret = eth_open(&gs, gen_if)) ||
+	    !(gen.ifindex = (int)if_nametoindex(gen_if))) {
+		fprintf(stderr, "wire: %s in %s: %s\n", gen_if, gen_ns, strerror(errno));
+		return 1;
+	}
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", gen_if);
+	if (ioctl(gs.sock, SIOCGIFHWADDR, &ifr))
+		return 1;
+	memcpy(smac, ifr.ifr_hwaddr.sa_data, 6);
+	if (setns(rfd, CLONE_NEWNET) || (ret = eth_open(&rs, rcv_if)) ||
+	    !(rcv_ifindex = (int)if_nametoindex(rcv_if))) {
+		fprintf(stderr, "wire: %s in %s: %s\n", rcv_if, rcv_ns, strerror(errno));
+		return 1;
+	}
+	/* The stack drops a frame not addressed to the interface before IP: use its MAC. */
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", rcv_if);
+	if (ioctl(rs.sock, SIOCGIFHWADDR, &ifr))
+		return 1;
+	memcpy(dmac, ifr.ifr_hwaddr.sa_data, 6);
+
+	/* sluice's program: whatever sluiced attached to the receiving veth. */
+	if (bpf_xdp_query_id(rcv_ifindex, XDP_FLAGS_DRV_MODE, &sluice_id) || !sluice_id ||
+	    (sluice_fd = bpf_prog_get_fd_by_id(sluice_id)) < 0 ||
+	    bpf_obj_get_info_by_fd(sluice_fd, &info, &info_len) || strcmp(info.name, "sluice_xdp")) {
+		fprintf(stderr, "wire: %s has no sluice_xdp program in native mode (id %u, %s)\n",
+			rcv_if, sluice_id, sluice_id ? info.name : "none");
+		return 1;
+	}
+	cur_fd = sluice_fd;
+	if (open_obj(gen_obj, &go) || open_obj(bare_obj, &bo))
+		return 1;
+	for (k = 0; k < 3; k++)
+		if ((bare_fd[k] = prog_fd(bo, bare_prog[k])) < 0) {
+			fprintf(stderr, "wire: %s has no %s\n", bare_obj, bare_prog[k]);
+			return 1;
+		}
+	gen.prog_fd = prog_fd(go, "wire_gen");
+	gen.devmap_fd = bpf_object__find_map_fd_by_name(go, "tx_port");
+	if (gen.prog_fd < 0 || gen.devmap_fd < 0)
+		return 1;
+
+	rpid = napi_thread(rcv_if);
+	gpid = napi_thread(gen_if);
+	if (rpid < 0 || gpid < 0) {
+		fprintf(stderr, "wire: no single NAPI thread for %s / %s (threaded NAPI off?)\n",
+			rcv_if, gen_if);
+		return 1;
+	}
+	if ((ret = pin_to(rpid, rcv_cpu)) || (ret = pin_to(gpid, gen_cpu))) {
+		fprintf(stderr, "wire: cannot pin the NAPI threads: %s\n", strerror(-ret));
+		return 1;
+	}
+	/* The generating end's NAPI shares its core with the generator, which never sleeps:
+	 * real-time priority lets it take the replies off its ring as they come, so that the
+	 * receiving side's XDP_TX finds room. It sleeps whenever its ring is empty. */
+	{
+		struct sched_param sp = { .sched_priority = 10 };
+
+		if (sched_setscheduler(gpid, SCHED_FIFO, &sp))
+			fprintf(stderr, "wire: %s's NAPI stays SCHED_OTHER: %s\n", gen_if,
+				strerror(errno));
+	}
+	printf("wire: generator and %s's NAPI (pid %d) on CPU %d; %s's NAPI (pid %d) on CPU %d; "
+	       "%.1f s per interval, %d rounds; sluice_xdp id %u\n", gen_if, gpid, gen_cpu,
+	       rcv_if, rpid, rcv_cpu, secs, rounds, sluice_id);
+
+	/* The first case's frame before the generator starts. */
+	for (i = optind; i < argc; i++) {
+		for (k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++)
+			if (!strcmp(argv[i], cases[k].name))
+				break;
+		if (k == (int)(sizeof(cases) / sizeof(cases[0]))) {
+			fprintf(stderr, "wire: no case %s\n", argv[i]);
+			goto usage;
+		}
+	}
+	gen.cpu = gen_cpu;
+	for (i = optind; i < argc && !stopping && !gen.err; i++) {
+		const struct wcase *c = NULL;
+		struct { __u32 mask, sport, len; uint8_t frame[256]; } gc;
+		double ratio[MAX_ROUNDS], pratio[MAX_ROUNDS], rawr[MAX_ROUNDS], tbare[MAX_ROUNDS];
+		double tsl[MAX_ROUNDS], twake[MAX_ROUNDS];
+		struct sample s[3];
+		__u32 zero = 0;
+
+		for (k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++)
+			if (!strcmp(argv[i], cases[k].name))
+				c = &cases[k];
+		memset(&gc, 0, sizeof(gc));
+		gc.mask = htonl((uint32_t)((1ull << c->src_bits) - 1));
+		gc.sport = 1;
+		pthread_mutex_lock(&gen.lock);
+		gen.len = build(c, dmac, smac, gen.frame);
+		gc.len = (__u32)gen.len;
+		memcpy(gc.frame, gen.frame, gen.len);
+		ret = bpf_map_update_elem(bpf_object__find_map_fd_by_name(go, "gen_cfg"), &zero, &gc,
+					  0);
+		pthread_mutex_unlock(&gen.lock);
+		if (ret) {
+			fprintf(stderr, "wire: gen_cfg: %s\n", strerror(errno));
+			return 1;
+		}
+		if (!started && pthread_create(&th, NULL, gen_main, NULL))
+			return 1;
+		started = 1;
+		printf("\n%s: %s (%zu-byte frames; sources %s/%d; baseline %s)\n", c->name, c->what,
+		       gen.len, c->src, 32 - c->src_bits, bare_prog[c->v]);
+		printf("  %-5s %-6s %9s %5s %5s %9s %12s %9s %9s %9s %9s\n", "round", "prog",
+		       "pkts/s", "busy", "wait", "pkts/wake", "pkts/thr-s", "offered/s", "refused/s",
+		       c->v == V_DROP ? "dropped" : c->v == V_TX ? "sent back" : "passed",
+		       "replies/s");
+		for (r = 0; r < rounds && !stopping; r++) {
+			/* ABBA: which program goes first alternates, so drift cancels; then the
+			 * calibration interval (bare, one frame per wake-up). */
+			for (k = 0; k < 3; k++) {
+				int sl = k < 2 ? (r % 2) ^ k : 2; /* 0 bare, 1 sluice, 2 calibration */
+				static const char *const who[] = { "bare", "sluice", "bare-1" };
+				struct sample *x = &s[sl];
+
+				gen.single = sl == 2;
+				ret = measure(sl == 1 ? sluice_fd : bare_fd[c->v], secs, &rs, &gs, rpid,
+					      c->v, x);
+				gen.single = 0;
+				if (ret) {
+					fprintf(stderr, "wire: %s\n", strerror(-ret));
+					stopping = 1;
+					break;
+				}
+				printf("  %-5d %-6s %9.0f %4.0f%% %4.0f%% %9.1f %12.0f %9.0f %9.0f "
+				       "%8.1f%% %9.0f\n", r + 1, who[sl], x->pps, 100 * x->busy,
+				       100 * x->waited, x->per_wake, x->per_thread, x->offered, x->lost,
+				       100 * x->verdict_share, x->peer_rx);
+				if (x->offered <= 0 || x->pkts < 1000) {
+					fprintf(stderr, "wire: %s, %s: the generator sent %.0f/s and "
+						"%s judged %llu packets: nothing measured\n", c->name,
+						who[sl], x->offered, rcv_if, (unsigned long long)x->pkts);
+					stopping = 1;
+					fails++;
+					break;
+				}
+				if (x->verdict_share < 0.95) {
+					fprintf(stderr, "wire: %s, %s: only %.1f%% of the packets got %s: "
+						"the case does not measure what it says\n", c->name,
+						who[sl], 100 * x->verdict_share, verdict_name[c->v]);
+					fails++;
+				}
+			}
+			if (stopping)
+				break;
+			/*
+			 * The thread's CPU time is packets x their cost plus wake-ups x a wake-up's
+			 * cost, which no XDP program changes. The bare program's two intervals (a
+			 * few dozen frames per wake-up, then one) give both unknowns; sluice's cost
+			 * per packet is its time less its wake-ups at that price.
+			 */
+			{
+				double nb = (double)s[0].pkts, wb = (double)s[0].wakes;
+				double nc = (double)s[2].pkts, wc = (double)s[2].wakes;
+				double rb_ = (double)s[0].run_ns, rc_ = (double)s[2].run_ns;
+				double det = nb * wc - nc * wb, tb, cw, ts;
+
+				tb = det ? (rb_ * wc - rc_ * wb) / det : 0;
+				cw = wc ? (rc_ - nc * tb) / wc : 0;
+				ts = ((double)s[1].run_ns - (double)s[1].wakes * cw) / (double)s[1].pkts;
+				tbare[r] = tb;
+				tsl[r] = ts;
+				twake[r] = cw;
+				ratio[r] = tb > 0 && ts > 0 ? tb / ts : 0;
+				rawr[r] = s[1].per_thread / s[0].per_thread;
+				pratio[r] = s[1].pps / s[0].pps;
+				printf("        per packet: bare %.0f ns, sluice %.0f ns, a wake-up %.0f ns "
+				       "-> sluice / bare %.1f %% per core\n", tb, ts, cw, 100 * ratio[r]);
+			}
+		}
+		if (stopping)
+			break;
+		{
+			/* median() sorts in place: afterwards ratio[] runs from lowest to highest. */
+			double m_b = median(tbare, rounds), m_s = median(tsl, rounds);
+			double m_w = median(twake, rounds), m_raw = median(rawr, rounds);
+			double m_p = median(pratio, rounds), m_r = median(ratio, rounds);
+
+			printf("  => %s: sluice / bare %s = %.1f %% per core (rounds %.1f-%.1f %%; "
+			       "%.0f ns against %.0f ns a packet, wake-ups at %.0f ns taken out)",
+			       c->name, verdict_name[c->v], 100 * m_r, 100 * ratio[0],
+			       100 * ratio[rounds - 1], m_s, m_b, m_w);
+			if (c->target)
+				printf("; target >= %.0f %%", 100 * c->target);
+			printf("; per second of the thread's CPU, wake-ups in: %.1f %%; in packets/s: "
+			       "%.1f %%\n", 100 * m_raw, 100 * m_p);
+			printf("RESULT %s ratio=%.4f raw=%.4f pps=%.4f sluice_ns=%.1f bare_ns=%.1f "
+			       "wake_ns=%.0f\n", c->name, m_r, m_raw, m_p, m_s, m_b, m_w);
+		}
+	}
+	gen.stop = 1;
+	if (started)
+		pthread_join(th, NULL);
+	if (swap_to(sluice_fd))
+		fprintf(stderr, "wire: could not put sluice_xdp back on %s\n", rcv_if);
+	if (gen.err) {
+		fprintf(stderr, "wire: the generator failed: %s\n", strerror(gen.err));
+		return 1;
+	}
+	if (gen.failed)
+		printf("wire: %llu of the generator's test_run calls failed (and were retried)\n",
+		       (unsigned long long)gen.failed);
+	return fails || stopping ? 1 : 0;
+usage:
+	fprintf(stderr, "usage: wire --gen-ns NS --rcv-ns NS --gen-if IF --rcv-if IF --gen-obj O "
+		"--bare-obj O [--gen-cpu N] [--rcv-cpu N] [--seconds S] [--rounds N] CASE...\n"
+		"cases: shed syn-ack established unprotected stateless-established\n");
+	return 2;
+}
