@@ -14,13 +14,20 @@
  * walk, one array load. It says where a SYN decision's time goes.
  *
  * Exit status is 0 whether or not a target is met: this reports, it does not judge.
- * Usage: xdp_cost [--repeat N] [--rounds N] [--asn-rows N]
+ * --asn-table FILE replaces the synthetic rows with a real table ("prefix,asn,class", e.g.
+ * written by `sluicectl asn import` from a public dataset: bench/asn_dataset.sh). Its rows
+ * keep their prefixes and AS numbers but all get the class "unknown" (the bench's classes
+ * are its own; a lookup's cost does not depend on the class); the cases' source rows are added
+ * after it. It prints how long the table took to parse and to swap in.
+ *
+ * Usage: xdp_cost [--repeat N] [--rounds N] [--asn-rows N | --asn-table FILE]
  */
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -78,6 +85,8 @@ static int cmp_d(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+static int bench_rows(struct sl_asn_table *t, const struct sl_config *c);
+
 /* Fill @t with @n synthetic rows: /16../24 IPv4 and /32../48 IPv6, classes open/unknown. */
 static int synth_asn(struct sl_asn_table *t, size_t n, const struct sl_config *c)
 {
@@ -109,7 +118,12 @@ static int synth_asn(struct sl_asn_table *t, size_t n, const struct sl_config *c
 		e->val.asn = 64512 + (uint32_t)(i % 1000);
 		e->val.class_id = (uint32_t)sl_config_class(c, "unknown");
 	}
-	/* The two sources the cases use. */
+	return bench_rows(t, c);
+}
+
+/* The sources the cases use, after the other rows (@t has room for 4 more). */
+static int bench_rows(struct sl_asn_table *t, const struct sl_config *c)
+{
 	{
 		struct sl_prefix p;
 		char err[64];
@@ -134,6 +148,70 @@ static int synth_asn(struct sl_asn_table *t, size_t n, const struct sl_config *c
 	return 0;
 }
 
+/* --asn-table: @path's rows, classed "unknown", then the cases' rows; the parse time in @secs. */
+static int file_asn(struct sl_asn_table *t, const char *path, const struct sl_config *c,
+		    double *secs)
+{
+	uint32_t unknown = (uint32_t)sl_config_class(c, "unknown");
+	struct timespec a, b;
+	char *line = NULL, why[160];
+	size_t cap = 0, lineno = 0;
+	FILE *f = fopen(path, "r");
+
+	memset(t, 0, sizeof(*t));
+	if (!f) {
+		fprintf(stderr, "xdp_cost: %s: %s\n", path, strerror(errno));
+		return -errno;
+	}
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	while (getline(&line, &cap, f) > 0) {
+		char *comma = strchr(line, ','), *end;
+		struct sl_asn_entry *e;
+		struct sl_prefix p;
+
+		lineno++;
+		if (line[0] == '#' || !strncmp(line, "prefix,", 7) || !comma)
+			continue;
+		*comma = '\0';
+		if (sl_prefix_parse(line, &p, 1, why, sizeof(why))) {
+			fprintf(stderr, "xdp_cost: %s:%zu: %s\n", path, lineno, why);
+			goto bad;
+		}
+		if (t->n + 4 >= t->cap) {
+			size_t nc = t->cap ? t->cap * 2 : 65536;
+			struct sl_asn_entry *r = realloc(t->rows, nc * sizeof(*r));
+
+			if (!r)
+				goto bad;
+			t->rows = r;
+			t->cap = nc;
+		}
+		e = &t->rows[t->n++];
+		memset(e, 0, sizeof(*e));
+		sl_prefix_to_lpm(&p, &e->key);
+		e->val.asn = (uint32_t)strtoul(comma + 1, &end, 10);
+		e->val.class_id = unknown;
+	}
+	free(line);
+	fclose(f);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	*secs = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+	if (t->n + 4 >= t->cap) {
+		struct sl_asn_entry *r = realloc(t->rows, (t->n + 4) * sizeof(*r));
+
+		if (!r)
+			return -ENOMEM;
+		t->rows = r;
+		t->cap = t->n + 4;
+	}
+	return bench_rows(t, c);
+bad:
+	free(line);
+	fclose(f);
+	sl_asn_free(t);
+	return -EINVAL;
+}
+
 /* The bench's frames go to 10.0.0.2 and 2001:db8:ffff::2: the "node" serves those. */
 static int bench_local(struct sl_maps *m)
 {
@@ -154,6 +232,7 @@ int main(int argc, char **argv)
 		{ "repeat", required_argument, NULL, 'r' },
 		{ "rounds", required_argument, NULL, 'n' },
 		{ "asn-rows", required_argument, NULL, 'a' },
+		{ "asn-table", required_argument, NULL, 't' },
 		{ "only", required_argument, NULL, 'o' },
 		{ 0 }
 	};
@@ -177,6 +256,8 @@ int main(int argc, char **argv)
 	};
 	int repeat = 1000000, rounds = 5, asn_rows = 100000, opt;
 	const char *only = NULL; /* --only SUBSTR: just the cases named so (for perf record) */
+	const char *asn_file = NULL; /* --asn-table FILE: a real table instead of synthetic rows */
+	double parse_s = 0, swap_s = 0;
 	char path[] = "/tmp/sluice-bench-XXXXXX", err[2048];
 	struct sluice_bpf *skel;
 	struct bare_pass_bpf *bare;
@@ -193,10 +274,11 @@ int main(int argc, char **argv)
 		case 'r': repeat = atoi(optarg); break;
 		case 'n': rounds = atoi(optarg); break;
 		case 'a': asn_rows = atoi(optarg); break;
+		case 't': asn_file = optarg; break;
 		case 'o': only = optarg; break;
 		default:
-			fprintf(stderr, "usage: xdp_cost [--repeat N] [--rounds N] [--asn-rows N] "
-				"[--only SUBSTR]\n");
+			fprintf(stderr, "usage: xdp_cost [--repeat N] [--rounds N] [--asn-rows N | "
+				"--asn-table FILE] [--only SUBSTR]\n");
 			return 2;
 		}
 	}
@@ -237,10 +319,37 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xdp_cost: the object's maps\n");
 		return 1;
 	}
-	if (sl_maps_cookie_keys(&m, 0, 3600) < 0 || sl_maps_write_config(&m, &cfg, 1) || synth_asn(&asn, (size_t)asn_rows, &cfg) ||
-	    sl_maps_swap_asn(&m, &asn, (uint32_t)cfg.unknown_class)) {
+	if (sl_maps_cookie_keys(&m, 0, 3600) < 0 || sl_maps_write_config(&m, &cfg, 1) ||
+	    (asn_file ? file_asn(&asn, asn_file, &cfg, &parse_s) :
+			synth_asn(&asn, (size_t)asn_rows, &cfg))) {
 		fprintf(stderr, "xdp_cost: cannot program the maps\n");
 		return 1;
+	}
+	{
+		struct timespec a, b;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		if (sl_maps_swap_asn(&m, &asn, (uint32_t)cfg.unknown_class)) {
+			fprintf(stderr, "xdp_cost: cannot swap the ASN table in\n");
+			return 1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		swap_s = (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) / 1e9;
+	}
+	if (asn_file) {
+		size_t v4 = 0, r24 = 0, r;
+
+		for (r = 0; r < asn.n; r++) {
+			struct sl_prefix p;
+
+			sl_lpm_to_prefix(&asn.rows[r].key, &p);
+			v4 += p.family == SL_FAM_V4;
+			r24 += p.family == SL_FAM_V4 && p.plen > 24;
+		}
+		printf("xdp_cost: ASN table %s: %zu rows (%zu IPv4, %zu IPv6; %zu IPv4 rows longer "
+		       "than /24), parsed in %.2f s, swapped in (trie + /24 table) in %.2f s\n",
+		       asn_file, asn.n, v4, asn.n - v4, r24, parse_s, swap_s);
+		asn_rows = (int)asn.n;
 	}
 	sl_asn_free(&asn);
 	prog = bpf_program__fd(skel->progs.sluice_xdp);
@@ -483,7 +592,8 @@ int main(int argc, char **argv)
 		parts[5].name = "/24 table load (array)";
 		parts[5].p = pt->progs.part_dir_lookup;
 		bpf_map_update_elem(bpf_map__fd(pt->maps.part_lru), &k, &b, BPF_ANY);
-		if (synth_asn(&asn, (size_t)asn_rows, &cfg) == 0) {
+		if ((asn_file ? file_asn(&asn, asn_file, &cfg, &parse_s) :
+				synth_asn(&asn, (size_t)asn_rows, &cfg)) == 0) {
 			size_t r;
 
 			for (r = 0; r < asn.n; r++)
