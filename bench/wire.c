@@ -10,9 +10,15 @@
  * The receiving veth's NAPI runs threaded, its kthread pinned to --rcv-cpu; the generator
  * (and the generating veth's NAPI, which absorbs the replies) to --gen-cpu. What the
  * receiving core did is counted by the kernel: the veth's own XDP counters (packets, drops,
- * XDP_TX, redirects) and the kthread's run time (/proc/PID/schedstat), over a fixed interval.
- * A case's rate per core is packets judged per second of that kthread's CPU time, which does
- * not depend on whether the generator kept the queue full (it says if it did not).
+ * XDP_TX, redirects) and the kthread's run time and number of runs (/proc/PID/schedstat),
+ * over a fixed interval. One core cannot generate as fast as a bare program judges, so the
+ * receiving thread keeps emptying its ring and sleeping, and a wake-up costs it far more
+ * CPU than a frame (~15-19 us on this VM): the faster the program, the more wake-ups per
+ * frame, so CPU per frame as it comes would flatter the slower program. Each round
+ * therefore adds a third interval, the bare program at a few frames per wake-up (each frame
+ * flushed into the ring on its own: test_run's batch of one); with the bare program's two intervals, time = frames x t + runs x w
+ * gives the bare cost per frame t and the wake-up's w, and sluice's cost per frame is its
+ * time less its runs x w. The ratio per core is bare's cost over sluice's.
  *
  * Prints one row per round and per program, then the median ratio sluice / bare per case.
  * Exits 1, loudly, when the generator sent nothing, the receiver judged nothing, or a
@@ -144,7 +150,10 @@ static struct {
 	size_t len;
 	int prog_fd, devmap_fd, netns_fd, cpu, ifindex;
 	atomic_ullong sent, failed;
-	atomic_int stop, err, single; /* single: one frame per test_run call (calibration) */
+	atomic_int stop, err, single; /* single: a flush, so a wake-up, per frame (calibration) */
+	atomic_int version;           /* of the case: gen_cfg is rewritten by this thread */
+	int cfg_fd;
+	struct gen_cfg_v { __u32 mask, sport, len; uint8_t frame[256]; } cfg;
 } gen = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void *gen_main(void *arg)
@@ -153,7 +162,7 @@ static void *gen_main(void *arg)
 	cpu_set_t cs;
 	__u32 k = 0, v;
 	size_t len;
-	int fails_in_row = 0;
+	int fails_in_row = 0, version = -1;
 
 	CPU_ZERO(&cs);
 	CPU_SET(gen.cpu, &cs);
@@ -171,11 +180,28 @@ static void *gen_main(void *arg)
 		pthread_mutex_lock(&gen.lock);
 		len = gen.len;
 		memcpy(frame, gen.frame, len);
+		/* The template the program writes must be the frame test_run is given. */
+		if (gen.version != version) {
+			version = gen.version;
+			if (bpf_map_update_elem(gen.cfg_fd, &k, &gen.cfg, 0)) {
+				gen.err = errno;
+				pthread_mutex_unlock(&gen.lock);
+				return NULL;
+			}
+		}
 		pthread_mutex_unlock(&gen.lock);
+		/*
+		 * Calibration: one frame per call, so the receiving thread is woken for every
+		 * few frames. Every call makes a page pool whose id is released only once its
+		 * frames have come home; thousands of calls a second ran out of ids (ENOSPC),
+		 * so calibration calls are spaced by 200 us. (A batch of one in a longer call
+		 * did not wake the thread any more often: 64 frames a wake-up.)
+		 */
 		__u32 n = gen.single ? 1 : GEN_CHUNK;
 		LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = frame, .data_size_in = (__u32)len,
-			    .repeat = n, .flags = BPF_F_TEST_XDP_LIVE_FRAMES,
-			    .batch_size = 64);
+			    .repeat = n, .flags = BPF_F_TEST_XDP_LIVE_FRAMES, .batch_size = 64);
+		if (gen.single)
+			usleep(200);
 		if (bpf_prog_test_run_opts(gen.prog_fd, &o)) {
 			/* A call can fail now and then (ENOSPC was seen once, at a program
 			 * swap); a generator that keeps failing is an error, and an interval
@@ -553,7 +579,8 @@ int main(int argc, char **argv)
 		}
 	gen.prog_fd = prog_fd(go, "wire_gen");
 	gen.devmap_fd = bpf_object__find_map_fd_by_name(go, "tx_port");
-	if (gen.prog_fd < 0 || gen.devmap_fd < 0)
+	gen.cfg_fd = bpf_object__find_map_fd_by_name(go, "gen_cfg");
+	if (gen.prog_fd < 0 || gen.devmap_fd < 0 || gen.cfg_fd < 0)
 		return 1;
 
 	rpid = napi_thread(rcv_if);
@@ -581,7 +608,6 @@ int main(int argc, char **argv)
 	       "%.1f s per interval, %d rounds; sluice_xdp id %u\n", gen_if, gpid, gen_cpu,
 	       rcv_if, rpid, rcv_cpu, secs, rounds, sluice_id);
 
-	/* The first case's frame before the generator starts. */
 	for (i = optind; i < argc; i++) {
 		for (k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++)
 			if (!strcmp(argv[i], cases[k].name))
@@ -594,29 +620,22 @@ int main(int argc, char **argv)
 	gen.cpu = gen_cpu;
 	for (i = optind; i < argc && !stopping && !gen.err; i++) {
 		const struct wcase *c = NULL;
-		struct { __u32 mask, sport, len; uint8_t frame[256]; } gc;
 		double ratio[MAX_ROUNDS], pratio[MAX_ROUNDS], rawr[MAX_ROUNDS], tbare[MAX_ROUNDS];
 		double tsl[MAX_ROUNDS], twake[MAX_ROUNDS];
 		struct sample s[3];
-		__u32 zero = 0;
 
 		for (k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++)
 			if (!strcmp(argv[i], cases[k].name))
 				c = &cases[k];
-		memset(&gc, 0, sizeof(gc));
-		gc.mask = htonl((uint32_t)((1ull << c->src_bits) - 1));
-		gc.sport = 1;
 		pthread_mutex_lock(&gen.lock);
+		memset(&gen.cfg, 0, sizeof(gen.cfg));
+		gen.cfg.mask = htonl((uint32_t)((1ull << c->src_bits) - 1));
+		gen.cfg.sport = 1;
 		gen.len = build(c, dmac, smac, gen.frame);
-		gc.len = (__u32)gen.len;
-		memcpy(gc.frame, gen.frame, gen.len);
-		ret = bpf_map_update_elem(bpf_object__find_map_fd_by_name(go, "gen_cfg"), &zero, &gc,
-					  0);
+		gen.cfg.len = (__u32)gen.len;
+		memcpy(gen.cfg.frame, gen.frame, gen.len);
+		gen.version++;
 		pthread_mutex_unlock(&gen.lock);
-		if (ret) {
-			fprintf(stderr, "wire: gen_cfg: %s\n", strerror(errno));
-			return 1;
-		}
 		if (!started && pthread_create(&th, NULL, gen_main, NULL))
 			return 1;
 		started = 1;
@@ -628,7 +647,7 @@ int main(int argc, char **argv)
 		       "replies/s");
 		for (r = 0; r < rounds && !stopping; r++) {
 			/* ABBA: which program goes first alternates, so drift cancels; then the
-			 * calibration interval (bare, one frame per wake-up). */
+			 * calibration interval (bare, a few frames per wake-up). */
 			for (k = 0; k < 3; k++) {
 				int sl = k < 2 ? (r % 2) ^ k : 2; /* 0 bare, 1 sluice, 2 calibration */
 				static const char *const who[] = { "bare", "sluice", "bare-1" };
