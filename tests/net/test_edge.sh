@@ -211,10 +211,10 @@ expect_eq "prefix show: port 8080 (syn front) charges per connection" \
 expect_eq "prefix show: the parent's view too (1000 at once)" \
 	"$(jget "$p" parent_bucket.ports.1.at_once)" 1000
 t=$(sluicectl prefix show 198.51.100.200)
-expect_match "prefix show: the key's rate as requests per second" "$t" \
-	'hosting /24 +port 80: 0\.0010 requests/s'
-expect_match "prefix show: and as connections per second on the syn front" "$t" \
-	'port 8080: 0\.0010 connections/s'
+expect_match "prefix show: the key's rate in requests, in the unit a person says it (0.001/s)" "$t" \
+	'hosting /24 +port 80: 3\.6 requests/h'
+expect_match "prefix show: and in connections on the syn front" "$t" \
+	'port 8080: 3\.6 connections/h'
 l=$(sluicectl limits --json)
 expect_eq "limits on an edge without a gateway: each class's budget" \
 	"$(jget "$l" edge.classes.0.name)/$(jget "$l" edge.classes.0.key.burst)/$(jget "$l" edge.classes.0.parent.burst)" \

@@ -197,12 +197,12 @@ static void ports_that_read_alike_are_merged(void **state)
 		  "           { name = \"check\"; method = \"GET\"; path = \"/v\"; cpu = 1.0; } );\n"
 		  "classes = ( { name = \"unknown\"; rate = 1900.0; burst = 9500.0; } );\n", &c);
 	assert_string_equal(sl_budget_str(&c, 1900, buf, sizeof(buf)),
-			    "ports 80, 8080: 2.0 login/s, 1,900 check/s; port 22: 950 connections/s; "
-			    "port 443: 2.0 connections/s");
+			    "ports 80, 8080: 2 login/s, 1,900 check/s; port 22: 950 connections/s; "
+			    "port 443: 2 connections/s");
 
 	load_text("edge: { interfaces = [\"eth0\"]; ports = ( { port = 80; cost = 2; } ); };\n"
 		  "classes = ( { name = \"unknown\"; rate = 10.0; burst = 20.0; } );\n", &c);
-	assert_string_equal(sl_budget_str(&c, 10, buf, sizeof(buf)), "port 80: 5.0 requests/s");
+	assert_string_equal(sl_budget_str(&c, 10, buf, sizeof(buf)), "port 80: 5 requests/s");
 	{
 		char *t = NULL;
 		size_t len = 0;
@@ -261,7 +261,7 @@ static void the_limits_document_shows_every_class(void **state)
 			   "  business /24 (IPv6 /48), parent: 16,000 units/s, burst 1,140,000\n"
 			   "      port 80: 17 login/s, ");
 	assert_contains(t, "\n  hosting /24 (IPv6 /48): 32 units/s, burst 1,900\n"
-			   "      port 80: 0.034 login/s, 0.80 token/s, 32 validate/s");
+			   "      port 80: 2.0 login/min, 48 token/min, 32 validate/s");
 	assert_contains(t, "\n  unknown /32 (IPv6 /64): ");
 	free(t);
 

@@ -246,26 +246,40 @@ static void add(char *buf, size_t n, size_t *used, const char *fmt, ...)
 		*used = *used + (size_t)w < n ? *used + (size_t)w : n - 1;
 }
 
+/* "4.2 login/s", "2 login/min", "20 login/h": the count in the unit sl_fmt_rate picks, the
+ * noun between the number and its unit. */
+static void add_rate(char *buf, size_t n, size_t *used, const char *sep, double per_s,
+		     const char *noun)
+{
+	char r[48], *slash;
+
+	sl_fmt_rate(per_s, r, sizeof(r));
+	slash = strchr(r, '/');
+	if (!slash) {
+		add(buf, n, used, "%s%s %s", sep, r, noun);
+		return;
+	}
+	*slash = '\0';
+	add(buf, n, used, "%s%s %s/%s", sep, r, noun, slash + 1);
+}
+
 const char *sl_budget_port_str(const struct sl_config *c, int port, double rate, char *buf,
 			       size_t n)
 {
 	const struct sl_port_cfg *p = &c->ports[port];
 	size_t used = 0;
-	char num[32];
 	int j;
 
 	if (n)
 		buf[0] = '\0';
 	if (!sl_port_charges_routes(p) || !c->n_routes) {
-		add(buf, n, &used, "%s %s/s", sl_fmt_count(rate / (p->cost ? p->cost : 1), num,
-							     sizeof(num)),
-		    sl_port_charges_routes(p) ? "requests" : "connections");
+		add_rate(buf, n, &used, "", rate / (p->cost ? p->cost : 1),
+			 sl_port_charges_routes(p) ? "requests" : "connections");
 		return buf;
 	}
 	for (j = 0; j < c->n_routes; j++)
-		add(buf, n, &used, "%s%s %s/s", j ? ", " : "",
-		    sl_fmt_count(rate / sl_route_charge(&c->routes[j]), num, sizeof(num)),
-		    c->routes[j].name);
+		add_rate(buf, n, &used, j ? ", " : "", rate / sl_route_charge(&c->routes[j]),
+			 c->routes[j].name);
 	return buf;
 }
 

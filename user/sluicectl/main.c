@@ -1312,7 +1312,7 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 		printf("a connection to port %u (cost %u) now: %s (%s)\n", port, cost, decision,
 		       reason);
 		if (cfg && cfg->n_ports) {
-			printf("what the key's and the parent's rates admit, per second:\n");
+			printf("what the key's and the parent's rates admit of each route:\n");
 			text_budget(pol.name, &pv, cfg);
 			text_budget(pol.name, &qv, cfg);
 		} else {
