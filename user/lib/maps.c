@@ -507,7 +507,7 @@ int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c)
 		}
 	}
 	for (i = 0; i < SL_MAX_TENANTS; i++) {
-		struct sl_tenant t;
+		struct sl_tenant t, was;
 
 		memset(&t, 0, sizeof(t));
 		if ((int)i < c->n_tenants && c->tenants[i].edge_budget) {
@@ -515,13 +515,23 @@ int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c)
 
 			t.valid = 1;
 			t.mode = tc->mode;
-			/* Until the lease controller has data: an even split of the budget. */
-			rate_of(&t.lease, tc->rate / c->cluster.nodes,
-				sl_lease_burst(tc->burst / c->cluster.nodes, tc->burst, c));
-			t.share_ppm = 1000000u / c->cluster.nodes;
 			rate_of(&t.fallback, tc->static_rate, tc->static_burst);
-			t.lease_expires_ns = sl_now_ns() + (uint64_t)tc->lease_ttl_s * 1000000000ull;
 			snprintf(t.name, sizeof(t.name), "%s", tc->name);
+			/* The lease is the lease controller's (lease.c): a reload or a start on
+			 * adopted pins keeps the one in force, live or lapsed, and a new tenant
+			 * starts lapsed, on its static rate, until the controller grants one
+			 * (issue 16: an even split written here on every reload outran the
+			 * cluster's budget and, with Redis down, replaced the static rate). */
+			if (!bpf_map_lookup_elem(m->tenants, &i, &was) && was.valid &&
+			    !strncmp(was.name, t.name, sizeof(t.name))) {
+				t.lease = was.lease;
+				t.lease_expires_ns = was.lease_expires_ns;
+				t.share_ppm = was.share_ppm;
+				t.nodes_seen = was.nodes_seen;
+				t.demand_milli = was.demand_milli;
+				t.cluster_milli = was.cluster_milli;
+				t.lease_set_unix = was.lease_set_unix;
+			}
 		}
 		if (bpf_map_update_elem(m->tenants, &i, &t, BPF_ANY))
 			return -errno;

@@ -80,8 +80,10 @@ int sl_maps_lookup_asn(const struct sl_maps *m, const struct sl_prefix *a, struc
 /* The bucket at @k: 0, or -ENOENT when the key has no state. */
 int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket *b);
 
-/* Tenants: names, listen keys, lease (with @lease_ttl_s from now) and static fallback.
- * Keys of tenants no longer configured are removed. */
+/* Tenants: names, listen keys and static fallback. The lease of a tenant already in the map
+ * under the same name is kept (reloads and starts do not touch it: lease.c writes it); a new
+ * tenant's starts lapsed, its static rate in force. Keys of tenants no longer configured are
+ * removed. */
 int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c);
 /* Stateless front: the route table (method + path prefix -> route id, cost) and the host
  * names of tenants (-> tenant id), rewritten whole. */

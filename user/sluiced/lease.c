@@ -5,6 +5,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <bpf/bpf.h>
 #include <hiredis/hiredis.h>
 
 #include "lease.h"
@@ -12,37 +13,73 @@
 #include "maps.h"
 
 /*
- * KEYS[1] the tenant's lease hash: node -> "demand|grant|expiry_ms" (server clock).
- * ARGV: node, demand (units/s), floor, ttl_ms. Reports past their expiry are removed.
- * Returns {grant, cluster demand, live nodes, target} as strings (Redis truncates numbers).
+ * KEYS[1] the tenant's lease hash: node -> "demand|use|expiry_ms" (server clock), where use
+ * is the most this node's datapath may admit at until the report expires, as a share of the
+ * budget: its new grant, the grant it still held when it asked (a shrink reaches its map
+ * after the script has run), and never less than the static share it lapses to. One more
+ * field, "#born", is when the hash was created: a hash younger than a lease that lacks some
+ * node's report may have lost it (FLUSHALL, a restart without data, a new server) while that
+ * node's datapath still uses its grant.
+ *
+ * ARGV: node, demand (units/s), floor, ttl_ms, static share, configured nodes, held share
+ * (what this node's map holds now, 0 once lapsed). Expired reports are removed.
+ * Returns {grant, cluster demand, live nodes, target, doubt} as strings (Redis truncates
+ * numbers); doubt is 1 while the hash may have lost reports and this node was held to what
+ * it already had.
  */
 static const char lease_lua[] =
 	"local t = redis.call('TIME')\n"
 	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
 	"local node, d = ARGV[1], tonumber(ARGV[2])\n"
 	"local floor, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])\n"
+	"local sigma, N, held = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])\n"
+	"local least = floor\n"
+	"if sigma > least then least = sigma end\n"
 	"local all = redis.call('HGETALL', KEYS[1])\n"
+	"local born = nil\n"
 	"local D, n, others = d, 1, 0\n"
 	"for i = 1, #all, 2 do\n"
-	"  if all[i] ~= node then\n"
-	"    local od, og, oe = string.match(all[i + 1], '^([^|]+)|([^|]+)|([^|]+)$')\n"
+	"  local f = all[i]\n"
+	"  if f == '#born' then\n"
+	"    born = tonumber(all[i + 1])\n"
+	"  elseif f ~= node then\n"
+	"    local od, ou, oe = string.match(all[i + 1], '^([^|]+)|([^|]+)|([^|]+)$')\n"
 	"    if od and tonumber(oe) > now then\n"
-	"      D = D + tonumber(od); n = n + 1; others = others + tonumber(og)\n"
+	"      local u = tonumber(ou)\n"
+	"      if u < least then u = least end\n"
+	"      D = D + tonumber(od); n = n + 1; others = others + u\n"
 	"    else\n"
-	"      redis.call('HDEL', KEYS[1], all[i])\n"
+	"      redis.call('HDEL', KEYS[1], f)\n"
 	"    end\n"
 	"  end\n"
 	"end\n"
+	"if not born then\n"
+	"  born = now\n"
+	"  redis.call('HSET', KEYS[1], '#born', tostring(now))\n"
+	"end\n"
+	"local missing = N - n\n"
+	"if missing < 0 then missing = 0 end\n"
 	"local target = 1 / n\n"
 	"if D > 0 then target = d / D end\n"
-	"if target < floor then target = floor end\n"
 	"local grant = target\n"
-	"if grant > 1 - others then grant = 1 - others end\n"
 	"if grant < floor then grant = floor end\n"
-	"redis.call('HSET', KEYS[1], node, string.format('%.6f|%.6f|%d', d, grant, now + ttl))\n"
+	"local doubt = 0\n"
+	"if n < N and now < born + ttl then\n"
+	"  doubt = 1\n"
+	"  local keep = held\n"
+	"  if keep < sigma then keep = sigma end\n"
+	"  if grant > keep then grant = keep end\n"
+	"else\n"
+	"  local room = 1 - others - missing * sigma\n"
+	"  if grant > room then grant = room end\n"
+	"end\n"
+	"if grant < sigma then grant = sigma end\n"
+	"local use = grant\n"
+	"if held > use then use = held end\n"
+	"redis.call('HSET', KEYS[1], node, string.format('%.6f|%.6f|%d', d, use, now + ttl))\n"
 	"redis.call('PEXPIRE', KEYS[1], ttl * 2)\n"
 	"return {string.format('%.6f', grant), string.format('%.6f', D), tostring(n),\n"
-	"        string.format('%.6f', target)}\n";
+	"        string.format('%.6f', target), tostring(doubt)}\n";
 
 #define MAX_SNAPS 257
 
@@ -63,6 +100,8 @@ struct lease_ctl {
 	unsigned n_snaps, head, filled;
 	bool warned;        /* a "cannot renew" is logged once per outage */
 	bool answered;      /* Redis has answered a renewal since the start */
+	uint32_t seq[SL_MAX_TENANTS];  /* the latest call per tenant: older answers are stale */
+	bool doubt[SL_MAX_TENANTS];    /* held to its lease: Redis lost reports (logged once) */
 	uint64_t started_ns;
 	char prefix[sizeof(((struct sl_config *)0)->redis.key_prefix)]; /* as started */
 };
@@ -74,7 +113,8 @@ struct lease_ctl {
 /* One tenant's script call in flight. */
 struct call {
 	struct lease_ctl *l;
-	uint32_t generation, id;
+	uint32_t generation, id, seq;
+	uint64_t sent_ns; /* sl_now_ns() when asked: the lease runs from here, not the answer */
 	double demand;
 };
 
@@ -86,11 +126,14 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void write_lease(struct lease_ctl *l, uint32_t id, double grant,
+/* Write tenant @id's lease: @grant of the budget for lease_ttl from @from_ns. A grant from
+ * Redis runs from when it was asked, so that it lapses before the report that counts it for
+ * the others does (the report lives lease_ttl + 250 ms from the script's run). */
+static void write_lease(struct lease_ctl *l, uint32_t id, double grant, uint64_t from_ns,
 			const struct sl_lease_info *why)
 {
 	const struct sl_tenant_cfg *tc = &l->c->tenants[id];
-	uint64_t expires = sl_now_ns() + (uint64_t)tc->lease_ttl_s * 1000000000ull;
+	uint64_t expires = from_ns + (uint64_t)tc->lease_ttl_s * 1000000000ull;
 	int ret;
 
 	ret = sl_maps_set_lease(&l->edge->maps, id, tc->rate * grant,
@@ -133,12 +176,12 @@ static void on_lease(void *arg, redisReply *reply)
 	struct sl_lease_info why;
 	double grant;
 
-	if (k->generation != l->generation || (int)k->id >= l->c->n_tenants ||
-	    !l->c->tenants[k->id].edge_budget) {
+	if (k->generation != l->generation || k->seq != l->seq[k->id] ||
+	    (int)k->id >= l->c->n_tenants || !l->c->tenants[k->id].edge_budget) {
 		free(k);
 		return;
 	}
-	if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 4 ||
+	if (!reply || reply->type != REDIS_REPLY_ARRAY || reply->elements < 5 ||
 	    (grant = reply_num(reply->element[0])) < 0 || grant > 1) {
 		if (!reply && still_connecting(l)) {
 			log_debug("leases: Redis not connected yet; the next tick renews");
@@ -160,7 +203,19 @@ static void on_lease(void *arg, redisReply *reply)
 	why.demand = k->demand;
 	why.cluster_demand = reply_num(reply->element[1]);
 	why.nodes = (uint32_t)reply_num(reply->element[2]);
-	write_lease(l, k->id, grant, &why);
+	if (reply_num(reply->element[4]) > 0) {
+		if (!l->doubt[k->id])
+			log_warn("leases: tenant %s: Redis has lost other nodes' reports (flushed, "
+				 "restarted empty or replaced): this node keeps at most the lease "
+				 "it holds until they report again or their leases have lapsed",
+				 l->c->tenants[k->id].name);
+		l->doubt[k->id] = true;
+	} else if (l->doubt[k->id]) {
+		log_info("leases: tenant %s: every node's report is known again; leases follow "
+			 "demand", l->c->tenants[k->id].name);
+		l->doubt[k->id] = false;
+	}
+	write_lease(l, k->id, grant, k->sent_ns, &why);
 	free(k);
 }
 
@@ -211,24 +266,36 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 						     .demand = demand, .cluster_demand = demand,
 						     .nodes = 1 };
 
-			write_lease(l, i, why.share, &why);
+			write_lease(l, i, why.share, sl_now_ns(), &why);
 		} else {
 			struct call *k = calloc(1, sizeof(*k));
-			char key[160], d[32], fl[32], ttl[32];
-			const char *argv[4] = { c->cluster.node, d, fl, ttl };
+			char key[160], d[32], fl[32], ttl[32], sg[32], nn[16], hd[32];
+			const char *argv[7] = { c->cluster.node, d, fl, ttl, sg, nn, hd };
+			struct sl_tenant t;
+			double held = 0;
 
 			if (!k)
 				continue;
+			k->sent_ns = sl_now_ns();
+			/* What the datapath may use now: the script counts it until this
+			 * node's next report, and holds this node to it while reports are lost. */
+			if (!bpf_map_lookup_elem(l->edge->maps.tenants, &i, &t) && t.valid &&
+			    k->sent_ns < t.lease_expires_ns)
+				held = t.share_ppm / 1e6;
 			k->l = l;
 			k->generation = l->generation;
 			k->id = i;
+			k->seq = ++l->seq[i];
 			k->demand = demand;
 			snprintf(key, sizeof(key), "%s:{%s}:lease", l->prefix, tc->name);
 			snprintf(d, sizeof(d), "%.3f", demand);
 			snprintf(fl, sizeof(fl), "%.6f", c->cluster.lease_floor);
 			/* A grant counts for others as long as this node's datapath may use it. */
 			snprintf(ttl, sizeof(ttl), "%u", tc->lease_ttl_s * 1000 + 250);
-			sl_store_eval(l->store, l->script, key, 4, argv, on_lease, k);
+			snprintf(sg, sizeof(sg), "%.6f", tc->static_rate / tc->rate);
+			snprintf(nn, sizeof(nn), "%u", c->cluster.nodes);
+			snprintf(hd, sizeof(hd), "%.6f", held);
+			sl_store_eval(l->store, l->script, key, 7, argv, on_lease, k);
 		}
 	}
 }
@@ -274,6 +341,16 @@ void lease_apply(struct lease_ctl *l, const struct sl_config *c)
 		snprintf(l->prefix, sizeof(l->prefix), "%s", c->redis.key_prefix);
 	l->c = c;
 	l->generation++;
+	for (int i = 0; i < c->n_tenants; i++) {
+		const struct sl_tenant_cfg *tc = &c->tenants[i];
+
+		/* Nodes whose lease has lapsed run at the static rate, and the bound counts
+		 * it: past budget / nodes the static rates alone outrun the budget. */
+		if (tc->edge_budget && tc->static_rate * c->cluster.nodes > tc->rate * 1.000001)
+			log_warn("leases: tenant %s: static_rate %g x %u nodes is more than its "
+				 "budget %g: with leases lapsed the cluster admits more than the "
+				 "budget", tc->name, tc->static_rate, c->cluster.nodes, tc->rate);
+	}
 	if (n != l->n_snaps) {
 		struct snap *s = calloc(n, sizeof(*s));
 
