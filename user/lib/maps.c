@@ -318,13 +318,21 @@ static int build_dir(uint64_t *dir, const struct sl_asn_table *t, uint32_t unkno
 	return 0;
 }
 
-int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t,
-		     uint32_t unknown_class)
+/*
+ * The ASN swap in three steps, so the slow ones can leave sluiced's event loop: staging
+ * (filling a trie of up to millions of rows and writing the 8 MB /24 table: seconds at 500k
+ * rows) and dropping (each change to the outer map waits out an RCU grace period) touch only
+ * the idle slot, which no packet reads; the flip in between is one settings write. The steps
+ * of one swap must not interleave with those of another on the same maps, and only the flip
+ * writes sl_settings, so it belongs with the other settings writers (sluiced's loop).
+ */
+int sl_maps_stage_asn(const struct sl_maps *m, const struct sl_asn_table *t,
+		      uint32_t unknown_class, struct sl_asn_staged *st)
 {
 	LIBBPF_OPTS(bpf_map_create_opts, o, .map_flags = BPF_F_NO_PREALLOC);
 	struct sl_settings set;
 	uint64_t *dir = NULL;
-	__u32 *keys = NULL, old, slot, i, count;
+	__u32 *keys = NULL, slot, i, count;
 	size_t r;
 	int fd, ret = 0;
 
@@ -333,8 +341,7 @@ int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t,
 	ret = sl_maps_read_settings(m, &set);
 	if (ret)
 		return ret;
-	old = set.asn_slot & 1;
-	slot = old ^ 1;
+	slot = (set.asn_slot & 1) ^ 1;
 
 	fd = bpf_map_create(BPF_MAP_TYPE_LPM_TRIE, "sl_asn_trie", sizeof(struct sl_lpm_key),
 			    sizeof(struct sl_asn_val), SL_ASN_MAX_ENTRIES, &o);
@@ -362,25 +369,62 @@ int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t,
 		ret = -errno;
 		goto out;
 	}
+	/* Replaces (and frees) whatever an unfinished swap left in the idle slot. */
 	if (bpf_map_update_elem(m->asn, &slot, &fd, BPF_ANY)) {
 		ret = -errno;
 		goto out;
 	}
-	/* The flip: one aligned word. Re-read so a concurrent config write is not undone. */
-	ret = sl_maps_read_settings(m, &set);
-	if (ret)
-		goto out;
-	set.asn_slot = slot;
-	if (bpf_map_update_elem(m->settings, &(__u32){ 0 }, &set, BPF_ANY)) {
-		ret = -errno;
-		goto out;
-	}
-	/* Free the old trie; a packet still walking it holds it under RCU. */
-	bpf_map_delete_elem(m->asn, &old);
+	st->slot = slot;
+	st->rows = (uint32_t)t->n;
 out:
 	free(dir);
 	free(keys);
 	close(fd); /* the outer map holds its own reference */
+	return ret;
+}
+
+int sl_maps_flip_asn(const struct sl_maps *m, const struct sl_asn_staged *st)
+{
+	struct sl_settings set;
+	int ret = sl_maps_read_settings(m, &set);
+
+	if (ret)
+		return ret;
+	/* Another swap flipped since this one was staged: its idle slot is now live. */
+	if ((set.asn_slot & 1) == st->slot)
+		return -ESTALE;
+	/* The flip: one aligned word, in a settings value re-read just now so a config write
+	 * made since the staging is kept. */
+	set.asn_slot = st->slot;
+	if (bpf_map_update_elem(m->settings, &(__u32){ 0 }, &set, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+int sl_maps_drop_idle_asn(const struct sl_maps *m)
+{
+	struct sl_settings set;
+	__u32 idle;
+	int ret = sl_maps_read_settings(m, &set);
+
+	if (ret)
+		return ret;
+	idle = (set.asn_slot & 1) ^ 1;
+	/* A packet still walking that trie holds it under RCU. */
+	if (bpf_map_delete_elem(m->asn, &idle) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t,
+		     uint32_t unknown_class)
+{
+	struct sl_asn_staged st;
+	int ret = sl_maps_stage_asn(m, t, unknown_class, &st);
+
+	if (!ret)
+		ret = sl_maps_flip_asn(m, &st);
+	sl_maps_drop_idle_asn(m); /* the old table, or on failure the staged one */
 	return ret;
 }
 

@@ -61,9 +61,23 @@ uint32_t sl_syn_pend_ttl(void);
 int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 			 uint32_t generation);
 /* Build the /24 table and the LPM trie from @t in the idle slot and flip to it: packets see
- * the old table or the new one, whole. Sources in no row get @unknown_class. */
+ * the old table or the new one, whole. Sources in no row get @unknown_class. The three
+ * steps below, in one call. */
 int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t,
 		     uint32_t unknown_class);
+/* The same in steps, for a caller that builds off its event loop (maps.c says why). Stage:
+ * @t in the idle slot, which packets do not read (slow: any thread). Flip: make the staged
+ * slot the live one (two small syscalls; -ESTALE if another swap flipped since). Drop: free
+ * the trie of the slot not in force (waits an RCU grace period: any thread). One swap's
+ * steps in this order, never interleaved with another's; nothing in @t is kept. */
+struct sl_asn_staged {
+	uint32_t slot; /* the slot it was built in */
+	uint32_t rows;
+};
+int sl_maps_stage_asn(const struct sl_maps *m, const struct sl_asn_table *t,
+		      uint32_t unknown_class, struct sl_asn_staged *st);
+int sl_maps_flip_asn(const struct sl_maps *m, const struct sl_asn_staged *st);
+int sl_maps_drop_idle_asn(const struct sl_maps *m);
 
 /* Sum the per-CPU counters into one row per class (SL_STATS_ROWS rows). */
 int sl_maps_read_stats(const struct sl_maps *m, struct sl_counters *rows);

@@ -2,6 +2,8 @@
 /* Control socket server on libevent: see ctl.h. */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,26 +25,54 @@ struct ctl_server {
 	struct evconnlistener *lev;
 	ctl_handler_fn fn;
 	void *arg;
+	struct ctl_req *conns; /* every open connection, for ctl_close */
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 };
 
+struct ctl_req {
+	struct ctl_server *s;
+	struct bufferevent *bev;
+	struct ctl_req *prev, *next;
+	bool in_handler; /* the handler is running: an answer it gives is sent on return */
+	bool deferred;   /* waiting for ctl_answer() */
+};
+
+static void req_free(struct ctl_req *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		r->s->conns = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	bufferevent_free(r->bev);
+	free(r);
+}
+
 static void on_written(struct bufferevent *bev, void *arg)
 {
-	(void)arg;
 	if (evbuffer_get_length(bufferevent_get_output(bev)) == 0)
-		bufferevent_free(bev);
+		req_free(arg);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg)
 {
+	(void)bev;
 	(void)what;
-	(void)arg;
-	bufferevent_free(bev);
+	req_free(arg);
+}
+
+/* The answer is in the output buffer: send it, then close. */
+static void reply(struct ctl_req *r)
+{
+	bufferevent_disable(r->bev, EV_READ);
+	bufferevent_setcb(r->bev, NULL, on_written, on_event, r);
+	bufferevent_enable(r->bev, EV_WRITE);
 }
 
 static void on_read(struct bufferevent *bev, void *arg)
 {
-	struct ctl_server *s = arg;
+	struct ctl_req *r = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct evbuffer *out = bufferevent_get_output(bev);
 	size_t len;
@@ -51,16 +81,38 @@ static void on_read(struct bufferevent *bev, void *arg)
 	if (!line) {
 		if (evbuffer_get_length(in) > CTL_MAX_LINE) {
 			evbuffer_add_printf(out, "error request longer than %d bytes\n", CTL_MAX_LINE);
-			goto reply;
+			reply(r);
 		}
 		return; /* wait for the rest of the line */
 	}
-	s->fn(s->arg, line, out);
+	r->in_handler = true;
+	r->s->fn(r->s->arg, line, out, r);
+	r->in_handler = false;
 	free(line);
-reply:
-	bufferevent_disable(bev, EV_READ);
-	bufferevent_setcb(bev, NULL, on_written, on_event, s);
-	bufferevent_enable(bev, EV_WRITE);
+	if (r->deferred) {
+		/* Nothing is read or written until the answer: no event, no timeout, fires. */
+		bufferevent_disable(bev, EV_READ | EV_WRITE);
+		bufferevent_setcb(bev, NULL, NULL, on_event, r);
+		return;
+	}
+	reply(r);
+}
+
+void ctl_defer(struct ctl_req *r)
+{
+	r->deferred = true;
+}
+
+void ctl_answer(struct ctl_req *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	evbuffer_add_vprintf(bufferevent_get_output(r->bev), fmt, ap);
+	va_end(ap);
+	r->deferred = false;
+	if (!r->in_handler)
+		reply(r);
 }
 
 static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
@@ -68,18 +120,30 @@ static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct socka
 {
 	struct event_base *base = evconnlistener_get_base(l);
 	struct timeval tv = { .tv_sec = CTL_TIMEOUT_S };
-	struct bufferevent *bev;
+	struct ctl_server *s = arg;
+	struct ctl_req *r;
 
 	(void)sa;
 	(void)socklen;
-	bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
-	if (!bev) {
+	r = calloc(1, sizeof(*r));
+	if (!r) {
 		close(fd);
 		return;
 	}
-	bufferevent_set_timeouts(bev, &tv, &tv);
-	bufferevent_setcb(bev, on_read, NULL, on_event, arg);
-	bufferevent_enable(bev, EV_READ);
+	r->bev = bufferevent_socket_new(base, fd, BEV_OPT_CLOSE_ON_FREE);
+	if (!r->bev) {
+		free(r);
+		close(fd);
+		return;
+	}
+	r->s = s;
+	r->next = s->conns;
+	if (s->conns)
+		s->conns->prev = r;
+	s->conns = r;
+	bufferevent_set_timeouts(r->bev, &tv, &tv);
+	bufferevent_setcb(r->bev, on_read, NULL, on_event, r);
+	bufferevent_enable(r->bev, EV_READ);
 }
 
 /* Is a live daemon answering on @path? */
@@ -155,6 +219,14 @@ void ctl_close(struct ctl_server *s)
 	if (!s)
 		return;
 	evconnlistener_free(s->lev);
+	while (s->conns) {
+		struct bufferevent *bev = s->conns->bev;
+
+		/* One non-blocking try: an answer of a few lines fits the socket's buffer. */
+		if (evbuffer_get_length(bufferevent_get_output(bev)))
+			evbuffer_write(bufferevent_get_output(bev), bufferevent_getfd(bev));
+		req_free(s->conns);
+	}
 	unlink(s->path);
 	free(s);
 }

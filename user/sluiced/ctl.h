@@ -11,13 +11,27 @@
 #include <event2/event.h>
 
 struct ctl_server;
+/* One connection's request: the handle for an answer given later. */
+struct ctl_req;
 
-/* Handle @line (no newline); append the answer to @out. */
-typedef void (*ctl_handler_fn)(void *arg, const char *line, struct evbuffer *out);
+/* Handle @line (no newline): append the answer to @out, or call ctl_defer(@req) and answer
+ * later, from the loop, with ctl_answer(). */
+typedef void (*ctl_handler_fn)(void *arg, const char *line, struct evbuffer *out,
+			       struct ctl_req *req);
+
+/* From the handler: the answer is not ready (work off the loop). The connection stays open,
+ * with no timeout, until ctl_answer(); @req stays valid until then or ctl_close(). */
+void ctl_defer(struct ctl_req *req);
+/* A deferred request's answer ("ok ..." or "error ...", newline-terminated): sent, then the
+ * connection closes and @req is gone. */
+__attribute__((format(printf, 2, 3)))
+void ctl_answer(struct ctl_req *req, const char *fmt, ...);
 
 /* Listen on @path, refusing to start if another daemon answers there. NULL with errno set. */
 struct ctl_server *ctl_listen(struct event_base *base, const char *path, ctl_handler_fn fn,
 			      void *arg);
+/* Close the socket and every connection, writing out what answers are ready (without waiting:
+ * the loop has stopped). */
 void ctl_close(struct ctl_server *s);
 
 #endif

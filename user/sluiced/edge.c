@@ -478,6 +478,20 @@ static int set_asn(struct edge *e, const struct sl_asn_table *asn, const char *s
 	return 0;
 }
 
+/* Make a table the worker staged (sl_maps_stage_asn) the live one. */
+static int flip_asn(struct edge *e, const struct sl_asn_staged *st, const char *source)
+{
+	int ret = sl_maps_flip_asn(&e->maps, st);
+
+	if (ret) {
+		log_error("cannot install the ASN table: %s", strerror(-ret));
+		return ret;
+	}
+	e->asn_entries = st->rows;
+	snprintf(e->asn_source, sizeof(e->asn_source), "%s", source ? source : "");
+	return 0;
+}
+
 /* Whether this thread holds @cap in its effective set (capget(2), no libcap needed). */
 static bool have_cap(unsigned int cap)
 {
@@ -636,7 +650,7 @@ fail:
 	return ret;
 }
 
-int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn)
+int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_staged *asn)
 {
 	const struct sl_config *want = c;
 	struct edge_iface keep[SL_MAX_IFACES];
@@ -645,7 +659,7 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	c = effective(e, c, &e->eff);
 	ret = sl_maps_write_config(&e->maps, c, e->generation + 1);
 	if (!ret)
-		ret = set_asn(e, asn, c->asn_table, (uint32_t)c->unknown_class);
+		ret = flip_asn(e, asn, c->asn_table);
 	if (!ret)
 		ret = sl_maps_write_tenants(&e->maps, c);
 	if (!ret)
@@ -695,11 +709,10 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	return 0;
 }
 
-int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *source,
-		  uint32_t unknown_class)
+int edge_flip_asn(struct edge *e, const struct sl_asn_staged *asn, const char *source)
 {
 	struct sl_meta meta;
-	int ret = set_asn(e, asn, source, unknown_class);
+	int ret = flip_asn(e, asn, source);
 
 	if (ret)
 		return ret;

@@ -54,11 +54,11 @@ struct edge {
 
 /* Load, pin, program and attach. On failure everything done so far is undone. */
 int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn);
-/* Program a new config into the live maps; attach/detach interfaces that changed. */
-int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_table *asn);
-/* Swap in a new ASN table only (sluicectl asn load). */
-int edge_load_asn(struct edge *e, const struct sl_asn_table *asn, const char *source,
-		  uint32_t unknown_class);
+/* Program a new config into the live maps, making @asn (staged for @c off the loop, see
+ * sl_maps_stage_asn) the live table; attach/detach interfaces that changed. */
+int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_staged *asn);
+/* Make a staged ASN table the live one, the config unchanged (sluicectl asn load). */
+int edge_flip_asn(struct edge *e, const struct sl_asn_staged *asn, const char *source);
 /* Once a second: rotate the cookie key when due, sweep verdicts (leases: lease.c). */
 void edge_tick(struct edge *e, const struct sl_config *c);
 /* Record a failed reload for status. */

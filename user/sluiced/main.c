@@ -4,6 +4,13 @@
  * datapath, and keeps it in step with the config: SIGHUP or `sluicectl reload` re-reads and
  * validates the file, and only a file that is entirely valid replaces the running config.
  *
+ * Reloads and ASN loads are jobs: parsing, the gateway's files and building the ASN table
+ * into the maps' idle slot run on the control worker (worker.h), and the loop, which also
+ * serves the gateway, only applies the result. One job at a time, in the order asked; a
+ * reload asked while another waits to start joins it (a burst of SIGHUPs is one reload in
+ * flight and one pending), and every control request waiting on a job is answered when it
+ * is applied.
+ *
  * Signals: SIGHUP reload; SIGTERM/SIGINT detach, remove the pins and exit; SIGQUIT exit
  * leaving the datapath attached and its maps pinned, for the next sluiced to adopt with its
  * bucket state (an upgrade without a gap).
@@ -16,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -34,15 +42,22 @@
 #include "store.h"
 #include "stream.h"
 #include "topk.h"
+#include "worker.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.1.0"
 #endif
 
+struct job;
+
 struct daemon {
 	struct event_base *base;
 	struct event *tick;
 	struct ctl_server *ctl;
+	struct worker *worker;   /* reloads and ASN loads, off the loop */
+	struct job *job;         /* the one the worker has, or is being applied */
+	struct job *queue, *queue_tail; /* asked for, not started */
+	int queued_asn;
 	struct edge edge;
 	struct gateway *gw;
 	struct sl_store *store;  /* counters: in-process, or Redis when redis.address is set */
@@ -215,60 +230,189 @@ out:
 	return ret;
 }
 
-static int reload(struct daemon *d, char *msg, size_t n)
+/* ---- jobs: reloads and ASN loads -------------------------------------------------------- */
+
+/* ASN loads waiting to start, at most: more are refused (reloads coalesce instead). */
+#define MAX_QUEUED_ASN 4
+
+enum job_kind { JOB_RELOAD, JOB_ASN };
+/* Where a job failed: what the answer and the log say depends on it. */
+enum job_fail { FAIL_NONE, FAIL_LOAD, FAIL_GATEWAY, FAIL_STAGE };
+
+/* A control request waiting for a job's outcome. */
+struct waiter {
+	struct ctl_req *req;
+	struct waiter *next;
+};
+
+struct job {
+	struct job *next;
+	struct daemon *d;
+	enum job_kind kind;
+	struct waiter *waiters;
+	int asked;              /* requests it answers (SIGHUPs included) */
+	char path[PATH_MAX];    /* the config (reload) or the table (ASN load) */
+	/* In, set on the loop when it starts. */
+	struct sl_maps maps;    /* the edge's, for staging */
+	bool stage;             /* this sluiced runs an edge: build the table into its idle slot */
+	bool want_gw;           /* this sluiced runs a gateway: prepare its files */
+	/* The running config (ASN load: class names) or, out, the new one (reload). */
+	struct sl_config *cfg;
+	/* Out, from the worker. */
+	int ret;
+	enum job_fail fail;
+	char err[4096];
+	struct gw_prepared *gp;
+	struct sl_asn_staged staged;
+	bool stage_tried;       /* the idle slot may hold what this job built */
+	size_t rows;
+	uint64_t start_ns, built_ns;
+};
+
+static uint64_t mono_ns(void)
 {
-	struct sl_config *nc = malloc(sizeof(*nc));
-	struct gw_prepared *gp = NULL;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void job_answer(struct job *j, bool ok, const char *msg)
+{
+	struct waiter *w, *next;
+
+	for (w = j->waiters; w; w = next) {
+		next = w->next;
+		ctl_answer(w->req, "%s %s%s", ok ? "ok" : "error", msg,
+			   msg[0] && msg[strlen(msg) - 1] == '\n' ? "" : "\n");
+		free(w);
+	}
+	j->waiters = NULL;
+}
+
+/* Free @j; anyone still waiting on it is told @why nothing changed. */
+static void job_free(struct job *j, const char *why)
+{
+	if (!j)
+		return;
+	job_answer(j, false, why);
+	gateway_prepared_free(j->gp);
+	free(j->cfg);
+	free(j);
+}
+
+/* On the worker: the parts of a reload that read files and build tables. Changes nothing
+ * the datapath or the loop reads: the table goes into the idle slot. */
+static void reload_build(void *arg)
+{
+	struct job *j = arg;
+	struct sl_asn_table asn = { 0 };
+
+	j->cfg = malloc(sizeof(*j->cfg));
+	if (!j->cfg) {
+		j->ret = -ENOMEM;
+		j->fail = FAIL_LOAD;
+		snprintf(j->err, sizeof(j->err), "%s: out of memory", j->path);
+		return;
+	}
+	j->ret = sl_config_load(j->path, NULL, j->cfg, j->err, sizeof(j->err));
+	if (!j->ret && j->cfg->asn_table[0])
+		j->ret = sl_asn_load_csv(j->cfg->asn_table, j->cfg, &asn, j->err, sizeof(j->err));
+	if (j->ret) {
+		j->fail = FAIL_LOAD;
+		goto out;
+	}
+	/* The gateway's files (credentials, session key) are read before anything changes:
+	 * a bad one rejects the whole reload. */
+	if (j->want_gw && j->cfg->gw.present) {
+		j->gp = gateway_prepare(j->cfg, j->err, sizeof(j->err));
+		if (!j->gp) {
+			j->ret = -EINVAL;
+			j->fail = FAIL_GATEWAY;
+			goto out;
+		}
+	}
+	j->rows = asn.n;
+	if (j->stage && j->cfg->has_edge) {
+		j->stage_tried = true;
+		j->ret = sl_maps_stage_asn(&j->maps, &asn, (uint32_t)j->cfg->unknown_class,
+					   &j->staged);
+		if (j->ret) {
+			j->fail = FAIL_STAGE;
+			snprintf(j->err, sizeof(j->err), "cannot build the ASN table: %s",
+				 strerror(-j->ret));
+		}
+	}
+out:
+	sl_asn_free(&asn);
+	j->built_ns = mono_ns();
+}
+
+/* On the worker: parse an ASN table against the running classes and stage it. */
+static void asn_build(void *arg)
+{
+	struct job *j = arg;
 	struct sl_asn_table asn;
+
+	j->ret = sl_asn_load_csv(j->path, j->cfg, &asn, j->err, sizeof(j->err));
+	if (j->ret) {
+		j->fail = FAIL_LOAD;
+	} else {
+		j->rows = asn.n;
+		j->stage_tried = true;
+		j->ret = sl_maps_stage_asn(&j->maps, &asn, (uint32_t)j->cfg->unknown_class,
+					   &j->staged);
+		if (j->ret) {
+			j->fail = FAIL_STAGE;
+			snprintf(j->err, sizeof(j->err), "cannot build the ASN table: %s",
+				 strerror(-j->ret));
+		}
+	}
+	sl_asn_free(&asn);
+	j->built_ns = mono_ns();
+}
+
+/* On the loop: a reload the worker built, applied (or refused, changing nothing). The
+ * answer goes to @msg. */
+static int reload_apply(struct daemon *d, struct job *j, char *msg, size_t n)
+{
+	struct sl_config *nc = j->cfg;
 	int ret;
 
-	if (!nc)
-		return -ENOMEM;
-	ret = load_all(d, nc, &asn, msg, n);
-	if (ret) {
+	if (j->fail == FAIL_LOAD || j->fail == FAIL_GATEWAY) {
 		char first[256];
 
+		log_error("%s", j->err);
+		snprintf(msg, n, "%s", j->err);
+		strip_trailing_nl(msg);
 		log_error("reload rejected; the running config (generation %u) stays in force",
 			  d->edge.generation);
 		/* status shows the first problem; the answer (@msg) carries them all. */
 		snprintf(first, sizeof(first), "%.*s", (int)strcspn(msg, "\n"), msg);
 		edge_note_failure(&d->edge, first);
-		free(nc);
-		return ret;
+		return j->ret;
 	}
-	/* The gateway's files (credentials, session key) are read before anything changes:
-	 * a bad one rejects the whole reload. */
-	if (d->gw && nc->gw.present) {
-		char err[4096];
-
-		gp = gateway_prepare(nc, err, sizeof(err));
-		if (!gp) {
-			log_error("%s", err);
-			snprintf(msg, n, "%s", err);
-			strip_trailing_nl(msg);
-			log_error("reload rejected; the running config stays in force");
-			err[strcspn(err, "\n")] = '\0';
-			edge_note_failure(&d->edge, err);
-			sl_asn_free(&asn);
-			free(nc);
-			return -EINVAL;
-		}
+	if (j->fail == FAIL_STAGE) {
+		snprintf(msg, n, "cannot apply the config: %s", j->err);
+		log_error("%s", msg);
+		edge_note_failure(&d->edge, "cannot program the maps");
+		return j->ret;
 	}
+	log_config_warnings(nc);
 	if (nc->has_edge != d->cfg.has_edge)
 		log_warn("adding or removing the edge section takes effect at the next start");
 	if (nc->gw.present != d->cfg.gw.present)
 		log_warn("adding or removing the gateway section takes effect at the next start");
-	ret = d->cfg.has_edge && nc->has_edge ? edge_apply(&d->edge, nc, &asn) : 0;
-	sl_asn_free(&asn);
+	ret = d->cfg.has_edge && nc->has_edge ? edge_apply(&d->edge, nc, &j->staged) : 0;
 	if (ret) {
 		snprintf(msg, n, "cannot apply the config: %s", strerror(-ret));
 		log_error("%s", msg);
-		gateway_prepared_free(gp);
-		free(nc);
 		return ret;
 	}
-	if (gp)
-		gateway_apply(d->gw, nc, gp);
+	if (j->gp) {
+		gateway_apply(d->gw, nc, j->gp);
+		j->gp = NULL;
+	}
 	if (strcmp(nc->redis.address, d->cfg.redis.address) ||
 	    nc->redis.timeout_ms != d->cfg.redis.timeout_ms ||
 	    nc->redis.breaker_failures != d->cfg.redis.breaker_failures ||
@@ -294,8 +438,212 @@ static int reload(struct daemon *d, char *msg, size_t n)
 		 d->edge.generation, d->edge.asn_entries,
 		 d->cfg.n_warnings ? "; with warnings, logged" : "");
 	log_info("%s", msg);
-	free(nc);
 	return 0;
+}
+
+/* On the loop: an ASN load the worker built, flipped in (or refused). */
+static int asn_apply(struct daemon *d, struct job *j, char *msg, size_t n)
+{
+	if (j->fail == FAIL_LOAD) {
+		log_error("asn load rejected; the running table stays:\n%s", j->err);
+		snprintf(msg, n, "%s", j->err);
+		return j->ret;
+	}
+	if (j->fail != FAIL_NONE || edge_flip_asn(&d->edge, &j->staged, j->path)) {
+		if (j->fail != FAIL_NONE)
+			log_error("asn load of %s: %s", j->path, j->err);
+		snprintf(msg, n, "cannot install the table");
+		return -EIO;
+	}
+	log_info("ASN table %s installed (%zu rows)", j->path, j->rows);
+	snprintf(msg, n, "installed %zu rows from %s", j->rows, j->path);
+	return 0;
+}
+
+static void jobs_kick(struct daemon *d);
+
+/* On the worker: free the trie of the slot not in force (the old table, or a staged one
+ * that was not applied): each change to the outer map waits out an RCU grace period. */
+static void job_drop(void *arg)
+{
+	struct job *j = arg;
+
+	sl_maps_drop_idle_asn(&j->maps);
+}
+
+static void job_dropped(void *arg)
+{
+	struct job *j = arg;
+	struct daemon *d = j->d;
+
+	d->job = NULL;
+	job_free(j, "");
+	jobs_kick(d);
+}
+
+static void job_built(void *arg)
+{
+	struct job *j = arg;
+	struct daemon *d = j->d;
+	char msg[4096];
+	int ret;
+
+	ret = j->kind == JOB_RELOAD ? reload_apply(d, j, msg, sizeof(msg)) :
+	      asn_apply(d, j, msg, sizeof(msg));
+	log_debug("%s of %s: built in %llu ms, applied in %llu ms",
+		  j->kind == JOB_RELOAD ? "reload" : "asn load", j->path,
+		  (unsigned long long)((j->built_ns - j->start_ns) / 1000000),
+		  (unsigned long long)((mono_ns() - j->built_ns) / 1000000));
+	job_answer(j, !ret, msg);
+	if (j->stage_tried && !worker_post(d->worker, job_drop, job_dropped, j))
+		return;
+	job_dropped(j);
+}
+
+/* Start the next job if the worker is free. */
+static void jobs_kick(struct daemon *d)
+{
+	struct job *j = d->queue;
+
+	if (!j || d->job)
+		return;
+	d->queue = j->next;
+	if (!d->queue)
+		d->queue_tail = NULL;
+	j->next = NULL;
+	if (j->kind == JOB_ASN)
+		d->queued_asn--;
+	/* What it reads of the running daemon, as of now: every job before it is applied. */
+	j->stage = d->cfg.has_edge && d->edge.skel;
+	j->maps = d->edge.maps;
+	j->maps.owned = 0;
+	j->want_gw = d->gw != NULL;
+	if (j->kind == JOB_ASN) {
+		j->cfg = malloc(sizeof(*j->cfg));
+		if (!j->cfg) {
+			job_free(j, "out of memory; nothing changed");
+			jobs_kick(d);
+			return;
+		}
+		*j->cfg = d->cfg;
+	} else if (j->asked > 1) {
+		log_info("reloading %s: one reload for the %d requests made while the last one ran",
+			 j->path, j->asked);
+	}
+	j->start_ns = mono_ns();
+	d->job = j;
+	if (worker_post(d->worker, j->kind == JOB_RELOAD ? reload_build : asn_build, job_built,
+			j)) {
+		/* Cannot happen (the worker is free whenever d->job is NULL). */
+		log_error("the control worker is busy: %s dropped", j->path);
+		d->job = NULL;
+		job_free(j, "the control worker is busy; nothing changed");
+	}
+}
+
+static int job_wait(struct job *j, struct ctl_req *req)
+{
+	struct waiter *w;
+
+	j->asked++;
+	if (!req)
+		return 0;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->req = req;
+	w->next = j->waiters;
+	j->waiters = w;
+	ctl_defer(req);
+	return 0;
+}
+
+static void job_enqueue(struct daemon *d, struct job *j)
+{
+	if (d->queue_tail)
+		d->queue_tail->next = j;
+	else
+		d->queue = j;
+	d->queue_tail = j;
+}
+
+/* A reload, for a SIGHUP (@req NULL) or a control request (answered when it is applied).
+ * One asked while a reload waits at the end of the queue joins it: that one has not read
+ * the file yet, so it reads what this asker wrote. Returns 0, or -ENOMEM (then @req is
+ * not deferred and the caller answers it). */
+static int queue_reload(struct daemon *d, struct ctl_req *req, const char *why)
+{
+	struct job *j = d->queue_tail;
+
+	if (j && j->kind == JOB_RELOAD) {
+		log_debug("%s: joins the reload of %s already queued", why, d->config_path);
+		return job_wait(j, req);
+	}
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->d = d;
+	j->kind = JOB_RELOAD;
+	snprintf(j->path, sizeof(j->path), "%s", d->config_path);
+	if (job_wait(j, req)) {
+		free(j);
+		return -ENOMEM;
+	}
+	job_enqueue(d, j);
+	if (d->job)
+		log_info("%s: reloading %s once the %s in progress is done", why, d->config_path,
+			 d->job->kind == JOB_RELOAD ? "reload" : "ASN load");
+	else
+		log_info("%s: reloading %s", why, d->config_path);
+	jobs_kick(d);
+	return 0;
+}
+
+/* An ASN load of @path, answered on @req when it is applied. Returns 0, -EBUSY (too many
+ * queued) or -ENOMEM; on error @req is not deferred. */
+static int queue_asn(struct daemon *d, const char *path, struct ctl_req *req)
+{
+	struct job *j;
+
+	if (d->queued_asn >= MAX_QUEUED_ASN)
+		return -EBUSY;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->d = d;
+	j->kind = JOB_ASN;
+	snprintf(j->path, sizeof(j->path), "%s", path);
+	if (job_wait(j, req)) {
+		free(j);
+		return -ENOMEM;
+	}
+	job_enqueue(d, j);
+	d->queued_asn++;
+	jobs_kick(d);
+	return 0;
+}
+
+/* At exit, after the loop: wait for the job on the worker (a build runs to its end: seconds
+ * at most), answer everyone still waiting, and leave no staged table in the idle slot. */
+static void jobs_stop(struct daemon *d)
+{
+	static const char stopped[] = "sluiced stopped before it was done; nothing changed";
+	struct job *j, *next;
+
+	worker_free(d->worker); /* what it returns, if anything, is d->job */
+	d->worker = NULL;
+	if (d->job) {
+		if (d->job->stage_tried)
+			sl_maps_drop_idle_asn(&d->job->maps);
+		job_free(d->job, stopped);
+		d->job = NULL;
+	}
+	for (j = d->queue; j; j = next) {
+		next = j->next;
+		job_free(j, stopped);
+	}
+	d->queue = d->queue_tail = NULL;
+	d->queued_asn = 0;
 }
 
 /* Leave the event loop after @delay_ms, long enough for a pending answer to be written. */
@@ -450,37 +798,30 @@ static void edge_limits(const struct sl_config *c, struct evbuffer *out, bool js
 	free(buf);
 }
 
-static void on_ctl(void *arg, const char *line, struct evbuffer *out)
+static void on_ctl(void *arg, const char *line, struct evbuffer *out, struct ctl_req *req)
 {
 	struct daemon *d = arg;
-	char msg[4096]; /* a rejected reload's answer: every problem the loader found */
 
 	if (!strcmp(line, "ping")) {
 		evbuffer_add_printf(out, "ok pid %d generation %u\n", getpid(), d->edge.generation);
 	} else if (!strcmp(line, "reload")) {
-		if (reload(d, msg, sizeof(msg)))
-			evbuffer_add_printf(out, "error %s\n", msg);
-		else
-			evbuffer_add_printf(out, "ok %s\n", msg);
+		/* Answered when the worker's result is applied (or refused). */
+		if (d->stopping)
+			evbuffer_add_printf(out, "error sluiced is stopping\n");
+		else if (queue_reload(d, req, "reload requested"))
+			evbuffer_add_printf(out, "error out of memory\n");
 	} else if (!d->cfg.has_edge && (!strncmp(line, "asn-load ", 9) || !strcmp(line, "detach"))) {
 		evbuffer_add_printf(out, "error this sluiced runs no edge (no 'edge' section)\n");
 	} else if (!strncmp(line, "asn-load ", 9)) {
-		const char *path = line + 9;
-		struct sl_asn_table asn;
-		char err[4096];
+		int ret = d->stopping ? -ESHUTDOWN : queue_asn(d, line + 9, req);
 
-		if (sl_asn_load_csv(path, &d->cfg, &asn, err, sizeof(err))) {
-			log_error("asn load rejected; the running table stays:\n%s", err);
-			evbuffer_add_printf(out, "error %s", err);
-			return;
-		}
-		if (edge_load_asn(&d->edge, &asn, path, (uint32_t)d->cfg.unknown_class)) {
-			evbuffer_add_printf(out, "error cannot install the table\n");
-		} else {
-			log_info("ASN table %s installed (%zu rows)", path, asn.n);
-			evbuffer_add_printf(out, "ok installed %zu rows from %s\n", asn.n, path);
-		}
-		sl_asn_free(&asn);
+		if (ret == -EBUSY)
+			evbuffer_add_printf(out, "error %d ASN loads are already waiting; try again "
+					    "once they are done\n", MAX_QUEUED_ASN);
+		else if (ret == -ESHUTDOWN)
+			evbuffer_add_printf(out, "error sluiced is stopping\n");
+		else if (ret)
+			evbuffer_add_printf(out, "error out of memory\n");
 	} else if (!strcmp(line, "limits") || !strcmp(line, "limits json")) {
 		if (d->gw)
 			gateway_limits(d->gw, out, !strcmp(line, "limits json"));
@@ -547,13 +888,12 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
-	char msg[1024];
 
 	(void)what;
 	switch (sig) {
 	case SIGHUP:
-		log_info("SIGHUP: reloading %s", d->config_path);
-		reload(d, msg, sizeof(msg));
+		if (!d->stopping && queue_reload(d, NULL, "SIGHUP"))
+			log_error("SIGHUP: out of memory; %s not reloaded", d->config_path);
 		break;
 	case SIGQUIT:
 		log_info("SIGQUIT: exiting, leaving the datapath attached");
@@ -771,6 +1111,11 @@ int main(int argc, char **argv)
 			gateway_set_stream(d.gw, d.stream);
 		}
 	}
+	d.worker = worker_new(d.base);
+	if (!d.worker) {
+		log_error("cannot start the control worker: %s", strerror(errno));
+		goto out_edge;
+	}
 	for (i = 0; i < 4; i++) {
 		sigs[i] = evsignal_new(d.base, signums[i], on_signal, &d);
 		if (!sigs[i] || evsignal_add(sigs[i], NULL)) {
@@ -794,6 +1139,7 @@ int main(int argc, char **argv)
 	event_base_dispatch(d.base);
 	ret = 0;
 out_edge:
+	jobs_stop(&d); /* before the maps and the control socket go */
 	if (d.tick)
 		event_free(d.tick);
 	for (i = 0; i < 4; i++)
