@@ -15,8 +15,8 @@
  * receiving thread keeps emptying its ring and sleeping, and a wake-up costs it far more
  * CPU than a frame (~15-19 us on this VM): the faster the program, the more wake-ups per
  * frame, so CPU per frame as it comes would flatter the slower program. Each round
- * therefore adds a third interval, the bare program at a few frames per wake-up (each frame
- * flushed into the ring on its own: test_run's batch of one); with the bare program's two intervals, time = frames x t + runs x w
+ * therefore adds a third interval, the bare program at about one frame per wake-up (one
+ * frame per test_run call, calls 200 us apart); with the bare program's two intervals, time = frames x t + runs x w
  * gives the bare cost per frame t and the wake-up's w, and sluice's cost per frame is its
  * time less its runs x w. The ratio per core is bare's cost over sluice's.
  *
@@ -647,7 +647,7 @@ int main(int argc, char **argv)
 		       "replies/s");
 		for (r = 0; r < rounds && !stopping; r++) {
 			/* ABBA: which program goes first alternates, so drift cancels; then the
-			 * calibration interval (bare, a few frames per wake-up). */
+			 * calibration interval (bare, about one frame per wake-up). */
 			for (k = 0; k < 3; k++) {
 				int sl = k < 2 ? (r % 2) ^ k : 2; /* 0 bare, 1 sluice, 2 calibration */
 				static const char *const who[] = { "bare", "sluice", "bare-1" };
