@@ -13,12 +13,14 @@
  * XDP_TX, redirects) and the kthread's run time and number of runs (/proc/PID/schedstat),
  * over a fixed interval. One core cannot generate as fast as a bare program judges, so the
  * receiving thread keeps emptying its ring and sleeping, and a wake-up costs it far more
- * CPU than a frame (~15-19 us on this VM): the faster the program, the more wake-ups per
+ * CPU than a frame (~7-27 us on this VM): the faster the program, the more wake-ups per
  * frame, so CPU per frame as it comes would flatter the slower program. Each round
  * therefore adds a third interval, the bare program at about one frame per wake-up (one
- * frame per test_run call, calls 200 us apart); with the bare program's two intervals, time = frames x t + runs x w
- * gives the bare cost per frame t and the wake-up's w, and sluice's cost per frame is its
- * time less its runs x w. The ratio per core is bare's cost over sluice's.
+ * frame per test_run call, calls 200 us apart); with the bare program's two intervals,
+ * time = frames x t + runs x w gives the bare cost per frame t and the wake-up's w, and
+ * sluice's cost per frame is its time less its runs x w. The ratio per core is bare's cost
+ * over sluice's. For XDP_TX this fails (a wake-up there also flushes to the peer): read the
+ * uncorrected figure, an upper bound on sluice's share.
  *
  * Prints one row per round and per program, then the median ratio sluice / bare per case.
  * Exits 1, loudly, when the generator sent nothing, the receiver judged nothing, or a
