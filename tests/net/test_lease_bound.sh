@@ -174,9 +174,11 @@ a_shed=$(($(stat_of a shed_tenant) - a_shed0))
 tap_diag "after FLUSHALL: largest sum $max_sum (a b c sum live: $worst); node a's lowest rate $min_a; node a shed $a_shed of the tenant"
 in_range "$max_sum" 0 100.01 && tap_ok "FLUSHALL x3: the rates in force never summed past the 100/s budget (max $max_sum)" ||
 	tap_not_ok "FLUSHALL x3: the rates in force never summed past the 100/s budget (max $max_sum)"
-in_range "$min_a" 55 100 && tap_ok "FLUSHALL x3: the busiest node (60/s) never fell below its demand (lowest $min_a/s)" ||
-	tap_not_ok "FLUSHALL x3: the busiest node (60/s) never fell below its demand (lowest $min_a/s)"
+in_range "$min_a" 50 100 && tap_ok "FLUSHALL x3: the busiest node (60/s) was never cut below its demand, less pacing noise (lowest $min_a/s, floor of the check 50)" ||
+	tap_not_ok "FLUSHALL x3: the busiest node (60/s) was never cut below its demand, less pacing noise (lowest $min_a/s, floor of the check 50)"
 expect_le "FLUSHALL x3: node a shed (almost) none of its real clients" "$a_shed" 5
+expect_ge "FLUSHALL x3: a node logged that Redis had lost the others' reports" \
+	"$(cat "$NT_DIR"/[abc].log | grep -c "Redis has lost other nodes' reports")" 1
 wait_for 3 settled
 in_range "$(lease a share)" 0.55 0.75 && tap_ok "after the flushes node a holds its share again ($(lease a share))" ||
 	tap_not_ok "after the flushes node a holds its share again ($(lease a share))"

@@ -135,8 +135,9 @@ wait_for() {
 	return 1
 }
 
-# With no demand anywhere, the live nodes split the budget evenly (a first node alone holds it
-# all until the second reports; a refresh or two later they hold half each).
+# With no demand anywhere, the live nodes split the budget evenly (a first node alone holds no
+# more than its static share until the second reports, or Redis may have lost its report: a
+# refresh or two later they hold half each).
 even() { [ "$(lease a lease_rate)" = 50 ] && [ "$(lease b lease_rate)" = 50 ]; }
 wait_for 3 even
 l=$(ctl a leases --json)
@@ -203,8 +204,8 @@ expect_le "node b (18/s) shed none either" "$((b1 - b0))" 2
 expect_eq "every real client got an answer (200 or 429) from a" \
 	"$(($(jget "$ca" ok) + $(jget "$ca" shed429)))" "$(jget "$ca" attempted)"
 expect_eq "  ... and from b" "$(($(jget "$cb" ok) + $(jget "$cb" shed429)))" "$(jget "$cb" attempted)"
-in_range "$sum_max" 0 110 && tap_ok "the two leases never summed past budget x (1 + 2 x floor) = 110/s (max $sum_max)" ||
-	tap_not_ok "the two leases never summed past budget x (1 + 2 x floor) = 110/s (max $sum_max)"
+in_range "$sum_max" 0 100.01 && tap_ok "the two leases never summed past the 100/s budget (max $sum_max)" ||
+	tap_not_ok "the two leases never summed past the 100/s budget (max $sum_max)"
 
 expect_ge "metrics parse as Prometheus text" "$(prom --check)" 10
 pt=$(prom --promtool)
@@ -227,8 +228,9 @@ expect_eq "status: the counter store is Redis, breaker closed" \
 
 # 2. A spoofed flood at one node does not steal the tenant's lease from the other (issue 13:
 #    lease demand counts verified demand only). Node b serves real clients at 40/s, inside the
-#    95 % it holds once node a is idle (and far above the 5/s node a's floor would leave it if
-#    a's flood counted: a's demand would be 1,000 or 10,000 units/s against b's 40). Node a
+#    90 % it holds once node a is idle (node a keeps its static share, 10 %, the least a node
+#    is counted at; and b's 40/s are far above the 10/s a's flood would leave b if it counted:
+#    a's demand would be 1,000 or 10,000 units/s against b's 40). Node a
 #    gets spoofed SYNs toward the tenant at 10x (1,000/s) and 100x (10,000/s) its rate.
 idle() { [ "$(lease a demand)" = 0 ] && [ "$(lease b demand)" = 0 ]; }
 wait_for 3 idle
@@ -236,11 +238,11 @@ expect_eq "after the 80/20 run, demand decays to nothing on both nodes" "$(lease
 bu0=$(lease b demand_units)
 clients 10.202.0.1 10.202.0.2 40 9 >"$NT_DIR/cb2" &
 pb=$!
-b_holds() { in_range "$(lease b share)" 0.9 1; }
+b_holds() { in_range "$(lease b share)" 0.85 1; }
 wait_for 3 b_holds
 sb=$(lease b share)
-in_range "$sb" 0.9 1 && tap_ok "node b's real clients alone: b holds the lease ($sb), a its floor ($(lease a share))" ||
-	tap_not_ok "node b's real clients alone: b holds the lease ($sb), a its floor ($(lease a share))"
+in_range "$sb" 0.85 1 && tap_ok "node b's real clients alone: b holds the lease ($sb), a its static share ($(lease a share))" ||
+	tap_not_ok "node b's real clients alone: b holds the lease ($sb), a its static share ($(lease a share))"
 au0=$(lease a demand_units)
 b0=$(stat_of b shed_tenant)
 total=0
@@ -262,8 +264,8 @@ for x in 10 100; do
 	tap_diag "flood at ${x}x: $(cat "$NT_DIR/flood$x"); node a answered $h with a cookie"
 	expect_ge "${x}x flood: node a's XDP saw it and answered at least 90 % (of $sent SYNs)" \
 		"$((h * 10))" "$((sent * 9))"
-	in_range "$smax" 0 0.1 && tap_ok "${x}x flood: node a's share never rose above its 5 % floor (max $smax)" ||
-		tap_not_ok "${x}x flood: node a's share never rose above its 5 % floor (max $smax)"
+	in_range "$smax" 0 0.1 && tap_ok "${x}x flood: node a's share never rose above its static 10 % (max $smax)" ||
+		tap_not_ok "${x}x flood: node a's share never rose above its static 10 % (max $smax)"
 	expect_eq "${x}x flood: node a's demand stayed at 0 units/s" "$dmax" 0
 done
 expect_eq "$total spoofed SYNs moved node a's demand_units by nothing" \
@@ -279,7 +281,7 @@ expect_eq "node b's demand_units moved by exactly its real connections, 1 unit e
 	"$(($(lease b demand_units) - bu0))" "$(jget "$cb2" attempted)"
 # The control: the same counter at node a does move, by one unit for every connection that
 # proves its source, whether the tenant then admits it or sheds it (node a holds only its
-# floor now: 5/s, so most of these get the 429). That is the demand its lease should follow.
+# static share now: 10/s, so most of these get the 429). That is the demand its lease should follow.
 au1=$(lease a demand_units)
 c=$(clients 10.201.0.1 10.201.0.2 20 0.5)
 tap_diag "control at node a: $c"
