@@ -12,7 +12,8 @@
 #    coalesced: one reload in flight and one pending, never 20;
 #  - `sluicectl reload` answers with the outcome of a reload that began after it asked, and
 #    a broken file is still refused with file:line, changing nothing.
-#  - three `sluicectl reload`s with a 3-row table (each used to stall the loop ~250 ms).
+#  - three `sluicectl reload`s with a 3-row table (each used to stall the loop ~250 ms);
+#  - a stop during an ASN load answers the asker that nothing changed.
 # The bounds (LOOP_GAP_MS 300 ms, RELOAD_GAP_MS 150 ms for the small reloads) are the
 # poller's own 10 ms pace plus scheduling on a small machine; the stalls they catch were
 # 1.3 s (the asn load), 25 s (the SIGHUPs) and 250 ms (each small reload).
@@ -273,6 +274,17 @@ expect_eq "  ... the generation stays" "$(jget "$st" generation)" "$gen"
 expect_eq "  ... and the table (198.18.7.9 hosting)" \
 	"$(jget "$(sluicectl prefix show 198.18.7.9 --json)" class)" hosting
 kill -0 "$SLUICED_PID" 2>/dev/null && tap_ok "sluiced still running" || tap_not_ok "sluiced still running"
+
+# 6. A stop while the worker builds: the stop waits for it, applies nothing, and the asker
+# is told so (not left with a closed socket).
+sluicectl asn load "$NT_DIR/big.csv" >"$NT_DIR/inflight.out" 2>&1 &
+asker=$!
+sleep 0.5
+nt_stop_sluiced TERM
+wait "$asker"; rc=$?
+expect_eq "an asn load cut short by a stop exits 1" "$rc" 1
+expect_match "  ... saying nothing changed" "$(cat "$NT_DIR/inflight.out")" \
+	"stopped before it was done; nothing changed"
 
 [ "$TAP_FAIL" -eq 0 ] || tap_diag "$(tail -40 "$NT_DIR/sluiced.log")"
 tap_done

@@ -220,11 +220,14 @@ void ctl_close(struct ctl_server *s)
 		return;
 	evconnlistener_free(s->lev);
 	while (s->conns) {
-		struct bufferevent *bev = s->conns->bev;
+		struct evbuffer *out = bufferevent_get_output(s->conns->bev);
+		size_t len = evbuffer_get_length(out);
 
-		/* One non-blocking try: an answer of a few lines fits the socket's buffer. */
-		if (evbuffer_get_length(bufferevent_get_output(bev)))
-			evbuffer_write(bufferevent_get_output(bev), bufferevent_getfd(bev));
+		/* One non-blocking try, by hand (a bufferevent's output is frozen at its start
+		 * to all but the bufferevent): an answer of a few lines fits the socket. */
+		if (len && send(bufferevent_getfd(s->conns->bev), evbuffer_pullup(out, -1), len,
+				MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			log_debug("control socket: an answer was lost at exit: %s", strerror(errno));
 		req_free(s->conns);
 	}
 	unlink(s->path);
