@@ -20,9 +20,12 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <sodium.h>
+
 #include "budget.h"
 #include "config.h"
 #include "log.h"
+#include "store.h"
 
 /* Lines of "file:line: reason", as many as fit; @n counts them all. */
 struct msgs {
@@ -1715,11 +1718,124 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 		c->log_level = e;
 }
 
+/* A "HOST:PORT" of redis.address or redis.sentinels: a port in range after the last colon,
+ * something before it. */
+static bool host_port_ok(const char *s)
+{
+	const char *colon = strrchr(s, ':');
+	char *end;
+	long port;
+
+	if (!colon || colon == s)
+		return false;
+	port = strtol(colon + 1, &end, 10);
+	return *end == '\0' && port >= 1 && port <= 65535;
+}
+
+/* redis.password or redis.password_file (a file of its own, mode 0600 or tighter, so the
+ * config file can stay readable); the secret is never echoed in a message. */
+static void load_redis_password(struct vctx *x, const config_setting_t *r, struct sl_config *c)
+{
+	const char *pw = get_str(x, r, "redis", "password", false);
+	const char *pf = get_str(x, r, "redis", "password_file", false);
+	char buf[sizeof(c->redis.password) + 2];
+	size_t n;
+	FILE *f;
+
+	if (pw && pf) {
+		bad(x, config_setting_get_member(r, "password_file"),
+		    "redis: password and password_file are exclusive");
+		return;
+	}
+	if (pw) {
+		if (!pw[0] || strlen(pw) >= sizeof(c->redis.password))
+			bad(x, config_setting_get_member(r, "password"),
+			    "redis.password: 1..%zu bytes", sizeof(c->redis.password) - 1);
+		else
+			snprintf(c->redis.password, sizeof(c->redis.password), "%s", pw);
+		return;
+	}
+	if (!pf)
+		return;
+	f = fopen(pf, "re");
+	if (!f) {
+		bad(x, config_setting_get_member(r, "password_file"),
+		    "redis.password_file: %s: %s", pf, strerror(errno));
+		return;
+	}
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		buf[--n] = '\0';
+	if (!n || n >= sizeof(c->redis.password) || strlen(buf) != n)
+		bad(x, config_setting_get_member(r, "password_file"),
+		    "redis.password_file: %s: expected one line of 1..%zu bytes", pf,
+		    sizeof(c->redis.password) - 1);
+	else
+		snprintf(c->redis.password, sizeof(c->redis.password), "%s", buf);
+	sodium_memzero(buf, sizeof(buf));
+}
+
+/* redis.sentinels and redis.master_name, written into redis.address as
+ * "sentinel:MASTER@HOST:PORT,HOST:PORT,...": the one string the store, the stream job,
+ * status and the reload check already read (store.h, sl_store_target_parse). */
+static void load_redis_sentinels(struct vctx *x, const config_setting_t *r,
+				 const config_setting_t *list, struct sl_config *c)
+{
+	const char *master = get_str(x, r, "redis", "master_name", true);
+	char addr[sizeof(c->redis.address)];
+	size_t used;
+	int i, n;
+
+	if (!config_setting_is_array(list) && !config_setting_is_list(list)) {
+		bad(x, list, "redis.sentinels: expected [\"HOST:PORT\", ...]");
+		return;
+	}
+	n = config_setting_length(list);
+	if (n < 1 || n > SL_REDIS_MAX_SENTINELS) {
+		bad(x, list, "redis.sentinels: 1..%d sentinels", SL_REDIS_MAX_SENTINELS);
+		return;
+	}
+	if (!master)
+		return;
+	for (i = 0; master[i]; i++)
+		if (!isalnum((unsigned char)master[i]) && !strchr("_-.", master[i]))
+			break;
+	if (!i || master[i] || i > 63) {
+		bad(x, config_setting_get_member(r, "master_name"),
+		    "redis.master_name: 1..63 of [A-Za-z0-9_.-]");
+		return;
+	}
+	used = (size_t)snprintf(addr, sizeof(addr), "sentinel:%s@", master);
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
+		const char *hp = config_setting_type(e) == CONFIG_TYPE_STRING ?
+				 config_setting_get_string(e) : NULL;
+
+		if (!hp || !host_port_ok(hp) || strpbrk(hp, ",@ ")) {
+			bad(x, e, "redis.sentinels: '%s' is not \"HOST:PORT\"", hp ? hp : "?");
+			return;
+		}
+		used += (size_t)snprintf(addr + (used < sizeof(addr) ? used : sizeof(addr)),
+					 used < sizeof(addr) ? sizeof(addr) - used : 0, "%s%s",
+					 i ? "," : "", hp);
+	}
+	if (used >= sizeof(addr)) {
+		bad(x, list, "redis.sentinels: too long together (%zu bytes at most)",
+		    sizeof(addr) - 1);
+		return;
+	}
+	snprintf(c->redis.address, sizeof(c->redis.address), "%s", addr);
+}
+
 static void load_redis(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "address", "timeout_ms", "breaker_failures",
-		"breaker_open_ms", "key_prefix", NULL };
+		"breaker_open_ms", "key_prefix", "user", "password", "password_file",
+		"sentinels", "master_name", NULL };
 	const config_setting_t *r = config_setting_get_member(root, "redis");
+	const config_setting_t *sent;
 	const char *s;
 	long v;
 
@@ -1730,12 +1846,19 @@ static void load_redis(struct vctx *x, const config_setting_t *root, struct sl_c
 		return;
 	}
 	check_keys(x, r, "redis", keys);
-	s = get_str(x, r, "redis", "address", true);
+	sent = config_setting_get_member(r, "sentinels");
+	if (sent && config_setting_get_member(r, "address"))
+		bad(x, sent, "redis: address and sentinels are exclusive (the sentinels name "
+		    "the master)");
+	else if (sent)
+		load_redis_sentinels(x, r, sent, c);
+	else if (config_setting_get_member(r, "master_name"))
+		bad(x, config_setting_get_member(r, "master_name"),
+		    "redis.master_name: only with redis.sentinels");
+	s = sent ? NULL : get_str(x, r, "redis", "address", true);
 	if (s) {
-		const char *colon = strrchr(s, ':');
-
 		if (!strncmp(s, "unix:", 5) ? s[5] != '/' :
-		    (!colon || colon == s || atol(colon + 1) < 1 || atol(colon + 1) > 65535))
+		    !strncmp(s, "sentinel:", 9) || !host_port_ok(s))
 			bad(x, config_setting_get_member(r, "address"),
 			    "redis.address: '%s' is neither \"unix:/absolute/path\" nor "
 			    "\"HOST:PORT\"", s);
@@ -1744,6 +1867,18 @@ static void load_redis(struct vctx *x, const config_setting_t *root, struct sl_c
 		else
 			snprintf(c->redis.address, sizeof(c->redis.address), "%s", s);
 	}
+	s = get_str(x, r, "redis", "user", false);
+	if (s) {
+		if (!s[0] || strlen(s) >= sizeof(c->redis.user) || strpbrk(s, " \t\r\n"))
+			bad(x, config_setting_get_member(r, "user"),
+			    "redis.user: 1..%zu bytes, no spaces", sizeof(c->redis.user) - 1);
+		else
+			snprintf(c->redis.user, sizeof(c->redis.user), "%s", s);
+	}
+	load_redis_password(x, r, c);
+	if (c->redis.user[0] && !c->redis.password[0])
+		bad(x, config_setting_get_member(r, "user"),
+		    "redis.user: needs redis.password (or password_file)");
 	if (get_int(x, r, "redis", "timeout_ms", false, 1, 1000, &v))
 		c->redis.timeout_ms = (uint32_t)v;
 	if (get_int(x, r, "redis", "breaker_failures", false, 1, 1000, &v))
@@ -1763,6 +1898,10 @@ static void load_redis(struct vctx *x, const config_setting_t *root, struct sl_c
 		else
 			snprintf(c->redis.key_prefix, sizeof(c->redis.key_prefix), "%s", s);
 	}
+	/* The store is made from redis.address alone (sluiced's sl_store_opts); it finds the
+	 * credentials that go with it here. */
+	if (c->redis.address[0])
+		sl_store_auth_register(c->redis.address, c->redis.user, c->redis.password);
 }
 
 static void load_cluster(struct vctx *x, const config_setting_t *root, struct sl_config *c)

@@ -142,8 +142,13 @@ struct sl_tenant_cfg {
 };
 
 /* Shared state (docs/configuration.md, "redis", "cluster", "counters"). */
+#define SL_REDIS_MAX_SENTINELS 8
 struct sl_redis_cfg {
-	char address[256];          /* "unix:/path" or "HOST:PORT"; empty: in-process only */
+	char address[256];          /* "unix:/path" or "HOST:PORT"; empty: in-process only;
+				     * with redis.sentinels, "sentinel:MASTER@HOST:PORT,..."
+				     * (sl_store_target_parse reads all three) */
+	char user[64];              /* ACL user; empty: AUTH with the password alone */
+	char password[256];         /* AUTH on every connection; never logged or shown */
 	uint32_t timeout_ms;        /* per call */
 	uint32_t breaker_failures;  /* consecutive failures that open the breaker */
 	uint32_t breaker_open_ms;   /* how long it stays open before one probe */

@@ -3,12 +3,18 @@
  * The counter store (see store.h): in-process GCRA tables, and a Redis client on the
  * caller's libevent loop with per-call timeouts, a circuit breaker and per-counter fallbacks.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <hiredis/adapters/libevent.h>
 #include <hiredis/async.h>
@@ -147,13 +153,21 @@ struct sl_store {
 	struct sl_store_opts o;
 	char redis_addr[256];
 	char prefix[64];
+	struct sl_redis_target target; /* redis_addr, parsed */
+	char user[64], password[256];  /* AUTH; the password is never logged */
+	char located[256];    /* where the connection goes: "IP:PORT" */
+	struct locate_job *job; /* a lookup out on its thread */
+	struct event *job_ev;
 	redisAsyncContext *ac;
-	bool connected, connecting;
+	bool connected, connecting; /* connected: the handshake answered */
+	bool dropping;        /* a disconnect asked for is under way */
 	uint64_t connect_started; /* ns */
+	char conn_msg[512];   /* the last connection problem logged, and when */
+	uint64_t conn_logged;
+	uint32_t conn_repeats;
 	uint8_t breaker;
 	uint32_t failures;
 	uint64_t open_until;  /* ns */
-	bool probing;         /* half-open: one call is out */
 	struct event *tick;
 	struct script scripts[MAX_SCRIPTS];
 	int n_scripts;
@@ -172,6 +186,7 @@ struct pending {
 	struct event *timer;
 	bool done;
 	bool raw;
+	bool probe;           /* the breaker's own PING: no user waits, not counted */
 	sl_store_cb cb;
 	sl_store_raw_cb rcb;
 	void *arg;
@@ -1013,7 +1028,6 @@ static void fallbacks_reset(struct sl_store *s)
 
 static void breaker_failure(struct sl_store *s)
 {
-	s->probing = false;
 	if (s->breaker == SL_BREAKER_HALF_OPEN ||
 	    ++s->failures >= (s->o.breaker_failures ? s->o.breaker_failures : 3)) {
 		if (s->breaker != SL_BREAKER_OPEN)
@@ -1032,32 +1046,352 @@ static void breaker_success(struct sl_store *s)
 	}
 	s->breaker = SL_BREAKER_CLOSED;
 	s->failures = 0;
-	s->probing = false;
 }
 
 static void connect_redis(struct sl_store *s);
 
-/* May a call go to Redis now? Half-open lets exactly one through. */
+/* May a user's call go to Redis now? Only with the breaker closed: the probes of an open
+ * breaker are the store's own (on_tick), so no user pays a probe's timeout (issue 16), and
+ * an idle node's breaker closes as soon as Redis answers. */
 static bool breaker_allows(struct sl_store *s)
 {
-	if (s->breaker == SL_BREAKER_OPEN) {
-		if (now_ns() < s->open_until)
-			return false;
-		s->breaker = SL_BREAKER_HALF_OPEN;
-	}
+	if (s->breaker != SL_BREAKER_CLOSED)
+		return false;
 	if (!s->connected) {
 		connect_redis(s);
 		return false;
 	}
-	if (s->breaker == SL_BREAKER_HALF_OPEN) {
-		if (s->probing)
-			return false;
-		s->probing = true;
-	}
 	return true;
 }
 
+/* ---- where Redis is ------------------------------------------------------------------ */
+
+/* "HOST:PORT" (HOST maybe "[v6]") into @host and @port; false when it is not one. */
+static bool split_host_port(const char *s, size_t n, char *host, size_t hostlen, int *port)
+{
+	const char *colon = NULL, *p;
+	size_t hl;
+	char *end;
+	long v;
+
+	for (p = s; p < s + n; p++)
+		if (*p == ':')
+			colon = p;
+	if (!colon || colon == s)
+		return false;
+	v = strtol(colon + 1, &end, 10);
+	if (end != s + n || v < 1 || v > 65535)
+		return false;
+	hl = (size_t)(colon - s);
+	if (hl >= 2 && s[0] == '[' && s[hl - 1] == ']') {
+		s++;
+		hl -= 2;
+	}
+	if (!hl || hl >= hostlen)
+		return false;
+	memcpy(host, s, hl);
+	host[hl] = '\0';
+	*port = (int)v;
+	return true;
+}
+
+int sl_store_target_parse(const char *a, struct sl_redis_target *t)
+{
+	memset(t, 0, sizeof(*t));
+	if (!strncmp(a, "unix:", 5)) {
+		if (a[5] != '/' || strlen(a + 5) >= sizeof(t->host))
+			return -EINVAL;
+		t->unix_sock = true;
+		snprintf(t->host, sizeof(t->host), "%s", a + 5);
+		return 0;
+	}
+	if (!strncmp(a, "sentinel:", 9)) {
+		const char *at = strchr(a + 9, '@'), *p, *comma;
+
+		if (!at || at == a + 9 || (size_t)(at - a - 9) >= sizeof(t->master))
+			return -EINVAL;
+		t->sentinel = true;
+		memcpy(t->master, a + 9, (size_t)(at - a - 9));
+		t->master[at - a - 9] = '\0';
+		for (p = at + 1; *p; p = *comma ? comma + 1 : comma) {
+			comma = strchr(p, ',');
+			if (!comma)
+				comma = p + strlen(p);
+			if (t->n_sentinels >= SL_STORE_MAX_SENTINELS ||
+			    !split_host_port(p, (size_t)(comma - p),
+					     t->sentinel_at[t->n_sentinels].host,
+					     sizeof(t->sentinel_at[0].host),
+					     &t->sentinel_at[t->n_sentinels].port))
+				return -EINVAL;
+			t->n_sentinels++;
+		}
+		return t->n_sentinels ? 0 : -EINVAL;
+	}
+	return split_host_port(a, strlen(a), t->host, sizeof(t->host), &t->port) ? 0 : -EINVAL;
+}
+
+static bool is_numeric(const char *host)
+{
+	struct in6_addr a6;
+	struct in_addr a4;
+
+	return inet_pton(AF_INET, host, &a4) == 1 || inet_pton(AF_INET6, host, &a6) == 1;
+}
+
+/* Blocking: @name's first address, as text. */
+static int resolve(const char *name, char *out, size_t outlen, char *err, size_t errlen)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL, *ai;
+	int rc;
+
+	if (is_numeric(name)) {
+		snprintf(out, outlen, "%s", name);
+		return 0;
+	}
+	rc = getaddrinfo(name, NULL, &hints, &res);
+	if (rc) {
+		snprintf(err, errlen, "cannot resolve %s: %s", name, gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		const void *src = ai->ai_family == AF_INET ?
+			(const void *)&((struct sockaddr_in *)ai->ai_addr)->sin_addr :
+			ai->ai_family == AF_INET6 ?
+			(const void *)&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr : NULL;
+
+		if (src && inet_ntop(ai->ai_family, src, out, (socklen_t)outlen)) {
+			freeaddrinfo(res);
+			return 0;
+		}
+	}
+	freeaddrinfo(res);
+	snprintf(err, errlen, "%s has no usable address", name);
+	return -EHOSTUNREACH;
+}
+
+int sl_store_locate(const struct sl_redis_target *t, uint32_t timeout_ms, char *host,
+		    size_t hostlen, int *port, char *err, size_t errlen)
+{
+	struct timeval tv = { .tv_sec = timeout_ms / 1000,
+			      .tv_usec = (long)(timeout_ms % 1000) * 1000 };
+	char why[200] = "";
+	int i, rc;
+
+	if (t->unix_sock) {
+		snprintf(host, hostlen, "%s", t->host);
+		*port = 0;
+		return 0;
+	}
+	if (!t->sentinel) {
+		*port = t->port;
+		return resolve(t->host, host, hostlen, err, errlen);
+	}
+	/* The first sentinel that names the master wins; each gets @timeout_ms. */
+	for (i = 0; i < t->n_sentinels; i++) {
+		char ip[200];
+		redisContext *c;
+		redisReply *r;
+
+		if (resolve(t->sentinel_at[i].host, ip, sizeof(ip), why, sizeof(why)))
+			continue;
+		c = redisConnectWithTimeout(ip, t->sentinel_at[i].port, tv);
+		if (!c || c->err || redisSetTimeout(c, tv) != REDIS_OK) {
+			snprintf(why, sizeof(why), "sentinel %s:%d: %s", t->sentinel_at[i].host,
+				 t->sentinel_at[i].port, c ? c->errstr : "out of memory");
+			if (c)
+				redisFree(c);
+			continue;
+		}
+		r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", t->master);
+		if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+		    r->element[0]->type == REDIS_REPLY_STRING &&
+		    r->element[1]->type == REDIS_REPLY_STRING) {
+			*port = atoi(r->element[1]->str);
+			rc = resolve(r->element[0]->str, host, hostlen, why, sizeof(why));
+			freeReplyObject(r);
+			redisFree(c);
+			if (!rc)
+				return 0;
+			continue;
+		}
+		snprintf(why, sizeof(why), "sentinel %s:%d: %s", t->sentinel_at[i].host,
+			 t->sentinel_at[i].port,
+			 !r ? (c->errstr[0] ? c->errstr : "no answer") :
+			 r->type == REDIS_REPLY_ERROR ? r->str : "does not know the master");
+		if (r)
+			freeReplyObject(r);
+		redisFree(c);
+	}
+	snprintf(err, errlen, "no sentinel named master '%s' (last: %s)", t->master,
+		 why[0] ? why : "none asked");
+	return -EHOSTUNREACH;
+}
+
+/* The AUTH command of @user/@password into @argv (2 or 3 words); 0: none to send. */
+static int auth_argv(const char *user, const char *password, const char **argv)
+{
+	int n = 0;
+
+	if (!password || !password[0])
+		return 0;
+	argv[n++] = "AUTH";
+	if (user && user[0])
+		argv[n++] = user;
+	argv[n++] = password;
+	return n;
+}
+
+redisContext *sl_store_connect_sync(const char *address, const char *user,
+				    const char *password, uint32_t timeout_ms,
+				    char *err, size_t errlen)
+{
+	struct timeval tv = { .tv_sec = timeout_ms / 1000,
+			      .tv_usec = (long)(timeout_ms % 1000) * 1000 };
+	struct sl_redis_target t;
+	const char *argv[3];
+	char host[200];
+	redisContext *c;
+	redisReply *r;
+	int port, n;
+
+	if (sl_store_target_parse(address, &t)) {
+		snprintf(err, errlen, "'%s' is not a Redis address", address);
+		return NULL;
+	}
+	if (sl_store_locate(&t, timeout_ms, host, sizeof(host), &port, err, errlen))
+		return NULL;
+	c = t.unix_sock ? redisConnectUnixWithTimeout(host, tv) :
+			  redisConnectWithTimeout(host, port, tv);
+	if (!c || c->err || redisSetTimeout(c, tv) != REDIS_OK) {
+		snprintf(err, errlen, "%s", c ? c->errstr : "out of memory");
+		if (c)
+			redisFree(c);
+		return NULL;
+	}
+	n = auth_argv(user, password, argv);
+	if (n) {
+		r = redisCommandArgv(c, n, argv, NULL);
+		if (!r || r->type == REDIS_REPLY_ERROR) {
+			snprintf(err, errlen, "AUTH%s%s refused: %s", user && user[0] ? " as " : "",
+				 user && user[0] ? user : "",
+				 r ? r->str : c->errstr[0] ? c->errstr : "no answer");
+			if (r)
+				freeReplyObject(r);
+			redisFree(c);
+			return NULL;
+		}
+		freeReplyObject(r);
+	}
+	return c;
+}
+
+static struct {
+	pthread_mutex_t mu;
+	char address[256], user[64], password[256];
+} auth_reg = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+void sl_store_auth_register(const char *address, const char *user, const char *password)
+{
+	pthread_mutex_lock(&auth_reg.mu);
+	snprintf(auth_reg.address, sizeof(auth_reg.address), "%s", address ? address : "");
+	snprintf(auth_reg.user, sizeof(auth_reg.user), "%s", user ? user : "");
+	snprintf(auth_reg.password, sizeof(auth_reg.password), "%s", password ? password : "");
+	pthread_mutex_unlock(&auth_reg.mu);
+}
+
+void sl_store_auth_lookup(const char *address, const char **user, const char **password)
+{
+	pthread_mutex_lock(&auth_reg.mu);
+	if (address && auth_reg.address[0] && !strcmp(address, auth_reg.address)) {
+		*user = auth_reg.user;
+		*password = auth_reg.password;
+	} else {
+		*user = *password = "";
+	}
+	pthread_mutex_unlock(&auth_reg.mu);
+}
+
 /* ---- the Redis client ------------------------------------------------------------- */
+
+/*
+ * A connection, from the loop's side (issue 16: hiredis resolves a name synchronously, and a
+ * dead resolver froze the gateway ~12 s): a name or a sentinel is looked up by a worker
+ * thread (struct locate_job) that posts the numeric address back through a pipe; a
+ * connection is made by address only, and only ever to what was located for it, so a name
+ * is resolved again at every reconnect and a failover is followed. A connection is up once
+ * its handshake answered: AUTH first when a password is set, then INFO (a Cluster node or a
+ * replica is refused). Until then every check takes its fallback at once, and the tick gives
+ * a connection (locating included) one second before it counts as a failure. A resolver or
+ * sentinel that does not answer is a Redis that does not answer: the breaker and the
+ * fallbacks, never the loop.
+ */
+struct locate_job {
+	int refs;                 /* the thread's and the store's */
+	int fd[2];                /* the thread writes one byte when done */
+	struct sl_redis_target t;
+	uint32_t timeout_ms;
+	int rc, port;
+	char host[200];
+	char err[256];
+};
+
+static void job_put(struct locate_job *j)
+{
+	if (__atomic_sub_fetch(&j->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	close(j->fd[0]);
+	close(j->fd[1]);
+	free(j);
+}
+
+static void *locate_thread(void *arg)
+{
+	struct locate_job *j = arg;
+	ssize_t w;
+
+	j->rc = sl_store_locate(&j->t, j->timeout_ms, j->host, sizeof(j->host), &j->port,
+				j->err, sizeof(j->err));
+	w = write(j->fd[1], "x", 1);
+	(void)w;
+	job_put(j);
+	return NULL;
+}
+
+/*
+ * A problem with the connection, logged at most once every CONN_LOG_NS unless it is a new
+ * one (so the first line of an outage, and each change of cause, is always there).
+ */
+#define CONN_LOG_NS (10ull * 1000000000ull)
+
+static void __attribute__((format(printf, 3, 4)))
+conn_log(struct sl_store *s, bool error, const char *fmt, ...)
+{
+	char msg[512];
+	uint64_t now = now_ns();
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (!strcmp(msg, s->conn_msg) && s->conn_logged && now - s->conn_logged < CONN_LOG_NS) {
+		s->conn_repeats++;
+		return;
+	}
+	if (s->conn_repeats && !strcmp(msg, s->conn_msg)) {
+		if (error)
+			log_error("%s (%u more times since the last report)", msg, s->conn_repeats);
+		else
+			log_warn("%s (%u more times since the last report)", msg, s->conn_repeats);
+	} else if (error) {
+		log_error("%s", msg);
+	} else {
+		log_warn("%s", msg);
+	}
+	snprintf(s->conn_msg, sizeof(s->conn_msg), "%s", msg);
+	s->conn_logged = now;
+	s->conn_repeats = 0;
+}
 
 static void on_script_loaded(redisAsyncContext *ac, void *r, void *priv)
 {
@@ -1070,41 +1404,146 @@ static void on_script_loaded(redisAsyncContext *ac, void *r, void *priv)
 	snprintf(s->scripts[idx].sha, sizeof(s->scripts[idx].sha), "%s", reply->str);
 }
 
+/* Drop a connection whose handshake or reply said it is not the one to use; on_disconnect
+ * follows (the breaker is told there). */
+static void drop_connection(struct sl_store *s)
+{
+	s->connected = false;
+	if (s->ac && !s->dropping) {
+		s->dropping = true;
+		redisAsyncDisconnect(s->ac);
+	}
+}
+
 static void on_connect(const redisAsyncContext *ac, int status)
 {
 	struct sl_store *s = ac->data;
-	long i;
 
 	if (!s)
 		return;
-	s->connecting = false;
 	if (status != REDIS_OK) {
-		log_warn("redis %s: cannot connect: %s", s->redis_addr, ac->errstr);
+		conn_log(s, false, "redis %s: cannot connect%s%s: %s", s->redis_addr,
+			 s->target.sentinel || !s->target.unix_sock ? " to " : "",
+			 s->target.unix_sock ? "" : s->located, ac->errstr);
+		s->connecting = false;
 		s->ac = NULL; /* hiredis frees it */
 		s->st.errors++;
 		breaker_failure(s);
+	}
+	/* Connected: up once the handshake has answered (on_hello). */
+}
+
+enum { HELLO_AUTH = 1, HELLO_INFO = 2 };
+
+/* A line "@field:VALUE" of an INFO reply, VALUE copied into @out. */
+static bool info_field(const char *info, const char *field, char *out, size_t outlen)
+{
+	size_t n = strlen(field);
+	const char *p;
+
+	for (p = info; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (!strncmp(p, field, n) && p[n] == ':') {
+			size_t l = strcspn(p + n + 1, "\r\n");
+
+			if (l >= outlen)
+				l = outlen - 1;
+			memcpy(out, p + n + 1, l);
+			out[l] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
+static void on_hello(redisAsyncContext *ac, void *r, void *priv)
+{
+	struct sl_store *s = ac->data;
+	redisReply *reply = r;
+	char v[32];
+	long i;
+
+	if (!s || s->closing || s->dropping || s->ac != ac)
+		return;
+	if (!reply) {
+		return; /* the connection went: on_disconnect */
+	}
+	if ((long)priv == HELLO_AUTH) {
+		if (reply->type == REDIS_REPLY_ERROR) {
+			/* Redis's reply never echoes the password, nor do we. */
+			conn_log(s, true, "redis %s: AUTH%s%s refused: %s; counters use their "
+				 "fallbacks until it is accepted (check redis.user and "
+				 "redis.password)", s->redis_addr, s->user[0] ? " as user " : "",
+				 s->user, reply->str);
+			s->st.errors++;
+			drop_connection(s);
+		}
 		return;
 	}
+	if (reply->type == REDIS_REPLY_ERROR) {
+		if (!strncmp(reply->str, "NOAUTH", 6))
+			conn_log(s, true, "redis %s: the server wants a password (%s); set "
+				 "redis.password (and redis.user for an ACL user); counters use "
+				 "their fallbacks", s->redis_addr, reply->str);
+		else
+			conn_log(s, false, "redis %s: INFO: %s", s->redis_addr, reply->str);
+		s->st.errors++;
+		drop_connection(s);
+		return;
+	}
+	if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) {
+		drop_connection(s);
+		return;
+	}
+	if (info_field(reply->str, "cluster_enabled", v, sizeof(v)) && !strcmp(v, "1")) {
+		conn_log(s, true, "redis %s is a Redis Cluster node (cluster_enabled:1): Redis "
+			 "Cluster is not supported; refusing it, counters use their fallbacks. "
+			 "Point redis.address at a standalone Redis, or use redis.sentinels",
+			 s->redis_addr);
+		s->st.errors++;
+		s->st.refused_cluster = true;
+		drop_connection(s);
+		return;
+	}
+	if (info_field(reply->str, "role", v, sizeof(v)) && strcmp(v, "master")) {
+		conn_log(s, false, "redis %s: %s is a replica (role:%s), not the master; %s",
+			 s->redis_addr, s->target.unix_sock ? s->target.host : s->located, v,
+			 s->target.sentinel ? "asking the sentinels again" :
+			 "counters use their fallbacks");
+		s->st.errors++;
+		drop_connection(s);
+		return;
+	}
+	s->connecting = false;
 	s->connected = true;
-	log_info("redis %s: connected", s->redis_addr);
+	s->conn_msg[0] = '\0';
+	s->st.refused_cluster = false;
+	if (s->target.sentinel)
+		log_info("redis %s: connected to master %s", s->redis_addr, s->located);
+	else
+		log_info("redis %s: connected", s->redis_addr);
 	for (i = 0; i < s->n_scripts; i++)
-		redisAsyncCommand((redisAsyncContext *)ac, on_script_loaded, (void *)i,
-				  "SCRIPT LOAD %s", s->scripts[i].lua);
+		redisAsyncCommand(ac, on_script_loaded, (void *)i, "SCRIPT LOAD %s",
+				  s->scripts[i].lua);
+	/* The handshake answered: that is the breaker's probe. */
+	breaker_success(s);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
 	struct sl_store *s = ac->data;
+	bool was_up;
 	int i;
 
 	if (!s)
 		return;
-	if (!s->closing)
+	was_up = s->connected;
+	if (!s->closing && was_up)
 		log_warn("redis %s: disconnected%s%s", s->redis_addr, status ? ": " : "",
 			 status ? ac->errstr : "");
 	s->ac = NULL;
 	s->connected = false;
 	s->connecting = false;
+	s->dropping = false;
 	for (i = 0; i < s->n_scripts; i++)
 		s->scripts[i].sha[0] = '\0';
 	if (!s->closing)
@@ -1118,32 +1557,20 @@ static void on_ignore(redisAsyncContext *ac, void *r, void *priv)
 	(void)priv;
 }
 
-static void connect_redis(struct sl_store *s)
+/* Connect to what was located (s->located, or the Unix socket) and start the handshake. */
+static void connect_located(struct sl_store *s, const char *host, int port)
 {
 	redisAsyncContext *ac;
+	const char *argv[3];
+	int n;
 
-	if (s->ac || s->connecting || s->closing)
-		return;
-	if (!strncmp(s->redis_addr, "unix:", 5)) {
-		ac = redisAsyncConnectUnix(s->redis_addr + 5);
-	} else {
-		char host[200];
-		const char *colon = strrchr(s->redis_addr, ':');
-		int port = colon ? atoi(colon + 1) : 6379;
-		size_t n = colon ? (size_t)(colon - s->redis_addr) : strlen(s->redis_addr);
-
-		if (n >= sizeof(host))
-			n = sizeof(host) - 1;
-		memcpy(host, s->redis_addr, n);
-		host[n] = '\0';
-		ac = redisAsyncConnect(host, port);
-	}
+	ac = s->target.unix_sock ? redisAsyncConnectUnix(host) : redisAsyncConnect(host, port);
 	if (!ac || ac->err) {
-		if (s->breaker != SL_BREAKER_OPEN)
-			log_warn("redis %s: cannot connect: %s", s->redis_addr,
-				 ac ? ac->errstr : "out of memory");
+		conn_log(s, false, "redis %s: cannot connect: %s", s->redis_addr,
+			 ac ? ac->errstr : "out of memory");
 		if (ac)
 			redisAsyncFree(ac);
+		s->connecting = false;
 		s->st.errors++;
 		breaker_failure(s);
 		return;
@@ -1151,17 +1578,115 @@ static void connect_redis(struct sl_store *s)
 	ac->data = s;
 	if (redisLibeventAttach(ac, s->base) != REDIS_OK) {
 		redisAsyncFree(ac);
+		s->connecting = false;
 		breaker_failure(s);
 		return;
 	}
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
 	s->ac = ac;
+	s->dropping = false;
+	/* AUTH before anything else, then INFO; queuing them also arms hiredis 0.14's write
+	 * handler, the only place it reports a connection. */
+	n = auth_argv(s->user, s->password, argv);
+	if (n)
+		redisAsyncCommandArgv(ac, on_hello, (void *)(long)HELLO_AUTH, n, argv, NULL);
+	redisAsyncCommand(ac, on_hello, (void *)(long)HELLO_INFO, "INFO");
+}
+
+static void on_located(evutil_socket_t fd, short what, void *arg)
+{
+	struct sl_store *s = arg;
+	struct locate_job *j = s->job;
+	char b;
+	ssize_t r;
+
+	(void)what;
+	r = read(fd, &b, 1);
+	(void)r;
+	event_free(s->job_ev);
+	s->job_ev = NULL;
+	s->job = NULL;
+	if (s->ac || s->connected) {
+		job_put(j);
+		return;
+	}
+	if (j->rc) {
+		conn_log(s, false, "redis %s: %s", s->redis_addr, j->err);
+		s->connecting = false;
+		s->st.errors++;
+		breaker_failure(s);
+	} else {
+		snprintf(s->located, sizeof(s->located), "%s%s%s:%d", strchr(j->host, ':') ? "[" : "",
+			 j->host, strchr(j->host, ':') ? "]" : "", j->port);
+		s->connecting = true;
+		s->connect_started = now_ns();
+		connect_located(s, j->host, j->port);
+	}
+	job_put(j);
+}
+
+/* Locate Redis off the loop: a worker thread, its answer posted back (on_located). */
+static void start_locate(struct sl_store *s)
+{
+	struct locate_job *j = calloc(1, sizeof(*j));
+	pthread_attr_t attr;
+	pthread_t th;
+	int rc;
+
+	if (!j || pipe2(j->fd, O_CLOEXEC | O_NONBLOCK)) {
+		free(j);
+		s->connecting = false;
+		breaker_failure(s);
+		return;
+	}
+	j->refs = 2;
+	j->t = s->target;
+	/* Each sentinel's share of the second a connection gets. */
+	j->timeout_ms = s->target.sentinel ?
+		(uint32_t)(800 / (s->target.n_sentinels ? s->target.n_sentinels : 1)) : 500;
+	s->job_ev = event_new(s->base, j->fd[0], EV_READ, on_located, s);
+	if (!s->job_ev || event_add(s->job_ev, NULL)) {
+		if (s->job_ev)
+			event_free(s->job_ev);
+		s->job_ev = NULL;
+		j->refs = 1;
+		job_put(j);
+		s->connecting = false;
+		breaker_failure(s);
+		return;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	rc = pthread_create(&th, &attr, locate_thread, j);
+	pthread_attr_destroy(&attr);
+	if (rc) {
+		event_free(s->job_ev);
+		s->job_ev = NULL;
+		j->refs = 1;
+		job_put(j);
+		s->connecting = false;
+		breaker_failure(s);
+		return;
+	}
+	s->job = j;
+}
+
+static void connect_redis(struct sl_store *s)
+{
+	if (s->ac || s->connecting || s->closing || !s->redis_addr[0])
+		return;
 	s->connecting = true;
 	s->connect_started = now_ns();
-	/* hiredis 0.14 reports a connection only from its write handler, which nothing arms
-	 * until a command is queued: queue one. */
-	redisAsyncCommand(ac, on_ignore, NULL, "PING");
+	if (s->job)
+		return; /* a lookup is still out (a resolver that hangs): its answer connects */
+	if (s->target.unix_sock || (!s->target.sentinel && is_numeric(s->target.host))) {
+		snprintf(s->located, sizeof(s->located), "%s", s->redis_addr);
+		connect_located(s, s->target.host, s->target.port);
+		return;
+	}
+	start_locate(s);
 }
 
 static void finish_pending(struct pending *p)
@@ -1238,7 +1763,8 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	if (p->done)
 		return;
 	p->done = true;
-	p->s->st.timeouts++;
+	if (!p->probe)
+		p->s->st.timeouts++;
 	breaker_failure(p->s);
 	pending_fail(p);
 	/* The reply, when it comes, frees p; until then Redis may still take the charge. */
@@ -1291,6 +1817,17 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 				redisAsyncCommand(s->ac, on_script_loaded, (void *)i,
 						  "SCRIPT LOAD %s", s->scripts[i].lua);
 			}
+			pending_fail(p);
+		} else if (reply && reply->type == REDIS_REPLY_ERROR &&
+			   (!strncmp(reply->str, "READONLY", 8) ||
+			    !strncmp(reply->str, "NOAUTH", 6))) {
+			/* A failover made our master a replica, or a restart brought a password:
+			 * reconnect, which locates the master again and authenticates. */
+			conn_log(s, false, "redis %s: %s from %s; reconnecting%s", s->redis_addr,
+				 reply->str, s->located, s->target.sentinel ?
+				 " to the master the sentinels name" : "");
+			s->st.errors++;
+			drop_connection(s);
 			pending_fail(p);
 		} else if (!reply || reply->type == REDIS_REPLY_ERROR) {
 			if (reply && !s->closing)
@@ -1559,25 +2096,75 @@ void sl_store_eval(struct sl_store *s, int script, const char *key, int argc,
 	}
 }
 
+static void on_probe(void *arg, redisReply *reply)
+{
+	(void)arg;
+	(void)reply; /* on_reply and on_timeout have told the breaker */
+}
+
+/* Half-open: one PING of the store's own, with the checks' timeout (at least 20 ms, so a
+ * busy host's scheduling alone does not keep the breaker open). */
+static void send_probe(struct sl_store *s)
+{
+	struct pending *p = calloc(1, sizeof(*p));
+	uint32_t ms = s->o.timeout_ms < 20 ? 20 : s->o.timeout_ms;
+	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (long)(ms % 1000) * 1000 };
+
+	if (!p)
+		return;
+	p->s = s;
+	p->raw = true;
+	p->probe = true;
+	p->rcb = on_probe;
+	s->breaker = SL_BREAKER_HALF_OPEN;
+	if (redisAsyncCommand(s->ac, on_reply, p, "PING") != REDIS_OK) {
+		free(p);
+		breaker_failure(s);
+		return;
+	}
+	p->timer = evtimer_new(s->base, on_timeout, p);
+	if (p->timer)
+		evtimer_add(p->timer, &tv);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct sl_store *s = arg;
 
 	(void)fd;
 	(void)what;
-	/* A connection that has not come up in a second is given up and tried again. */
-	if (s->connecting && now_ns() - s->connect_started > 1000000000ull && s->ac) {
+	/* A connection that has not come up in a second (located, connected, authenticated,
+	 * INFO answered) is given up and tried again; a lookup still out keeps its thread,
+	 * and its answer serves the next try. */
+	if (s->connecting && now_ns() - s->connect_started > 1000000000ull) {
 		redisAsyncContext *ac = s->ac;
 
+		if (!ac && s->job)
+			conn_log(s, false, "redis %s: %s has not answered in 1 s; counters use "
+				 "their fallbacks", s->redis_addr, s->target.sentinel ?
+				 "no sentinel" : "the resolver");
+		else if (ac)
+			conn_log(s, false, "redis %s: no connection to %s in 1 s", s->redis_addr,
+				 s->located);
 		s->ac = NULL;
 		s->connecting = false;
-		ac->data = NULL;
-		redisAsyncFree(ac);
+		s->dropping = false;
+		if (ac) {
+			ac->data = NULL;
+			redisAsyncFree(ac);
+		}
+		s->st.errors++;
 		breaker_failure(s);
 	}
-	/* Reconnect in the background once the breaker lets a probe through. */
-	if (!s->connected && !s->connecting &&
-	    (s->breaker != SL_BREAKER_OPEN || now_ns() >= s->open_until))
+	/* The breaker's probe, on the store's own time: a PING on a live connection, or a new
+	 * connection (whose handshake is the probe). */
+	if (s->breaker == SL_BREAKER_OPEN && now_ns() >= s->open_until) {
+		if (s->connected)
+			send_probe(s);
+		else
+			s->breaker = SL_BREAKER_HALF_OPEN;
+	}
+	if (!s->connected && !s->connecting && s->breaker != SL_BREAKER_OPEN)
 		connect_redis(s);
 	journal_flush(s);
 }
@@ -1604,6 +2191,20 @@ struct sl_store *sl_store_new(struct event_base *base, const struct sl_store_opt
 		s->o.breaker_open_ms = 1000;
 	snprintf(s->prefix, sizeof(s->prefix), "%s", o->prefix ? o->prefix : "sluice");
 	snprintf(s->redis_addr, sizeof(s->redis_addr), "%s", o->redis ? o->redis : "");
+	if (s->redis_addr[0]) {
+		const char *user = o->user, *pw = o->password;
+
+		if (sl_store_target_parse(s->redis_addr, &s->target)) {
+			snprintf(err, errlen, "'%s' is not a Redis address", s->redis_addr);
+			free(s);
+			return NULL;
+		}
+		if (!user && !pw)
+			sl_store_auth_lookup(s->redis_addr, &user, &pw);
+		snprintf(s->user, sizeof(s->user), "%s", user ? user : "");
+		snprintf(s->password, sizeof(s->password), "%s", pw ? pw : "");
+	}
+	s->o.user = s->o.password = NULL;
 	randombytes_buf(s->hkey, sizeof(s->hkey));
 	s->dir_cap = 64;
 	s->dir = calloc(s->dir_cap, sizeof(*s->dir));
@@ -1634,6 +2235,10 @@ void sl_store_free(struct sl_store *s)
 	s->closing = true;
 	if (s->tick)
 		event_free(s->tick);
+	if (s->job_ev)
+		event_free(s->job_ev);
+	if (s->job)
+		job_put(s->job); /* its thread frees it when its lookup returns */
 	if (s->ac)
 		redisAsyncFree(s->ac);
 	for (i = 0; i < s->n_scripts; i++)
@@ -1649,6 +2254,7 @@ void sl_store_free(struct sl_store *s)
 		}
 	}
 	free(s->dir);
+	sodium_memzero(s->password, sizeof(s->password));
 	free(s);
 }
 

@@ -52,7 +52,10 @@ struct sl_limit {
 };
 
 struct sl_store_opts {
-	const char *redis;      /* "unix:/path", "HOST:PORT", or NULL for in-process only */
+	const char *redis;      /* "unix:/path", "HOST:PORT", "sentinel:MASTER@HOST:PORT,...",
+				 * or NULL for in-process only */
+	const char *user, *password; /* AUTH on every connection; both NULL: what
+				      * sl_store_auth_register() gave for this address */
 	uint32_t timeout_ms;    /* per call */
 	uint32_t nodes;         /* N, for fail-open limits */
 	uint32_t breaker_failures;
@@ -77,7 +80,8 @@ struct sl_store_stats {
 	uint64_t journal_dropped; /* charges and clears the journal, full, could not hold */
 	uint8_t breaker;         /* enum sl_breaker */
 	bool redis;              /* a Redis is configured */
-	bool connected;
+	bool connected;          /* and its handshake (AUTH, INFO) answered */
+	bool refused_cluster;    /* the last server was a Redis Cluster node: refused */
 };
 
 struct sl_store;
@@ -108,6 +112,40 @@ void sl_store_eval(struct sl_store *s, int script, const char *key, int argc,
 		   const char **argv, sl_store_raw_cb cb, void *arg);
 
 void sl_store_get_stats(const struct sl_store *s, struct sl_store_stats *st);
+
+/*
+ * Where Redis is, and how every connection sluiced makes gets there (the store's, the stream
+ * job's; leases go through the store). An address is "unix:/path", "HOST:PORT" (a name is
+ * resolved off the loop, again at each connection) or "sentinel:MASTER@HOST:PORT,..." (the
+ * sentinels are asked for MASTER at each connection). Redis Cluster is not supported: a
+ * node with cluster_enabled:1 is refused with an error in the log.
+ */
+#define SL_STORE_MAX_SENTINELS 8
+struct sl_redis_target {
+	bool unix_sock;          /* host is a path */
+	bool sentinel;
+	char host[200];
+	int port;
+	char master[64];
+	int n_sentinels;
+	struct { char host[200]; int port; } sentinel_at[SL_STORE_MAX_SENTINELS];
+};
+int sl_store_target_parse(const char *address, struct sl_redis_target *t);
+/* Blocking (a worker thread's, the stream job's): the numeric address to connect to now:
+ * the host resolved, or the master the first answering sentinel names. 0 or -errno. */
+int sl_store_locate(const struct sl_redis_target *t, uint32_t timeout_ms, char *host,
+		    size_t hostlen, int *port, char *err, size_t errlen);
+/* Blocking: a connection to @address, located, authenticated with @user/@password (either
+ * may be NULL or empty), with @timeout_ms on every call. NULL with @err set on failure
+ * (never naming the password). */
+struct redisContext;
+struct redisContext *sl_store_connect_sync(const char *address, const char *user,
+					   const char *password, uint32_t timeout_ms,
+					   char *err, size_t errlen);
+/* The credentials that go with @address (the config loader registers redis.user and
+ * redis.password; the store and the stream job look them up). Either may be empty. */
+void sl_store_auth_register(const char *address, const char *user, const char *password);
+void sl_store_auth_lookup(const char *address, const char **user, const char **password);
 const char *sl_breaker_name(uint8_t b);
 
 /* Hex of a keyed BLAKE2b-128 of @parts joined by NUL bytes: identifiers (account names,

@@ -19,6 +19,7 @@
 #include "addr.h"
 #include "hll.h"
 #include "log.h"
+#include "store.h"
 #include "stream.h"
 
 #define BATCH 256
@@ -117,6 +118,9 @@ struct stream {
 	redisContext *rc;        /* shared counts, this thread's own connection */
 	char raddr[sizeof(((struct sl_config *)0)->redis.address)];
 	char rprefix[sizeof(((struct sl_config *)0)->redis.key_prefix)];
+	char ruser[sizeof(((struct sl_config *)0)->redis.user)];
+	char rpass[sizeof(((struct sl_config *)0)->redis.password)];
+	bool rdrop;              /* a reply said this connection is not the master's */
 	struct probe *probes;    /* a batch's, BATCH x (SL_DET_N - 1) */
 	int64_t *shared;
 	int first[BATCH + 1];
@@ -687,36 +691,25 @@ static void redis_close(struct stream *s)
 	s->rc = NULL;
 }
 
+/* A connection as the store makes one (store.h): located (a name resolved, or the master
+ * the sentinels name: on this thread, never the loop), then AUTH with redis.user and
+ * redis.password before anything else. */
 static bool redis_ready(struct stream *s, uint64_t now)
 {
 	const char *a = s->raddr;
-	struct timeval tv;
+	char err[320];
 
 	if (s->rc)
 		return true;
 	if (!a[0] || now < s->redis_retry_at)
 		return false;
-	tv.tv_sec = 0;
-	tv.tv_usec = (long)s->redis_timeout_ms * 1000;
-	if (!strncmp(a, "unix:", 5)) {
-		s->rc = redisConnectUnixWithTimeout(a + 5, tv);
-	} else {
-		char host[200];
-		const char *colon = strrchr(a, ':');
-		size_t n = colon ? (size_t)(colon - a) : strlen(a);
-
-		if (n >= sizeof(host))
-			n = sizeof(host) - 1;
-		memcpy(host, a, n);
-		host[n] = '\0';
-		s->rc = redisConnectWithTimeout(host, colon ? atoi(colon + 1) : 6379, tv);
-	}
-	if (!s->rc || s->rc->err || redisSetTimeout(s->rc, tv) != REDIS_OK) {
+	s->rdrop = false;
+	s->rc = sl_store_connect_sync(a, s->ruser, s->rpass, s->redis_timeout_ms, err,
+				      sizeof(err));
+	if (!s->rc) {
 		if (!s->redis_down)
-			log_warn("stream: Redis %s: %s; counting in process", a,
-				 s->rc ? s->rc->errstr : "out of memory");
+			log_warn("stream: Redis %s: %s; counting in process", a, err);
 		__atomic_store_n(&s->redis_down, true, __ATOMIC_RELAXED);
-		redis_close(s);
 		s->redis_retry_at = now + RETRY_NS;
 		return false;
 	}
@@ -830,7 +823,13 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
 								"no reply");
 				return false;
 			}
-			if (r->type == REDIS_REPLY_ERROR && (k < 2 || !p[i].mint)) {
+			if (r->type == REDIS_REPLY_ERROR &&
+			    (!strncmp(r->str, "READONLY", 8) || !strncmp(r->str, "NOAUTH", 6))) {
+				/* A failover made this a replica (or a restart brought a
+				 * password): located and authenticated again next batch. */
+				s->rdrop = true;
+				write_failed(s, r->str, now);
+			} else if (r->type == REDIS_REPLY_ERROR && (k < 2 || !p[i].mint)) {
 				write_failed(s, r->str, now);
 			} else if (!p[i].mint) {
 				if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -845,7 +844,7 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
 			freeReplyObject(r);
 		}
 	}
-	return true;
+	return !s->rdrop;
 }
 
 /* Counts for @n probes (@out[i] = -1 where Redis did not answer). A broken connection (a
@@ -1061,6 +1060,8 @@ struct stream *stream_start(struct event_base *base, const struct sl_config *c,
 	 * check's timeout, at least 100 ms. */
 	snprintf(s->raddr, sizeof(s->raddr), "%s", c->redis.address);
 	snprintf(s->rprefix, sizeof(s->rprefix), "%s", c->redis.key_prefix);
+	snprintf(s->ruser, sizeof(s->ruser), "%s", c->redis.user);
+	snprintf(s->rpass, sizeof(s->rpass), "%s", c->redis.password);
 	s->redis_timeout_ms = c->redis.timeout_ms * 10 < 100 ? 100 : c->redis.timeout_ms * 10;
 	if (getenv("SLUICED_STREAM_STALL_MS")) {
 		s->stall_ms = (unsigned)strtoul(getenv("SLUICED_STREAM_STALL_MS"), NULL, 10);
