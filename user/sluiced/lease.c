@@ -115,7 +115,7 @@ struct call {
 	struct lease_ctl *l;
 	uint32_t generation, id, seq;
 	uint64_t sent_ns; /* sl_now_ns() when asked: the lease runs from here, not the answer */
-	double demand;
+	double demand, held;
 };
 
 static uint64_t mono_ns(void)
@@ -204,11 +204,16 @@ static void on_lease(void *arg, redisReply *reply)
 	why.cluster_demand = reply_num(reply->element[1]);
 	why.nodes = (uint32_t)reply_num(reply->element[2]);
 	if (reply_num(reply->element[4]) > 0) {
-		if (!l->doubt[k->id])
+		/* A node that holds no lease is starting (or coming back), in a cluster the
+		 * hash has not seen whole yet: that is no loss worth a warning. */
+		if (!l->doubt[k->id] && k->held > 0)
 			log_warn("leases: tenant %s: Redis has lost other nodes' reports (flushed, "
 				 "restarted empty or replaced): this node keeps at most the lease "
 				 "it holds until they report again or their leases have lapsed",
 				 l->c->tenants[k->id].name);
+		else if (!l->doubt[k->id])
+			log_info("leases: tenant %s: waiting for the other nodes' reports; the "
+				 "static rate until then", l->c->tenants[k->id].name);
 		l->doubt[k->id] = true;
 	} else if (l->doubt[k->id]) {
 		log_info("leases: tenant %s: every node's report is known again; leases follow "
@@ -282,6 +287,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 			if (!bpf_map_lookup_elem(l->edge->maps.tenants, &i, &t) && t.valid &&
 			    k->sent_ns < t.lease_expires_ns)
 				held = t.share_ppm / 1e6;
+			k->held = held;
 			k->l = l;
 			k->generation = l->generation;
 			k->id = i;
@@ -330,6 +336,7 @@ void lease_apply(struct lease_ctl *l, const struct sl_config *c)
 	struct timeval tv = { .tv_sec = c->cluster.lease_interval_ms / 1000,
 			      .tv_usec = (c->cluster.lease_interval_ms % 1000) * 1000 };
 	unsigned n = c->cluster.demand_window_ms / c->cluster.lease_interval_ms + 1;
+	int i;
 
 	if (n > MAX_SNAPS)
 		n = MAX_SNAPS;
@@ -341,7 +348,7 @@ void lease_apply(struct lease_ctl *l, const struct sl_config *c)
 		snprintf(l->prefix, sizeof(l->prefix), "%s", c->redis.key_prefix);
 	l->c = c;
 	l->generation++;
-	for (int i = 0; i < c->n_tenants; i++) {
+	for (i = 0; i < c->n_tenants; i++) {
 		const struct sl_tenant_cfg *tc = &c->tenants[i];
 
 		/* Nodes whose lease has lapsed run at the static rate, and the bound counts
