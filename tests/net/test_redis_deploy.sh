@@ -18,6 +18,7 @@
 #   4. sentinel: one master, one replica, three sentinels; logins keep being answered within
 #                the timeout through `SENTINEL failover`, and counters land in the new master.
 #   5. cluster:  a Redis Cluster node is refused with a clear error, never silently used.
+#   6. config:   the new keys' rules, at load (--check-config).
 # ONLY="auth dns" runs some parts; SL_DEBUG=1 leaves the directory in place.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -31,7 +32,7 @@ NT_DIR=$(mktemp -d /tmp/sluice-deploy.XXXXXX)
 SLUICED_PID=
 NS=
 DNS_PID=
-ONLY=${ONLY:-auth breaker dns sentinel cluster}
+ONLY=${ONLY:-auth breaker dns sentinel cluster config}
 part() { grep -qw "$1" <<<"$ONLY"; }
 
 redis_available || { echo "1..0 # SKIP redis-server is not installed"; exit 0; }
@@ -82,7 +83,7 @@ cluster: { node = "n1"; nodes = 2; };
 counters: {
   login_failures = { rate = 0.001; burst = 5.0; };
   login_parent = { enabled = false; };
-  login_successes = { rate = 0.001; burst = 30.0; };
+  login_successes = { rate = 0.001; burst = 1000.0; };
   tenant_logins = { rate = 100000.0; burst = 100000.0; };
 };
 stream: { ${2:-enabled = false;} };
@@ -119,18 +120,19 @@ wait_log() {
 # req.py PORT PATH,USER,PASSWORD,XFF...: one JSON line per request ({status, ms}), in order;
 # "GET /metrics" as PATH asks the metrics port (PORT2) instead.
 cat >"$NT_DIR/req.py" <<'PYEOF'
-import http.client, json, sys, time
+import http.client, json, os, sys, time
 port, mport, args = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+tmo = float(os.environ.get("REQ_TIMEOUT", "30"))
 for spec in args:
     path, user, pw, xff = spec.split(",")
     t0 = time.monotonic()
     try:
         if path == "/metrics":
-            c = http.client.HTTPConnection("127.0.0.1", mport, timeout=30)
+            c = http.client.HTTPConnection("127.0.0.1", mport, timeout=tmo)
             c.request("GET", "/metrics")
         else:
             body = "username=" + user + "&password=" + pw
-            c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            c = http.client.HTTPConnection("127.0.0.1", port, timeout=tmo)
             c.request("POST", path, body=body, headers={"Host": "idp.test",
                       "X-Forwarded-For": xff,
                       "Content-Type": "application/x-www-form-urlencoded"})
@@ -149,6 +151,32 @@ login() { local i specs=(); for i in $(seq 1 "${4:-1}"); do specs+=("/login,$1,$
 # slowest FILE: the largest "ms" of req.py's lines; answered FILE: how many got an HTTP status.
 slowest() { $PY -c 'import json,sys; print(int(max([json.loads(l)["ms"] for l in open(sys.argv[1])] or [0])))' "$1"; }
 answered() { $PY -c 'import json,sys; print(sum(isinstance(json.loads(l)["status"], int) for l in open(sys.argv[1])))' "$1"; }
+# load.py SECONDS FILE [metrics]: logins every 50 ms for SECONDS (alice's right password, and
+# wrong ones, each for its own account and password from its own /24, so that no stream-job
+# escalation delays them; with "metrics", every other request is GET /metrics), one req.py
+# line each into FILE, written as they come.
+cat >"$NT_DIR/load.py" <<'PYEOF'
+import json, os, subprocess, sys, time
+secs, out = float(sys.argv[1]), open(sys.argv[2], "w")
+py, req, port, mport = os.environ["LOAD_PY"], os.environ["LOAD_REQ"], os.environ["LOAD_PORT"], os.environ["LOAD_MPORT"]
+metrics = len(sys.argv) > 3 and sys.argv[3] == "metrics"
+end, i = time.monotonic() + secs, 0
+while time.monotonic() < end:
+    i += 1
+    if metrics and i % 2:
+        spec = "/metrics,-,-,-"
+    elif i % 10 == 0:
+        spec = "/login,alice,pw-a,198.51.100.7"
+    else:
+        spec = "/login,u%s-%d,bad%d,10.%d.%d.1" % (port, i, i, i // 250 % 250, i % 250)
+    r = subprocess.run([py, req, port, mport, spec], capture_output=True, text=True)
+    out.write(r.stdout)
+    out.flush()
+    time.sleep(0.05)
+PYEOF
+export LOAD_PY=$PY LOAD_REQ=$NT_DIR/req.py LOAD_PORT=$PORT LOAD_MPORT=$MPORT
+# load SECONDS FILE [metrics]: load.py, through $X
+load() { $X $PY "$NT_DIR/load.py" "$@"; }
 status_json() { ctl status --json; }
 store_field() { jget "$(status_json)" "store.$1"; }
 metrics() { $X curl -s --max-time 5 "http://127.0.0.1:$MPORT/metrics"; }
@@ -331,24 +359,14 @@ while True: s.recvfrom(2048)
 		# goes with it.
 		printf '127.0.0.1 localhost\n' >"/etc/netns/$NS/hosts"
 		REDIS_EXEC=$X redis_kill_port dns
-		specs=()
-		for i in $(seq 1 40); do
-			specs+=("/metrics,-,-,-" "/login,bob,bad,203.0.113.$((100 + i % 50))")
-		done
-		$PY - "$NT_DIR/dns.txt" "${specs[@]}" <<EOF
-import subprocess, sys, time
-out = open(sys.argv[1], "w")
-for s in sys.argv[2:]:
-    r = subprocess.run("$X".split() + ["$PY", "$NT_DIR/req.py", "$PORT", "$MPORT", s],
-                       capture_output=True, text=True)
-    out.write(r.stdout)
-    time.sleep(0.1)
-EOF
-		expect_eq "dns: Redis and its resolver gone: 80 requests (/metrics, /login) over ~12 s all answered" \
-			"$(answered "$NT_DIR/dns.txt")" 80
-		expect_le "  ... each within the timeout's reach (slowest, ms; a blocked loop waited 10 s)" \
+		REQ_TIMEOUT=3 load 12 "$NT_DIR/dns.txt" metrics
+		n=$(wc -l <"$NT_DIR/dns.txt")
+		expect_ge "dns: Redis and its resolver gone: requests were made for 12 s (/metrics, /login)" "$n" 60
+		expect_eq "  ... and every one was answered ($n; with the loop blocked on the resolver: 0 of 4)" \
+			"$(answered "$NT_DIR/dns.txt")" "$n"
+		expect_le "  ... each within the timeout's reach (slowest, ms; timeout_ms 100)" \
 			"$(slowest "$NT_DIR/dns.txt")" 500
-		tap_diag "  (slowest of 80: $(slowest "$NT_DIR/dns.txt") ms)"
+		tap_diag "  (slowest of $n: $(slowest "$NT_DIR/dns.txt") ms)"
 		expect_match "  ... the resolver's silence is an outage, in the log" "$(cat "$LOG")" \
 			'redis redis\.sluice-test\.internal:[0-9]+: the resolver has not answered in 1 s'
 		expect_eq "  ... and status says not connected" "$(store_field connected)" false
@@ -366,6 +384,145 @@ EOF
 		kill "$DNS_PID" 2>/dev/null; wait "$DNS_PID" 2>/dev/null; DNS_PID=
 		X=
 	fi
+fi
+
+# ---- 4. Sentinel: discover the master, follow a failover -------------------------------
+# sentinel_master PORT: the master's port as that sentinel names it.
+sentinel_master() { redis-cli -p "$1" SENTINEL get-master-addr-by-name mm 2>/dev/null | sed -n 2p; }
+if part sentinel; then
+	MP=$(free_port); RPP=$(free_port); S1=$(free_port); S2=$(free_port); S3=$(free_port)
+	redis_start_port master "$MP" || { echo "Bail out! the master did not start"; exit 1; }
+	redis_start_port replica "$RPP" --replicaof 127.0.0.1 "$MP" ||
+		{ echo "Bail out! the replica did not start"; exit 1; }
+	for _ in $(seq 1 100); do
+		redis-cli -p "$RPP" INFO replication | grep -q 'master_link_status:up' && break
+		sleep 0.1
+	done
+	for sp in $S1 $S2 $S3; do
+		cat >"$NT_DIR/sentinel-$sp.conf" <<EOC
+sentinel monitor mm 127.0.0.1 $MP 2
+sentinel down-after-milliseconds mm 1000
+sentinel failover-timeout mm 4000
+sentinel parallel-syncs mm 1
+EOC
+		redis_start_port "sentinel-$sp" "$sp" "$NT_DIR/sentinel-$sp.conf" --sentinel ||
+			{ echo "Bail out! sentinel $sp did not start"; exit 1; }
+	done
+	# Until every sentinel knows the replica and the two other sentinels.
+	for _ in $(seq 1 200); do
+		ok=0
+		for sp in $S1 $S2 $S3; do
+			r=$(redis-cli -p "$sp" SENTINEL master mm 2>/dev/null | tr '\n' ' ')
+			grep -q 'num-slaves 1 .*num-other-sentinels 2' <<<"$r" && ok=$((ok + 1))
+		done
+		[ "$ok" = 3 ] && break
+		sleep 0.1
+	done
+	expect_eq "sentinel: three sentinels monitor one master with one replica" "$ok" 3
+	write_conf "sentinels = [\"127.0.0.1:$S1\", \"127.0.0.1:$S2\", \"127.0.0.1:$S3\"]; master_name = \"mm\"; timeout_ms = 100; breaker_open_ms = 300;" \
+		'window_s = 600;'
+	gw_start
+	wait_connected || tap_not_ok "sentinel: the store connects to the master the sentinels name"
+	expect_match "sentinel: the log names the master it found" "$(cat "$LOG")" \
+		"redis sentinel:mm@.*: connected to master 127\.0\.0\.1:$MP"
+	expect_match "sentinel: status shows the sentinel address" "$(ctl status)" \
+		"redis sentinel:mm@127\.0\.0\.1:$S1"
+	expect_eq "sentinel: a login is counted in the master" \
+		"$(login carol bad 203.0.113.80) $(fail_keys redis-cli -p "$MP")" "401 1"
+	# A failover under load.
+	load 12 "$NT_DIR/failover.txt" &
+	LOAD=$!
+	sleep 1
+	redis-cli -p "$S1" SENTINEL failover mm >/dev/null
+	for _ in $(seq 1 200); do [ "$(sentinel_master "$S1")" = "$RPP" ] && break; sleep 0.1; done
+	expect_eq "sentinel: SENTINEL failover made the replica the master" "$(sentinel_master "$S1")" "$RPP"
+	wait_log "connected to master 127\.0\.0\.1:$RPP" 100
+	expect_match "  ... and the store followed it" "$(cat "$LOG")" \
+		"connected to master 127\.0\.0\.1:$RPP"
+	wait "$LOAD"
+	n=$(wc -l <"$NT_DIR/failover.txt")
+	expect_eq "  ... every login during the failover was answered ($n)" \
+		"$(answered "$NT_DIR/failover.txt")" "$n"
+	expect_ge "  ... (and there were some)" "$n" 50
+	expect_eq "  ... each as it should be: alice's right password 200, the wrong ones 401" \
+		"$($PY -c 'import json,sys; print(sorted(set(str(json.loads(l)["status"]) for l in open(sys.argv[1]))))' "$NT_DIR/failover.txt")" \
+		"['200', '401']"
+	expect_le "  ... within the timeout's reach (slowest, ms; timeout_ms 100)" \
+		"$(slowest "$NT_DIR/failover.txt")" 600
+	tap_diag "  (slowest of $n: $(slowest "$NT_DIR/failover.txt") ms)"
+	wait_connected 50
+	sleep 0.5
+	k0=$(fail_keys redis-cli -p "$RPP")
+	expect_eq "  ... and counters land in the new master (one more key there)" \
+		"$(login dave bad 203.0.113.81) $(( $(fail_keys redis-cli -p "$RPP") - k0 ))" "401 1"
+	# The new master killed: the sentinels elect the old one back.
+	load 14 "$NT_DIR/kill.txt" &
+	LOAD=$!
+	sleep 1
+	redis_kill_port replica
+	for _ in $(seq 1 200); do [ "$(sentinel_master "$S2")" = "$MP" ] && break; sleep 0.1; done
+	expect_eq "sentinel: the master killed, the sentinels promote the other" "$(sentinel_master "$S2")" "$MP"
+	wait_log "connected to master 127\.0\.0\.1:$MP.*" 100
+	wait "$LOAD"
+	n=$(wc -l <"$NT_DIR/kill.txt")
+	expect_eq "  ... every login while the master was dead was answered ($n)" \
+		"$(answered "$NT_DIR/kill.txt")" "$n"
+	expect_le "  ... within the timeout's reach (slowest, ms)" "$(slowest "$NT_DIR/kill.txt")" 600
+	tap_diag "  (slowest of $n: $(slowest "$NT_DIR/kill.txt") ms)"
+	wait_connected 50
+	expect_eq "  ... the store is connected again, breaker closed" \
+		"$(store_field connected) $(store_field breaker)" "true closed"
+	sleep 0.5
+	k0=$(fail_keys redis-cli -p "$MP")
+	expect_eq "  ... and counters land in the master now (one more key there)" \
+		"$(login dave bad 203.0.113.82) $(( $(fail_keys redis-cli -p "$MP") - k0 ))" "401 1"
+	expect_eq "  ... the stream job follows too (sluice_stream_counting mode=redis)" \
+		"$(metrics | grep -c 'sluice_stream_counting{mode="redis"} 1')" 1
+	gw_stop
+	redis_stop_ports
+fi
+
+# ---- 5. Redis Cluster: refused, loudly ------------------------------------------------------
+if part cluster; then
+	CP=$(free_port)
+	redis_start_port cluster "$CP" --cluster-enabled yes --cluster-config-file "$NT_DIR/nodes-$CP.conf" ||
+		{ echo "Bail out! a cluster node did not start"; exit 1; }
+	write_conf "address = \"127.0.0.1:$CP\"; timeout_ms = 100; breaker_open_ms = 300;"
+	gw_start
+	wait_log "Redis Cluster" 30
+	expect_match "cluster: a Cluster node is refused with a clear error" \
+		"$(grep 'Redis Cluster' "$LOG" | head -1)" \
+		'error redis 127\.0\.0\.1:[0-9]+ is a Redis Cluster node \(cluster_enabled:1\): Redis Cluster is not supported'
+	expect_eq "  ... status: not connected (never a silent 'connected')" "$(store_field connected)" false
+	expect_eq "  ... logins still answered from the fallback" "$(login alice bad 203.0.113.90)" 401
+	gw_stop
+	redis_stop_port cluster
+fi
+
+# ---- 6. the keys, checked at load -------------------------------------------------------------
+if part config; then
+	# bad_conf 'REDIS GROUP BODY' REGEX NAME: --check-config rejects it, saying REGEX.
+	bad_conf() {
+		write_conf "$1"
+		out=$("$BUILD/sluiced" -c "$CONF" --check-config 2>&1)
+		expect_match "config: $3" "$out" "$2"
+	}
+	bad_conf 'user = "app";' 'redis\.user: needs redis\.password' "an ACL user needs a password"
+	bad_conf 'address = "127.0.0.1:6379"; sentinels = ["127.0.0.1:26379"]; master_name = "m";' \
+		'address and sentinels are exclusive' "address and sentinels are exclusive"
+	bad_conf 'sentinels = ["127.0.0.1:26379"];' "'master_name' is required" "sentinels need master_name"
+	bad_conf 'sentinels = ["127.0.0.1"]; master_name = "m";' "redis\.sentinels: '127\.0\.0\.1' is not" \
+		"a sentinel without a port is refused"
+	bad_conf 'address = "127.0.0.1:6379"; password = "a"; password_file = "/nonexistent";' \
+		'password and password_file are exclusive' "password and password_file are exclusive"
+	bad_conf 'address = "127.0.0.1:6379"; password_file = "/nonexistent/pw";' \
+		'redis\.password_file: /nonexistent/pw: No such file' "a missing password_file is named"
+	printf 'from-a-file-9d1c\n' >"$NT_DIR/redis.pass"
+	chmod 600 "$NT_DIR/redis.pass"
+	write_conf "address = \"127.0.0.1:6379\"; password_file = \"$NT_DIR/redis.pass\";"
+	out=$("$BUILD/sluiced" -c "$CONF" --check-config 2>&1)
+	expect_eq "config: a password_file loads (exit 0), its secret not echoed" \
+		"$? $(grep -c from-a-file <<<"$out")" "0 0"
 fi
 
 tap_done

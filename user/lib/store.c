@@ -1030,9 +1030,13 @@ static void breaker_failure(struct sl_store *s)
 {
 	if (s->breaker == SL_BREAKER_HALF_OPEN ||
 	    ++s->failures >= (s->o.breaker_failures ? s->o.breaker_failures : 3)) {
-		if (s->breaker != SL_BREAKER_OPEN)
+		/* Said once per outage: a failed probe (half-open) reopens it quietly. */
+		if (s->breaker == SL_BREAKER_CLOSED)
 			log_warn("redis %s: breaker open after %u failure(s); counters fall back "
-				 "for %u ms", s->redis_addr, s->failures, s->o.breaker_open_ms);
+				 "for %u ms at a time, probed in between", s->redis_addr,
+				 s->failures, s->o.breaker_open_ms);
+		else if (s->breaker == SL_BREAKER_HALF_OPEN)
+			log_debug("redis %s: the probe failed; breaker open again", s->redis_addr);
 		s->breaker = SL_BREAKER_OPEN;
 		s->open_until = now_ns() + (uint64_t)s->o.breaker_open_ms * 1000000ull;
 	}
