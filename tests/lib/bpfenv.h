@@ -94,6 +94,20 @@ static int env_config(struct env *e, const char *conf)
 	sl_asn_free(&t);
 	if (!ret)
 		ret = sl_maps_write_tenants(&e->maps, &e->cfg);
+	/* A new tenant starts lapsed, on its static rate, until the lease controller grants one;
+	 * sluiced without Redis grants budget / nodes at once (lease.c): so does the fixture. */
+	for (int i = 0; !ret && i < e->cfg.n_tenants; i++) {
+		const struct sl_tenant_cfg *tc = &e->cfg.tenants[i];
+		struct sl_lease_info why = { .share = 1.0 / e->cfg.cluster.nodes, .nodes = 1 };
+
+		if (!tc->edge_budget)
+			continue;
+		ret = sl_maps_set_lease(&e->maps, (uint32_t)i, tc->rate / e->cfg.cluster.nodes,
+					sl_lease_burst(tc->burst / e->cfg.cluster.nodes, tc->burst,
+						       &e->cfg),
+					sl_now_ns() + (uint64_t)tc->lease_ttl_s * 1000000000ull,
+					&why);
+	}
 	if (!ret)
 		ret = sl_maps_write_routes(&e->maps, &e->cfg);
 	if (!ret && sl_maps_cookie_keys(&e->maps, 0, 3600) < 0)
