@@ -478,6 +478,37 @@ EOC
 		"$(login dave bad 203.0.113.82) $(( $(fail_keys redis-cli -p "$MP") - k0 ))" "401 1"
 	expect_eq "  ... the stream job follows too (sluice_stream_counting mode=redis)" \
 		"$(metrics | grep -c 'sluice_stream_counting{mode="redis"} 1')" 1
+	# A master that hangs (SIGSTOP: its sockets stay open, nothing answers) with a replica
+	# back: the sentinels promote the replica, and the store, whose connection still looks
+	# alive, gives it up and asks them again.
+	redis_start_port replica "$RPP" --replicaof 127.0.0.1 "$MP" ||
+		{ echo "Bail out! the replica did not restart"; exit 1; }
+	for _ in $(seq 1 200); do
+		redis-cli -p "$RPP" INFO replication | grep -q 'master_link_status:up' &&
+			redis-cli -p "$S3" SENTINEL replicas mm | grep -A1 '^flags$' | grep -q '^slave$' && break
+		sleep 0.1
+	done
+	load 16 "$NT_DIR/hang.txt" &
+	LOAD=$!
+	sleep 1
+	kill -STOP "$(redis_pid_port master)"
+	for _ in $(seq 1 200); do [ "$(sentinel_master "$S3")" = "$RPP" ] && break; sleep 0.1; done
+	expect_eq "sentinel: the master hangs, the sentinels promote the replica" "$(sentinel_master "$S3")" "$RPP"
+	wait_log "answered nothing in 5 s; reconnecting" 100
+	expect_match "  ... the store drops the silent connection" "$(cat "$LOG")" \
+		"127\.0\.0\.1:$MP has answered nothing in 5 s; reconnecting"
+	wait "$LOAD"
+	n=$(wc -l <"$NT_DIR/hang.txt")
+	expect_eq "  ... every login while the master hung was answered ($n)" \
+		"$(answered "$NT_DIR/hang.txt")" "$n"
+	expect_le "  ... within the timeout's reach (slowest, ms)" "$(slowest "$NT_DIR/hang.txt")" 600
+	tap_diag "  (slowest of $n: $(slowest "$NT_DIR/hang.txt") ms)"
+	wait_connected 100
+	sleep 0.5
+	k0=$(fail_keys redis-cli -p "$RPP")
+	expect_eq "  ... and counters land in the promoted replica (one more key there)" \
+		"$(login dave bad 203.0.113.83) $(( $(fail_keys redis-cli -p "$RPP") - k0 ))" "401 1"
+	kill -CONT "$(redis_pid_port master)"
 	gw_stop
 	redis_stop_ports
 fi

@@ -162,6 +162,7 @@ struct sl_store {
 	bool connected, connecting; /* connected: the handshake answered */
 	bool dropping;        /* a disconnect asked for is under way */
 	uint64_t connect_started; /* ns */
+	uint64_t last_reply;  /* ns: the connection last answered anything */
 	char conn_msg[512];   /* the last connection problem logged, and when */
 	uint64_t conn_logged;
 	uint32_t conn_repeats;
@@ -1232,6 +1233,26 @@ int sl_store_locate(const struct sl_redis_target *t, uint32_t timeout_ms, char *
 	return -EHOSTUNREACH;
 }
 
+/* A line "@field:VALUE" of an INFO reply, VALUE copied into @out. */
+static bool info_field(const char *info, const char *field, char *out, size_t outlen)
+{
+	size_t n = strlen(field);
+	const char *p;
+
+	for (p = info; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		if (!strncmp(p, field, n) && p[n] == ':') {
+			size_t l = strcspn(p + n + 1, "\r\n");
+
+			if (l >= outlen)
+				l = outlen - 1;
+			memcpy(out, p + n + 1, l);
+			out[l] = '\0';
+			return true;
+		}
+	}
+	return false;
+}
+
 /* The AUTH command of @user/@password into @argv (2 or 3 words); 0: none to send. */
 static int auth_argv(const char *user, const char *password, const char **argv)
 {
@@ -1286,6 +1307,28 @@ redisContext *sl_store_connect_sync(const char *address, const char *user,
 			return NULL;
 		}
 		freeReplyObject(r);
+	}
+	/* What the store's handshake checks (on_hello): a master, not a Cluster node. */
+	r = redisCommand(c, "INFO");
+	if (!r || r->type == REDIS_REPLY_ERROR || r->type != REDIS_REPLY_STRING) {
+		snprintf(err, errlen, "INFO: %s", r && r->type == REDIS_REPLY_ERROR ? r->str :
+			 c->errstr[0] ? c->errstr : "no answer");
+	} else {
+		char v[32];
+
+		if (info_field(r->str, "cluster_enabled", v, sizeof(v)) && !strcmp(v, "1"))
+			snprintf(err, errlen, "a Redis Cluster node (cluster_enabled:1): not "
+				 "supported");
+		else if (info_field(r->str, "role", v, sizeof(v)) && strcmp(v, "master"))
+			snprintf(err, errlen, "%s:%d is a replica (role:%s)", host, port, v);
+		else
+			err[0] = '\0';
+	}
+	if (r)
+		freeReplyObject(r);
+	if (err[0]) {
+		redisFree(c);
+		return NULL;
 	}
 	return c;
 }
@@ -1367,6 +1410,7 @@ static void *locate_thread(void *arg)
  * one (so the first line of an outage, and each change of cause, is always there).
  */
 #define CONN_LOG_NS (10ull * 1000000000ull)
+#define STALE_NS (5ull * 1000000000ull) /* a live connection silent this long is dropped */
 
 static void __attribute__((format(printf, 3, 4)))
 conn_log(struct sl_store *s, bool error, const char *fmt, ...)
@@ -1439,26 +1483,6 @@ static void on_connect(const redisAsyncContext *ac, int status)
 
 enum { HELLO_AUTH = 1, HELLO_INFO = 2 };
 
-/* A line "@field:VALUE" of an INFO reply, VALUE copied into @out. */
-static bool info_field(const char *info, const char *field, char *out, size_t outlen)
-{
-	size_t n = strlen(field);
-	const char *p;
-
-	for (p = info; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		if (!strncmp(p, field, n) && p[n] == ':') {
-			size_t l = strcspn(p + n + 1, "\r\n");
-
-			if (l >= outlen)
-				l = outlen - 1;
-			memcpy(out, p + n + 1, l);
-			out[l] = '\0';
-			return true;
-		}
-	}
-	return false;
-}
-
 static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 {
 	struct sl_store *s = ac->data;
@@ -1519,6 +1543,7 @@ static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 	}
 	s->connecting = false;
 	s->connected = true;
+	s->last_reply = now_ns();
 	s->conn_msg[0] = '\0';
 	s->st.refused_cluster = false;
 	if (s->target.sentinel)
@@ -1789,6 +1814,8 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 		finish_pending(p);
 		return;
 	}
+	if (reply)
+		s->last_reply = now_ns();
 	landed = !p->raw && reply && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 4;
 	if (landed) {
 		long long debt = reply->element[3]->integer;
@@ -2159,6 +2186,22 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 		}
 		s->st.errors++;
 		breaker_failure(s);
+	}
+	/* A connection that has answered nothing for STALE_NS while the breaker is open is
+	 * dropped: a master that hangs or is cut off keeps its socket open, and only a new
+	 * connection asks the sentinels (or the resolver) again. Its unanswered calls end
+	 * here (their fallbacks have answered; the journal hands their charges over). */
+	if (s->connected && s->ac && s->breaker != SL_BREAKER_CLOSED &&
+	    now_ns() - s->last_reply > STALE_NS) {
+		redisAsyncContext *ac = s->ac;
+
+		conn_log(s, false, "redis %s: %s has answered nothing in %llu s; reconnecting",
+			 s->redis_addr, s->located, (unsigned long long)(STALE_NS / 1000000000ull));
+		redisAsyncFree(ac); /* on_disconnect resets the state */
+		if (s->ac == ac) {
+			s->ac = NULL;
+			s->connected = false;
+		}
 	}
 	/* The breaker's probe, on the store's own time: a PING on a live connection, or a new
 	 * connection (whose handshake is the probe). */
