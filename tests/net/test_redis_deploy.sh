@@ -515,7 +515,9 @@ fi
 
 # ---- 5. Redis Cluster: refused, loudly ------------------------------------------------------
 if part cluster; then
+	# A cluster node also listens on its port + 10000 (the bus): keep that under 65536.
 	CP=$(free_port)
+	while [ "$CP" -gt 55000 ]; do CP=$(free_port); done
 	redis_start_port cluster "$CP" --cluster-enabled yes --cluster-config-file "$NT_DIR/nodes-$CP.conf" ||
 		{ echo "Bail out! a cluster node did not start"; exit 1; }
 	write_conf "address = \"127.0.0.1:$CP\"; timeout_ms = 100; breaker_open_ms = 300;"

@@ -414,6 +414,8 @@ static int reload_apply(struct daemon *d, struct job *j, char *msg, size_t n)
 		j->gp = NULL;
 	}
 	if (strcmp(nc->redis.address, d->cfg.redis.address) ||
+	    strcmp(nc->redis.user, d->cfg.redis.user) ||
+	    strcmp(nc->redis.password, d->cfg.redis.password) ||
 	    nc->redis.timeout_ms != d->cfg.redis.timeout_ms ||
 	    nc->redis.breaker_failures != d->cfg.redis.breaker_failures ||
 	    nc->redis.breaker_open_ms != d->cfg.redis.breaker_open_ms ||
@@ -1059,6 +1061,8 @@ int main(int argc, char **argv)
 			.breaker_failures = d.cfg.redis.breaker_failures,
 			.breaker_open_ms = d.cfg.redis.breaker_open_ms,
 			.prefix = d.cfg.redis.key_prefix,
+			.user = d.cfg.redis.user,
+			.password = d.cfg.redis.password,
 		};
 
 		d.store = sl_store_new(d.base, &so, msg, sizeof(msg));
