@@ -185,8 +185,15 @@ redis_pause
 during=$(login carol bad $C 4)
 expect_eq "Redis paused: carol's pair gets its remaining three guesses, then 429" "$during" \
 	"401 401 401 429"
+expect_ge "  ... what the fallback charged waits in the journal (sluicectl status --json)" \
+	"$(jget "$(ctl status --json)" store.journal)" 1
+expect_match "  ... and on /metrics" "$(curl -s "127.0.0.1:$MPORT/metrics")" \
+	'sluice_store_journal_keys [1-9]'
 redis_resume
 wait_closed || tap_not_ok "the breaker closes once Redis resumes"
+for _ in $(seq 1 50); do [ "$(jget "$(ctl status --json)" store.journal)" = 0 ] && break; sleep 0.1; done
+expect_eq "  ... and is handed over once Redis answers (journal empty, nothing dropped)" \
+	"$(jget "$(ctl status --json)" store.journal) $(jget "$(ctl status --json)" store.journal_dropped)" "0 0"
 expect_eq "Redis resumed: the guesses of the pause are not lost (429: five in all)" \
 	"$(login carol bad $C)" 429
 v=$(rcli get "$(rcli --scan --pattern 'sluice:{default}:login_fail:*' | grep -v ':live$' | while read -r k; do echo "$(rcli pttl "$k") $k"; done | sort -n | tail -1 | cut -d' ' -f2)")

@@ -704,7 +704,9 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 				    "  fallbacks: %llu fail-open (local limit / %u), %llu fail-closed "
 				    "(static budget); %llu refused for the live-key cap\n"
 				    "  in-process tables: %llu keys, %llu evicted at max_keys, "
-				    "%llu new keys started spent (table full)\n",
+				    "%llu new keys started spent (table full)\n"
+				    "  journal: %llu keys of charges Redis has not had yet, %llu "
+				    "dropped (full)\n",
 				    (unsigned long long)st.calls, (unsigned long long)st.exact,
 				    (unsigned long long)st.timeouts, (unsigned long long)st.errors,
 				    (unsigned long long)st.short_circuits,
@@ -713,7 +715,9 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 				    (unsigned long long)st.keys_capped,
 				    (unsigned long long)st.local_keys,
 				    (unsigned long long)st.local_evictions,
-				    (unsigned long long)st.local_table_full);
+				    (unsigned long long)st.local_table_full,
+				    (unsigned long long)st.journal,
+				    (unsigned long long)st.journal_dropped);
 		for (i = 0; i < SL_CTR_N; i++) {
 			const struct sl_counter_cfg *cc = &d->cfg.counters[i];
 
@@ -739,7 +743,8 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 			    "\"timeouts\":%llu,\"errors\":%llu,\"fallback_local\":%llu,"
 			    "\"fallback_static\":%llu,\"short_circuits\":%llu,"
 			    "\"keys_capped\":%llu,\"local_keys\":%llu,\"local_evictions\":%llu,"
-			    "\"local_table_full\":%llu,\"counters\":{",
+			    "\"local_table_full\":%llu,\"journal\":%llu,\"journal_dropped\":%llu,"
+			    "\"counters\":{",
 			    st.redis ? "redis" : "in-process", d->cfg.redis.address,
 			    st.connected ? "true" : "false", sl_breaker_name(st.breaker),
 			    d->cfg.redis.timeout_ms, d->cfg.cluster.nodes,
@@ -751,7 +756,9 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 			    (unsigned long long)st.keys_capped,
 			    (unsigned long long)st.local_keys,
 			    (unsigned long long)st.local_evictions,
-			    (unsigned long long)st.local_table_full);
+			    (unsigned long long)st.local_table_full,
+			    (unsigned long long)st.journal,
+			    (unsigned long long)st.journal_dropped);
 	for (i = 0; i < SL_CTR_N; i++) {
 		const struct sl_counter_cfg *cc = &d->cfg.counters[i];
 

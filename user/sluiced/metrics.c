@@ -293,6 +293,14 @@ void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct 
 	     "full at max_keys (never full: the debt of what it replaces or what was evicted).");
 	evbuffer_add_printf(out, "sluice_store_local_table_full_total %llu\n",
 			    (unsigned long long)st.local_table_full);
+	head(out, "sluice_store_journal_keys", "gauge",
+	     "Keys holding charges (or clears) made while Redis was not answering, that Redis has "
+	     "not had yet: handed over as it answers again.");
+	evbuffer_add_printf(out, "sluice_store_journal_keys %llu\n", (unsigned long long)st.journal);
+	head(out, "sluice_store_journal_dropped_total", "counter",
+	     "Charges and clears the journal, full, could not hold (Redis never learns of them).");
+	evbuffer_add_printf(out, "sluice_store_journal_dropped_total %llu\n",
+			    (unsigned long long)st.journal_dropped);
 	head(out, "sluice_store_mode", "gauge",
 	     "What answers each counter now (1 for the mode in force): exact, local or static.");
 	for (i = 0; i < SL_CTR_N; i++) {
