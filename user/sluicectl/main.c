@@ -74,6 +74,7 @@ struct ctl {
 	char dflt[64];
 	int format; /* enum sl_imp_format */
 	bool no_load;
+	bool parent; /* clear prefix: the parent bucket too */
 };
 
 /* ---- commands, their options and their usage -------------------------------------------- */
@@ -104,6 +105,7 @@ enum {
 	O_DEFAULT = 1u << 20,
 	O_OUTPUT = 1u << 21,
 	O_NOLOAD = 1u << 22,
+	O_PARENT = 1u << 23,  /* clear prefix */
 };
 #define O_GLOBAL (O_CONFIG | O_PIN | O_SOCKET | O_JSON | O_HELP | O_VERSION)
 
@@ -129,6 +131,7 @@ static const struct option long_opts[] = {
 	{ "default", required_argument, NULL, 'D' },
 	{ "output", required_argument, NULL, 'o' },
 	{ "no-load", no_argument, NULL, 'N' },
+	{ "parent", no_argument, NULL, 'Q' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 }
@@ -159,7 +162,10 @@ static const struct opt_info {
 	{ O_TTL, 'T', "--ttl",
 	  "      --ttl T            verdict add: how long it lasts, 1s..30d (required)\n" },
 	{ O_REASON, 'R', "--reason",
-	  "      --reason TEXT      verdict add: why, for verdict list (required)\n" },
+	  "      --reason TEXT      verdict add: why, for verdict list (required);\n"
+	  "                         clear prefix: why, for sluiced's log (required)\n" },
+	{ O_PARENT, 'Q', "--parent",
+	  "      --parent           clear prefix: the parent bucket too\n" },
 	{ O_CODE, 'C', "--code",
 	  "      --code N           verdict add: a number of your own (ticket, rule)\n" },
 	{ O_COUNT, 'n', "--count",
@@ -223,6 +229,7 @@ enum cmd_id {
 	CMD_TOP,
 	CMD_LIMITS,
 	CMD_USER_ADD,
+	CMD_CLEAR_PREFIX,
 };
 
 /* A command: one word or two ("verdict add"); those sharing a first word are a group, and
@@ -307,6 +314,11 @@ static const struct command {
 	  "                         hash the password read from stdin (one line) with the\n"
 	  "                         configured Argon2id settings and append it to\n"
 	  "                         gateway.credentials; a running sluiced reloads\n" },
+	{ CMD_CLEAR_PREFIX, "clear prefix", "ADDR", O_REASON | O_PARENT,
+	  "  clear prefix ADDR --reason TEXT [--parent]\n"
+	  "                         give ADDR's key (--parent: and its parent) its full burst\n"
+	  "                         again, forgetting its ghost; sluiced does it and logs the\n"
+	  "                         reason, keys, previous state and operator (warn level)\n" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -554,6 +566,9 @@ static int parse_opt(struct ctl *c, int opt, const char *arg, char *err, size_t 
 		break;
 	case 'D':
 		snprintf(c->dflt, sizeof(c->dflt), "%s", arg);
+		break;
+	case 'Q':
+		c->parent = true;
 		break;
 	case 'N':
 		c->no_load = true;
@@ -1321,6 +1336,136 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 	}
 	free(cfg);
 	sl_maps_close(&m);
+	return 0;
+}
+
+
+/* ---- clear prefix ----------------------------------------------------------------------- */
+
+static void key_hex(const struct sl_bkey *k, char *out)
+{
+	const unsigned char *b = (const unsigned char *)k;
+	size_t i;
+
+	for (i = 0; i < sizeof(*k); i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+/*
+ * The keys are worked out here as prefix show does (class, policy, key and parent); sluiced
+ * writes the buckets and forgets the ghosts, and logs the audit line itself, so the trail is
+ * in its log whatever becomes of this output.
+ */
+static int cmd_clear_prefix(const struct ctl *c, const char *addr)
+{
+	struct sl_prefix a;
+	struct sl_asn_val av;
+	struct sl_settings set;
+	struct sl_class_policy pol;
+	struct sl_maps m;
+	struct bucket_view pv, qv;
+	char err[160], abuf[64], kp[32], kq[32], op[64], line[1024], buf[4096];
+	const char *sudo = getenv("SUDO_USER"), *text;
+	uint32_t cls, ghost_mask;
+	uint64_t now;
+	size_t i;
+	int r;
+
+	if (!c->reason[0])
+		return usage_error("clear prefix", "--reason is required: say why, it goes to the "
+				   "log");
+	for (i = 0; c->reason[i]; i++)
+		if (c->reason[i] == '\n' || c->reason[i] == '\r')
+			return usage_error("clear prefix", "--reason: one line");
+	if (sl_prefix_parse(addr, &a, 0, err, sizeof(err)))
+		return usage_error("clear prefix", "%s", err);
+	a.plen = sl_family_bits(a.family);
+	if (open_pins(c, &m))
+		return 1;
+	if (sl_maps_read_settings(&m, &set)) {
+		fprintf(stderr, "sluicectl: cannot read settings: %s\n", strerror(errno));
+		sl_maps_close(&m);
+		return 1;
+	}
+	cls = sl_maps_lookup_asn(&m, &a, &av) == 0 ? av.class_id : set.unknown_class;
+	if (cls >= SL_MAX_CLASSES || sl_maps_read_class(&m, cls, &pol) || !pol.valid) {
+		cls = set.unknown_class;
+		if (sl_maps_read_class(&m, cls, &pol) || !pol.valid) {
+			fprintf(stderr, "sluicectl: no policy for class %u\n", cls);
+			sl_maps_close(&m);
+			return 1;
+		}
+	}
+	now = sl_now_ns();
+	ghost_mask = map_capacity(m.ghosts) - 1;
+	view_bucket(&m, &set, ghost_mask, &a,
+		    a.family == SL_FAM_V4 ? pol.v4_prefix : pol.v6_prefix, SL_LEVEL_PREFIX,
+		    (uint8_t)cls, &pol.prefix, now, &pv);
+	view_bucket(&m, &set, ghost_mask, &a,
+		    a.family == SL_FAM_V4 ? pol.v4_parent : pol.v6_parent, SL_LEVEL_PARENT,
+		    (uint8_t)cls, &pol.parent, now, &qv);
+	sl_maps_close(&m);
+	key_hex(&pv.key, kp);
+	key_hex(&qv.key, kq);
+	if (sudo && *sudo)
+		snprintf(op, sizeof(op), "%.40s(uid=%u)", sudo, (unsigned)getuid());
+	else
+		snprintf(op, sizeof(op), "uid=%u", (unsigned)getuid());
+	for (i = 0; op[i]; i++)
+		if (op[i] == ' ' || !isprint((unsigned char)op[i]))
+			op[i] = '_';
+	/* clear ADDR CLASS OPERATOR KEY[,KEY] REASON... */
+	snprintf(line, sizeof(line), "clear %s %s %s %s%s%s %s",
+		 sl_prefix_str(&a, abuf, sizeof(abuf)), pol.name[0] ? pol.name : "-", op, kp,
+		 c->parent ? "," : "", c->parent ? kq : "", c->reason);
+	r = ctl_call(c, line, buf, sizeof(buf));
+	if (r < 0) {
+		fprintf(stderr, "sluicectl: clear prefix: sluiced is not answering on %s (%s); "
+			"nothing was cleared\n", c->socket, strerror(-r));
+		return 1;
+	}
+	strip_nl(buf);
+	text = buf + (r == 1 ? 2 : 5);
+	while (*text == ' ')
+		text++;
+	if (r != 1) {
+		fprintf(stderr, "sluicectl: clear prefix: %s\n", text);
+		return 1;
+	}
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_bool(&j, "ok", true);
+		json_str(&j, "address", sl_prefix_str(&a, abuf, sizeof(abuf)));
+		json_str(&j, "class", pol.name);
+		json_str(&j, "operator", op);
+		json_str(&j, "reason", c->reason);
+		json_arr_begin(&j, "cleared");
+		for (i = 0; i < (c->parent ? 2u : 1u); i++) {
+			const struct bucket_view *v = i ? &qv : &pv;
+			struct sl_prefix p = { .family = v->key.family, .plen = v->key.plen };
+
+			memcpy(p.addr, v->key.addr, sizeof(v->key.addr));
+			json_obj_begin(&j, NULL);
+			json_str(&j, "level", i ? "parent" : "key");
+			json_str(&j, "key", sl_prefix_str(&p, abuf, sizeof(abuf)));
+			json_bool(&j, "existed", v->exists);
+			json_double(&j, "previous_available", v->available);
+			json_double(&j, "burst", v->burst);
+			json_obj_end(&j);
+		}
+		json_arr_end(&j);
+		json_str(&j, "daemon", text);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		text_bucket("was key", &pv);
+		if (c->parent)
+			text_bucket("was parent", &qv);
+		printf("cleared: %s\n", text);
+	}
 	return 0;
 }
 
@@ -2266,6 +2411,8 @@ int main(int argc, char **argv)
 		return cmd_tenants(&c);
 	case CMD_LIMITS:
 		return cmd_daemon_doc(&c, "limits", c.json ? "limits json" : "limits");
+	case CMD_CLEAR_PREFIX:
+		return cmd_clear_prefix(&c, argv[first]);
 	case CMD_USER_ADD:
 		return cmd_user_add(&c, argv[first], argv[first + 1]);
 	case CMD_ASN_LOAD: {

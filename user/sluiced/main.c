@@ -28,6 +28,7 @@
 
 #include <event2/buffer.h>
 #include <event2/event.h>
+#include <bpf/bpf.h>
 
 #include "asn.h"
 #include "budget.h"
@@ -43,6 +44,9 @@
 #include "stream.h"
 #include "topk.h"
 #include "worker.h"
+#include "addr.h"
+#include "maps.h"
+#include "sluice/hash.h"
 
 #ifndef SLUICE_VERSION
 #define SLUICE_VERSION "0.1.0"
@@ -807,6 +811,100 @@ static void edge_limits(const struct sl_config *c, struct evbuffer *out, bool js
 	free(buf);
 }
 
+
+/* "clear ADDR CLASS OPERATOR KEYHEX[,KEYHEX] REASON...": sluicectl clear prefix. Each key's
+ * bucket gets TAT 0 (a full bucket is TAT <= now: 0 is full whatever the clocks say) and its
+ * ghost way is forgotten, so an evicted spent key cannot come back owing; one warn line is
+ * the audit trail. */
+static void ctl_clear(struct daemon *d, const char *line, struct evbuffer *out)
+{
+	char addr[64], cls[40], op[64], keys[64], prev[256] = "", *tok, *save = NULL;
+	const struct sl_maps *m = &d->edge.maps;
+	struct sl_settings set;
+	struct bpf_map_info info;
+	__u32 ilen = sizeof(info);
+	const char *reason;
+	size_t plen = 0;
+	int n = 0, off = 0, nk = 0;
+
+	if (sscanf(line, "clear %63s %39s %63s %63s %n", addr, cls, op, keys, &off) != 4 || !off ||
+	    !line[off]) {
+		evbuffer_add_printf(out, "error usage: clear ADDR CLASS OPERATOR KEY[,KEY] REASON\n");
+		return;
+	}
+	reason = line + off;
+	if (sl_maps_read_settings(m, &set)) {
+		evbuffer_add_printf(out, "error cannot read settings: %s\n", strerror(errno));
+		return;
+	}
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(m->ghosts, &info, &ilen) || !info.max_entries) {
+		evbuffer_add_printf(out, "error cannot read the ghost table: %s\n", strerror(errno));
+		return;
+	}
+	for (tok = strtok_r(keys, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct sl_bkey k;
+		struct sl_bucket b, nb = { 0 };
+		struct sl_ghost_set g;
+		struct sl_prefix p;
+		unsigned char *kb = (unsigned char *)&k;
+		char kbuf[64];
+		__u64 h;
+		__u32 slot;
+		size_t i;
+		int w, had, ghost = 0;
+		unsigned int v;
+		__u64 now = sl_now_ns();
+
+		if (strlen(tok) != 2 * sizeof(k) || nk >= 2) {
+			evbuffer_add_printf(out, "error bad key '%.40s'\n", tok);
+			return;
+		}
+		for (i = 0; i < sizeof(k); i++) {
+			if (sscanf(tok + 2 * i, "%2x", &v) != 1) {
+				evbuffer_add_printf(out, "error bad key '%.40s'\n", tok);
+				return;
+			}
+			kb[i] = (unsigned char)v;
+		}
+		nk++;
+		had = sl_maps_lookup_bucket(m, &k, &b) == 0;
+		h = sl_ghost_hash(&k, set.hash_seed);
+		slot = (__u32)h & (info.max_entries - 1);
+		if (!bpf_map_lookup_elem(m->ghosts, &slot, &g)) {
+			for (w = 0; w < SL_GHOST_WAYS; w++)
+				if (g.way[w].tag == (__u32)(h >> 32)) {
+					ghost = 1;
+					g.way[w].tag = 0;
+					g.way[w].tat = 0;
+				}
+			if (ghost && bpf_map_update_elem(m->ghosts, &slot, &g, BPF_ANY)) {
+				evbuffer_add_printf(out, "error cannot write the ghost table: %s\n",
+						    strerror(errno));
+				return;
+			}
+		}
+		if (bpf_map_update_elem(m->buckets, &k, &nb, BPF_ANY)) {
+			evbuffer_add_printf(out, "error cannot write the bucket: %s\n", strerror(errno));
+			return;
+		}
+		memset(&p, 0, sizeof(p));
+		p.family = k.family;
+		p.plen = k.plen;
+		memcpy(p.addr, k.addr, sizeof(k.addr));
+		n = snprintf(prev + plen, sizeof(prev) - plen,
+			     "%s%s %s (was %s, %.3fs ahead%s, streak %u)", plen ? "; " : "",
+			     k.level == SL_LEVEL_PARENT ? "parent" : "key",
+			     sl_prefix_str(&p, kbuf, sizeof(kbuf)), had ? "live" : "no state",
+			     had && b.tat > now ? (double)(b.tat - now) / 1e9 : 0.0,
+			     ghost ? ", ghost forgotten" : "", had ? b.streak : 0);
+		if (n > 0 && (size_t)n < sizeof(prev) - plen)
+			plen += (size_t)n;
+	}
+	log_warn("clear prefix %s (class %s) by %s: %s; reason: %s", addr, cls, op, prev, reason);
+	evbuffer_add_printf(out, "ok %s\n", prev);
+}
+
 static void on_ctl(void *arg, const char *line, struct evbuffer *out, struct ctl_req *req)
 {
 	struct daemon *d = arg;
@@ -874,6 +972,11 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out, struct ctl
 			topk_report(d->topk, out, !strcmp(fmt, "json"), n, d->cfg.event_sample);
 	} else if (!strcmp(line, "store") || !strcmp(line, "store text")) {
 		store_report(d, out, !strcmp(line, "store"));
+	} else if (!strncmp(line, "clear ", 6)) {
+		if (!d->cfg.has_edge)
+			evbuffer_add_printf(out, "error this sluiced runs no edge (no 'edge' section)\n");
+		else
+			ctl_clear(d, line, out);
 	} else if (!strcmp(line, "detach")) {
 		log_info("detach requested over the control socket");
 		evbuffer_add_printf(out, "ok detaching from %d interface(s); sluiced exits\n",
