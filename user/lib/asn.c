@@ -9,47 +9,7 @@
 
 #include "addr.h"
 #include "asn.h"
-
-#define MAX_REPORTED 10
-
-struct perr {
-	char *buf;
-	size_t len, used;
-	int count;
-};
-
-__attribute__((format(printf, 4, 5)))
-static void perr_add(struct perr *e, const char *name, size_t line, const char *fmt, ...)
-{
-	char msg[600];
-	va_list ap;
-	int n;
-
-	e->count++;
-	if (e->count > MAX_REPORTED || !e->buf || e->used + 1 >= e->len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	/* Whole lines or nothing: a reason cut off mid-way is worse than a shorter list. */
-	n = snprintf(e->buf + e->used, e->len - e->used, "%s:%zu: %s\n", name, line, msg);
-	if (n > 0 && (size_t)n < e->len - e->used)
-		e->used += (size_t)n;
-	else
-		e->buf[e->used] = '\0';
-}
-
-static char *trim(char *s)
-{
-	char *end;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	end = s + strlen(s);
-	while (end > s && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	return s;
-}
+#include "perr.h"
 
 static int push(struct sl_asn_table *t, const struct sl_asn_entry *e)
 {
@@ -101,10 +61,11 @@ static void dedup(struct sl_asn_table *t)
 int sl_asn_parse(const char *name, const char *buf, size_t len, const struct sl_config *c,
 		 struct sl_asn_table *t, char *err, size_t errlen)
 {
-	struct perr e = { .buf = err, .len = errlen };
+	struct sl_perr e;
 	size_t lineno = 0, pos = 0;
 	int first = 1, ret = 0;
 
+	sl_perr_init(&e, err, errlen, false);
 	memset(t, 0, sizeof(*t));
 	if (err && errlen)
 		err[0] = '\0';
@@ -120,14 +81,14 @@ int sl_asn_parse(const char *name, const char *buf, size_t len, const struct sl_
 
 		lineno++;
 		if (ll >= sizeof(line)) {
-			perr_add(&e, name, lineno, "line longer than %zu bytes", sizeof(line) - 1);
+			sl_perr_add(&e, name, lineno, "line longer than %zu bytes", sizeof(line) - 1);
 			pos += ll + 1;
 			continue;
 		}
 		memcpy(line, buf + pos, ll);
 		line[ll] = '\0';
 		pos += ll + 1;
-		l = trim(line);
+		l = sl_trim(line);
 		if (!*l || *l == '#')
 			continue;
 		if (first && !strncmp(l, "prefix,", 7)) { /* a header row */
@@ -141,25 +102,25 @@ int sl_asn_parse(const char *name, const char *buf, size_t len, const struct sl_
 			if (save)
 				*save = '\0';
 			if (nf < 4)
-				f[nf] = trim(tok);
+				f[nf] = sl_trim(tok);
 			nf++;
 			if (!save)
 				break;
 		}
 		if (nf != 3) {
-			perr_add(&e, name, lineno, "expected 3 fields prefix,asn,class (got %d)", nf);
+			sl_perr_add(&e, name, lineno, "expected 3 fields prefix,asn,class (got %d)", nf);
 			continue;
 		}
 		if (!*f[0] || !*f[1] || !*f[2]) {
-			perr_add(&e, name, lineno, "empty field in '%s,%s,%s'", f[0], f[1], f[2]);
+			sl_perr_add(&e, name, lineno, "empty field in '%s,%s,%s'", f[0], f[1], f[2]);
 			continue;
 		}
 		if (sl_prefix_parse(f[0], &p, 1, why, sizeof(why))) {
-			perr_add(&e, name, lineno, "%s", why);
+			sl_perr_add(&e, name, lineno, "%s", why);
 			continue;
 		}
 		if (p.plen == 0) {
-			perr_add(&e, name, lineno, "'%s': a /0 row would type the whole Internet; "
+			sl_perr_add(&e, name, lineno, "'%s': a /0 row would type the whole Internet; "
 				 "use the \"unknown\" class for that", f[0]);
 			continue;
 		}
@@ -168,16 +129,16 @@ int sl_asn_parse(const char *name, const char *buf, size_t len, const struct sl_
 		errno = 0;
 		asn = strtoul(f[1], &end, 10);
 		if (errno || end == f[1] || *end || asn > 0xffffffffUL || f[1][0] == '-') {
-			perr_add(&e, name, lineno, "'%s' is not an AS number (0..4294967295)", f[1]);
+			sl_perr_add(&e, name, lineno, "'%s' is not an AS number (0..4294967295)", f[1]);
 			continue;
 		}
 		cls = sl_config_class(c, f[2]);
 		if (cls < 0) {
-			perr_add(&e, name, lineno, "class '%s' is not defined in the config", f[2]);
+			sl_perr_add(&e, name, lineno, "class '%s' is not defined in the config", f[2]);
 			continue;
 		}
 		if (t->n >= SL_ASN_MAX_ENTRIES) {
-			perr_add(&e, name, lineno, "more than %u rows", SL_ASN_MAX_ENTRIES);
+			sl_perr_add(&e, name, lineno, "more than %u rows", SL_ASN_MAX_ENTRIES);
 			break;
 		}
 		memset(&ent, 0, sizeof(ent));
@@ -190,9 +151,7 @@ int sl_asn_parse(const char *name, const char *buf, size_t len, const struct sl_
 			break;
 		}
 	}
-	if (e.count > MAX_REPORTED && e.buf && e.used + 1 < e.len)
-		snprintf(e.buf + e.used, e.len - e.used, "%s: ... and %d more problems\n", name,
-			 e.count - MAX_REPORTED);
+	sl_perr_finish(&e, name);
 	if (e.count && !ret)
 		ret = -EINVAL;
 	if (ret) {

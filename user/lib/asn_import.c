@@ -21,73 +21,14 @@
 #include <maxminddb.h>
 
 #include "asn_import.h"
+#include "perr.h"
 
-#define MAX_REPORTED 10
 #define MAX_LINE 4096 /* organization names are short; a longer line is not a dataset's */
 #define MAP_MAX_CLASSES 16
 
-/* ---- errors: name:line: reason, the first ten, then a count ------------------------------ */
+/* ---- errors: name:line: reason through perr.h; reading a whole file ----------------------- */
 
-struct perr {
-	char *buf;
-	size_t len, used;
-	int count;
-};
-
-static void perr_init(struct perr *e, char *buf, size_t len)
-{
-	e->buf = buf;
-	e->len = len;
-	e->used = buf && len ? strlen(buf) : 0; /* append: several sources share one buffer */
-	e->count = 0;
-	if (e->used >= len)
-		e->used = len ? len - 1 : 0;
-}
-
-__attribute__((format(printf, 4, 5)))
-static void perr_add(struct perr *e, const char *name, size_t line, const char *fmt, ...)
-{
-	char msg[600];
-	va_list ap;
-	int n;
-
-	e->count++;
-	if (e->count > MAX_REPORTED || !e->buf || e->used + 1 >= e->len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (line)
-		n = snprintf(e->buf + e->used, e->len - e->used, "%s:%zu: %s\n", name, line, msg);
-	else
-		n = snprintf(e->buf + e->used, e->len - e->used, "%s: %s\n", name, msg);
-	if (n > 0 && (size_t)n < e->len - e->used)
-		e->used += (size_t)n;
-	else
-		e->buf[e->used] = '\0';
-}
-
-static void perr_finish(struct perr *e, const char *name)
-{
-	if (e->count > MAX_REPORTED && e->buf && e->used + 1 < e->len)
-		e->used += (size_t)snprintf(e->buf + e->used, e->len - e->used,
-					    "%s: ... and %d more problems\n", name,
-					    e->count - MAX_REPORTED);
-}
-
-static char *trim(char *s)
-{
-	char *end;
-
-	while (isspace((unsigned char)*s))
-		s++;
-	end = s + strlen(s);
-	while (end > s && isspace((unsigned char)end[-1]))
-		*--end = '\0';
-	return s;
-}
-
-static int read_file(const char *path, char **out, size_t *olen, struct perr *e)
+static int read_file(const char *path, char **out, size_t *olen, struct sl_perr *e)
 {
 	FILE *f = fopen(path, "r");
 	char *buf = NULL;
@@ -96,7 +37,7 @@ static int read_file(const char *path, char **out, size_t *olen, struct perr *e)
 
 	if (!f) {
 		ret = -errno;
-		perr_add(e, path, 0, "cannot read: %s", strerror(-ret));
+		sl_perr_add(e, path, 0, "cannot read: %s", strerror(-ret));
 		return ret;
 	}
 	do {
@@ -115,7 +56,7 @@ static int read_file(const char *path, char **out, size_t *olen, struct perr *e)
 	} while (n > 0);
 	if (!ret && ferror(f)) {
 		ret = -EIO;
-		perr_add(e, path, 0, "read error");
+		sl_perr_add(e, path, 0, "read error");
 	}
 	fclose(f);
 	if (ret) {
@@ -287,7 +228,7 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 		      const char *dflt, struct sl_classmap *m, char *err, size_t errlen)
 {
 	size_t lineno = 0, pos = 0, cap_asn = 0, cap_rules = 0, i;
-	struct perr e;
+	struct sl_perr e;
 	char why[300];
 	int ret = 0, first = 1;
 
@@ -296,7 +237,7 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 	snprintf(m->name, sizeof(m->name), "%s", name);
 	if (err && errlen)
 		err[0] = '\0';
-	perr_init(&e, err, errlen);
+	sl_perr_init(&e, err, errlen, true);
 	while (pos < len) {
 		const char *nl = memchr(buf + pos, '\n', len - pos);
 		size_t ll = nl ? (size_t)(nl - (buf + pos)) : len - pos;
@@ -306,7 +247,7 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 
 		lineno++;
 		if (ll >= sizeof(line)) {
-			perr_add(&e, name, lineno, "line longer than %zu bytes", sizeof(line) - 1);
+			sl_perr_add(&e, name, lineno, "line longer than %zu bytes", sizeof(line) - 1);
 			pos += ll + 1;
 			continue;
 		}
@@ -319,7 +260,7 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 				*hash = '\0';
 				break;
 			}
-		l = trim(line);
+		l = sl_trim(line);
 		if (!*l)
 			continue;
 		if (first && !strcasecmp(l, "asn,class")) {
@@ -330,26 +271,26 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 		/* The last comma: an organization pattern may hold commas ("Cloudflare, Inc."). */
 		comma = strrchr(l, ',');
 		if (!comma) {
-			perr_add(&e, name, lineno, "expected KEY,CLASS (asn,class; org:GLOB,class; "
+			sl_perr_add(&e, name, lineno, "expected KEY,CLASS (asn,class; org:GLOB,class; "
 				 "connection_type:V,class; user_type:V,class; flag:NAME,class; "
 				 "default,class)");
 			continue;
 		}
 		*comma = '\0';
-		key = trim(l);
-		cls = trim(comma + 1);
+		key = sl_trim(l);
+		cls = sl_trim(comma + 1);
 		if (!*key || !*cls) {
-			perr_add(&e, name, lineno, "empty %s", *key ? "class" : "key");
+			sl_perr_add(&e, name, lineno, "empty %s", *key ? "class" : "key");
 			continue;
 		}
 		ci = intern_class(m, c, cls, why, sizeof(why));
 		if (ci < 0) {
-			perr_add(&e, name, lineno, "%s", why);
+			sl_perr_add(&e, name, lineno, "%s", why);
 			continue;
 		}
 		if (!strcasecmp(key, "default")) {
 			if (m->dflt_line) {
-				perr_add(&e, name, lineno, "a second default (the first is at line %zu)",
+				sl_perr_add(&e, name, lineno, "a second default (the first is at line %zu)",
 					 m->dflt_line);
 				continue;
 			}
@@ -361,11 +302,11 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 			if (!strncasecmp(key, rule_prefixes[k].prefix, strlen(rule_prefixes[k].prefix)))
 				break;
 		if (k < sizeof(rule_prefixes) / sizeof(rule_prefixes[0])) {
-			const char *arg = trim(key + strlen(rule_prefixes[k].prefix));
+			const char *arg = sl_trim(key + strlen(rule_prefixes[k].prefix));
 			struct sl_rule *r;
 
 			if (!*arg) {
-				perr_add(&e, name, lineno, "'%s' needs a value after the colon", key);
+				sl_perr_add(&e, name, lineno, "'%s' needs a value after the colon", key);
 				continue;
 			}
 			if (m->n_rules == cap_rules) {
@@ -396,7 +337,7 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 			uint32_t asn;
 
 			if (parse_asn(key, &asn)) {
-				perr_add(&e, name, lineno, "'%s' is neither an AS number (64500, AS64500) "
+				sl_perr_add(&e, name, lineno, "'%s' is neither an AS number (64500, AS64500) "
 					 "nor a rule (org:, connection_type:, user_type:, flag:, "
 					 "default)", key);
 				continue;
@@ -422,7 +363,7 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 		for (i = 0; i < m->n_asns; i++) {
 			if (out && m->asns[out - 1].asn == m->asns[i].asn) {
 				if (m->asns[out - 1].cls != m->asns[i].cls)
-					perr_add(&e, name, m->asns[i].line, "AS%u is already mapped to %s "
+					sl_perr_add(&e, name, m->asns[i].line, "AS%u is already mapped to %s "
 						 "at line %zu", m->asns[i].asn,
 						 m->classes[m->asns[out - 1].cls], m->asns[out - 1].line);
 				continue;
@@ -435,17 +376,17 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 		int ci = intern_class(m, c, dflt, why, sizeof(why));
 
 		if (ci < 0)
-			perr_add(&e, "--default", 0, "%s", why);
+			sl_perr_add(&e, "--default", 0, "%s", why);
 		m->dflt = ci;
 		m->dflt_line = 0;
 	}
 	if (!ret && m->dflt < 0) {
 		m->dflt = intern_class(m, c, "unknown", why, sizeof(why));
 		if (m->dflt < 0)
-			perr_add(&e, name, 0, "no default class: %s (give one: a 'default,CLASS' "
+			sl_perr_add(&e, name, 0, "no default class: %s (give one: a 'default,CLASS' "
 				 "line or --default)", why);
 	}
-	perr_finish(&e, name);
+	sl_perr_finish(&e, name);
 	if (!ret && e.count)
 		ret = -EINVAL;
 	if (ret)
@@ -456,7 +397,7 @@ int sl_classmap_parse(const char *name, const char *buf, size_t len, const struc
 int sl_classmap_load(const char *path, const struct sl_config *c, const char *dflt,
 		     struct sl_classmap *m, char *err, size_t errlen)
 {
-	struct perr e;
+	struct sl_perr e;
 	char *buf;
 	size_t len;
 	int ret;
@@ -464,7 +405,7 @@ int sl_classmap_load(const char *path, const struct sl_config *c, const char *df
 	memset(m, 0, sizeof(*m));
 	if (err && errlen)
 		err[0] = '\0';
-	perr_init(&e, err, errlen);
+	sl_perr_init(&e, err, errlen, true);
 	ret = read_file(path, &buf, &len, &e);
 	if (ret)
 		return ret;
@@ -559,10 +500,10 @@ static int set_push(struct sl_imp_set *s, const struct sl_imp_range *r)
 	return 0;
 }
 
-static int set_source(struct sl_imp_set *s, const char *name, struct perr *e)
+static int set_source(struct sl_imp_set *s, const char *name, struct sl_perr *e)
 {
 	if (s->n_srcs >= sizeof(s->srcs) / sizeof(s->srcs[0])) {
-		perr_add(e, name, 0, "more than %zu sources in one table",
+		sl_perr_add(e, name, 0, "more than %zu sources in one table",
 			 sizeof(s->srcs) / sizeof(s->srcs[0]));
 		return -EINVAL;
 	}
@@ -609,7 +550,7 @@ static int split_csv(char *l, char **f, int max)
 		l++;
 	}
 	for (int i = 0; i < n && i < max; i++)
-		f[i] = trim(f[i]);
+		f[i] = sl_trim(f[i]);
 	return n;
 }
 
@@ -629,7 +570,7 @@ static int split_tab(char *l, char **f, int max)
 		l = tab + 1;
 	}
 	for (int i = 0; i < n && i < max; i++)
-		f[i] = trim(f[i]);
+		f[i] = sl_trim(f[i]);
 	return n;
 }
 
@@ -638,11 +579,11 @@ int sl_imp_parse_text(const char *name, const char *buf, size_t len, enum sl_imp
 {
 	size_t lineno = 0, pos = 0;
 	int want = fmt == SL_IMP_TSV ? 5 : 4, src, ret = 0;
-	struct perr e;
+	struct sl_perr e;
 
-	perr_init(&e, err, errlen);
+	sl_perr_init(&e, err, errlen, true);
 	if (fmt != SL_IMP_TSV && fmt != SL_IMP_CSV) {
-		perr_add(&e, name, 0, "not a text format");
+		sl_perr_add(&e, name, 0, "not a text format");
 		return -EINVAL;
 	}
 	src = set_source(s, name, &e);
@@ -659,14 +600,14 @@ int sl_imp_parse_text(const char *name, const char *buf, size_t len, enum sl_imp
 
 		lineno++;
 		if (ll >= sizeof(line)) {
-			perr_add(&e, name, lineno, "line longer than %zu bytes", sizeof(line) - 1);
+			sl_perr_add(&e, name, lineno, "line longer than %zu bytes", sizeof(line) - 1);
 			pos += ll + 1;
 			continue;
 		}
 		memcpy(line, buf + pos, ll);
 		line[ll] = '\0';
 		pos += ll + 1;
-		l = trim(line);
+		l = sl_trim(line);
 		if (!*l || *l == '#')
 			continue;
 		s->lines++;
@@ -674,11 +615,11 @@ int sl_imp_parse_text(const char *name, const char *buf, size_t len, enum sl_imp
 			continue; /* a header row */
 		nf = fmt == SL_IMP_TSV ? split_tab(l, f, 5) : split_csv(l, f, 5);
 		if (nf < 0) {
-			perr_add(&e, name, lineno, "a quoted field is not closed");
+			sl_perr_add(&e, name, lineno, "a quoted field is not closed");
 			continue;
 		}
 		if (nf != want) {
-			perr_add(&e, name, lineno, "expected %d %s fields (%s), got %d", want,
+			sl_perr_add(&e, name, lineno, "expected %d %s fields (%s), got %d", want,
 				 fmt == SL_IMP_TSV ? "tab-separated" : "comma-separated",
 				 fmt == SL_IMP_TSV ? "range_start range_end AS_number country_code "
 				 "AS_description" : "ip_range_start,ip_range_end,"
@@ -686,25 +627,25 @@ int sl_imp_parse_text(const char *name, const char *buf, size_t len, enum sl_imp
 			continue;
 		}
 		if (sl_addr_to_u128(f[0], &r.family, &r.lo)) {
-			perr_add(&e, name, lineno, "'%s' is not an IPv4 or IPv6 address", f[0]);
+			sl_perr_add(&e, name, lineno, "'%s' is not an IPv4 or IPv6 address", f[0]);
 			continue;
 		}
 		if (sl_addr_to_u128(f[1], &fam_hi, &r.hi)) {
-			perr_add(&e, name, lineno, "'%s' is not an IPv4 or IPv6 address", f[1]);
+			sl_perr_add(&e, name, lineno, "'%s' is not an IPv4 or IPv6 address", f[1]);
 			continue;
 		}
 		if (fam_hi != r.family) {
-			perr_add(&e, name, lineno, "'%s' and '%s' are of different families", f[0],
+			sl_perr_add(&e, name, lineno, "'%s' and '%s' are of different families", f[0],
 				 f[1]);
 			continue;
 		}
 		if (r.lo > r.hi) {
-			perr_add(&e, name, lineno, "the range ends (%s) before it starts (%s)", f[1],
+			sl_perr_add(&e, name, lineno, "the range ends (%s) before it starts (%s)", f[1],
 				 f[0]);
 			continue;
 		}
 		if (parse_asn(f[2], &r.asn)) {
-			perr_add(&e, name, lineno, "'%s' is not an AS number (0..4294967295)", f[2]);
+			sl_perr_add(&e, name, lineno, "'%s' is not an AS number (0..4294967295)", f[2]);
 			continue;
 		}
 		/* AS 0 is iptoasn's "Not routed": no row, so the datapath's unknown class. */
@@ -722,7 +663,7 @@ int sl_imp_parse_text(const char *name, const char *buf, size_t len, enum sl_imp
 			break;
 		}
 	}
-	perr_finish(&e, name);
+	sl_perr_finish(&e, name);
 	if (!ret && e.count)
 		ret = -EINVAL;
 	return ret;
@@ -742,7 +683,7 @@ struct mmdb_walk {
 	MMDB_s db;
 	const struct sl_classmap *m;
 	struct sl_imp_set *s;
-	struct perr *e;
+	struct sl_perr *e;
 	const char *name;
 	uint32_t ipv4_node; /* where ::/96 leads in an IPv6 tree; other paths to it are aliases */
 	bool v6;
@@ -905,7 +846,7 @@ static void mmdb_walk_node(struct mmdb_walk *w, uint32_t node, sl_u128 path, int
 		return;
 	}
 	if (depth >= bits || MMDB_read_node(&w->db, node, &n) != MMDB_SUCCESS) {
-		perr_add(w->e, w->name, 0, "corrupt search tree (node %u at depth %d)", node, depth);
+		sl_perr_add(w->e, w->name, 0, "corrupt search tree (node %u at depth %d)", node, depth);
 		w->ret = -EINVAL;
 		return;
 	}
@@ -927,7 +868,7 @@ static void mmdb_walk_node(struct mmdb_walk *w, uint32_t node, sl_u128 path, int
 		case MMDB_RECORD_TYPE_EMPTY:
 			break;
 		default:
-			perr_add(w->e, w->name, 0, "corrupt search tree (a record of node %u points "
+			sl_perr_add(w->e, w->name, 0, "corrupt search tree (a record of node %u points "
 				 "past the data)", node);
 			w->ret = -EINVAL;
 		}
@@ -935,14 +876,14 @@ static void mmdb_walk_node(struct mmdb_walk *w, uint32_t node, sl_u128 path, int
 }
 
 static int read_mmdb(const char *path, const struct sl_classmap *m, struct sl_imp_set *s,
-		     struct perr *e)
+		     struct sl_perr *e)
 {
 	struct mmdb_walk w = { .m = m, .s = s, .e = e, .name = path };
 	size_t before;
 	int r = MMDB_open(path, MMDB_MODE_MMAP, &w.db);
 
 	if (r != MMDB_SUCCESS) {
-		perr_add(e, path, 0, "%s%s%s", MMDB_strerror(r), r == MMDB_IO_ERROR ? ": " : "",
+		sl_perr_add(e, path, 0, "%s%s%s", MMDB_strerror(r), r == MMDB_IO_ERROR ? ": " : "",
 			 r == MMDB_IO_ERROR ? strerror(errno) : "");
 		return r == MMDB_IO_ERROR ? -EIO : -EINVAL;
 	}
@@ -1050,17 +991,17 @@ enum sl_imp_format sl_imp_detect(const char *path)
 int sl_imp_read(const char *path, enum sl_imp_format fmt, const struct sl_classmap *m,
 		struct sl_imp_set *s, char *err, size_t errlen)
 {
-	struct perr e;
+	struct sl_perr e;
 	char *buf;
 	size_t len;
 	int ret;
 
-	perr_init(&e, err, errlen);
+	sl_perr_init(&e, err, errlen, true);
 	if (fmt == SL_IMP_AUTO)
 		fmt = sl_imp_detect(path);
 	if (fmt == SL_IMP_MMDB) {
 		ret = read_mmdb(path, m, s, &e);
-		perr_finish(&e, path);
+		sl_perr_finish(&e, path);
 		return ret;
 	}
 	ret = read_file(path, &buf, &len, &e);
@@ -1188,13 +1129,13 @@ static int table_push(struct sl_imp_table *t, const struct sl_prefix *p, uint32_
 
 /* A merged run of one ASN and class: cut it into prefixes. */
 static int flush_run(struct sl_imp_table *t, const struct sl_imp_range *run,
-		     const struct sl_imp_set *s, struct perr *e)
+		     const struct sl_imp_set *s, struct sl_perr *e)
 {
 	struct sl_prefix p[SL_CIDR_MAX];
 	int n, i, ret;
 
 	if (run->lo == 0 && run->hi == fam_max(run->family)) {
-		perr_add(e, s->srcs[run->src], run->line, "the table would type all of %s as one "
+		sl_perr_add(e, s->srcs[run->src], run->line, "the table would type all of %s as one "
 			 "class (a /0 row); leave it out and use a default class instead",
 			 run->family == SL_FAM_V4 ? "IPv4" : "IPv6");
 		return -EINVAL;
@@ -1215,11 +1156,11 @@ int sl_imp_build(struct sl_imp_set *s, struct sl_imp_table *t, char *err, size_t
 	struct sl_imp_range run = { 0 };
 	bool have_run = false;
 	size_t i, start, end;
-	struct perr e;
+	struct sl_perr e;
 	int ret = 0;
 
 	memset(t, 0, sizeof(*t));
-	perr_init(&e, err, errlen);
+	sl_perr_init(&e, err, errlen, true);
 	if (!s->n)
 		return 0;
 	qsort(s->r, s->n, sizeof(*s->r), cmp_range);
@@ -1281,9 +1222,9 @@ int sl_imp_build(struct sl_imp_set *s, struct sl_imp_table *t, char *err, size_t
 out:
 	free(pts);
 	free(hp.h);
-	perr_finish(&e, "table");
+	sl_perr_finish(&e, "table");
 	if (!ret && t->n > SL_ASN_MAX_ENTRIES) {
-		perr_add(&e, "table", 0, "%zu rows: more than the datapath's %u", t->n,
+		sl_perr_add(&e, "table", 0, "%zu rows: more than the datapath's %u", t->n,
 			 SL_ASN_MAX_ENTRIES);
 		ret = -E2BIG;
 	}
