@@ -102,11 +102,8 @@ static int env_config(struct env *e, const char *conf)
 
 		if (!tc->edge_budget)
 			continue;
-		ret = sl_maps_set_lease(&e->maps, (uint32_t)i, tc->rate / e->cfg.cluster.nodes,
-					sl_lease_burst(tc->burst / e->cfg.cluster.nodes, tc->burst,
-						       &e->cfg),
-					sl_now_ns() + (uint64_t)tc->lease_ttl_s * 1000000000ull,
-					&why);
+		ret = sl_maps_grant_share(&e->maps, &e->cfg, (uint32_t)i, why.share, sl_now_ns(),
+					  &why);
 	}
 	if (!ret)
 		ret = sl_maps_write_routes(&e->maps, &e->cfg);

@@ -643,6 +643,19 @@ int sl_maps_set_lease(const struct sl_maps *m, uint32_t id, double rate, double 
 	return 0;
 }
 
+int sl_maps_grant_share(const struct sl_maps *m, const struct sl_config *c, uint32_t id,
+			double share, uint64_t from_ns, const struct sl_lease_info *why)
+{
+	const struct sl_tenant_cfg *tc;
+
+	if (id >= (uint32_t)c->n_tenants)
+		return -ENOENT;
+	tc = &c->tenants[id];
+	return sl_maps_set_lease(m, id, tc->rate * share,
+				 sl_lease_burst(tc->burst * share, tc->burst, c),
+				 from_ns + (uint64_t)tc->lease_ttl_s * 1000000000ull, why);
+}
+
 static void random_bytes(void *p, size_t n)
 {
 	size_t got = 0;

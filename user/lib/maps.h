@@ -118,6 +118,10 @@ struct sl_lease_info {
 double sl_lease_burst(double share_burst, double budget_burst, const struct sl_config *c);
 int sl_maps_set_lease(const struct sl_maps *m, uint32_t id, double rate, double burst,
 		      uint64_t expires_ns, const struct sl_lease_info *why);
+/* Grant tenant @id (config @c) @share of its budget from @from_ns for its lease_ttl: the rate
+ * and burst sl_maps_set_lease() is given, as the lease controller and the fixtures grant. */
+int sl_maps_grant_share(const struct sl_maps *m, const struct sl_config *c, uint32_t id,
+			double share, uint64_t from_ns, const struct sl_lease_info *why);
 
 /* Cookie keys: make one if there is none; rotate when @rotate or when older than @every_s.
  * Returns 1 when a key was made or rotated, 0 when nothing changed, < 0 on error. */

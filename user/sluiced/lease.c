@@ -133,11 +133,9 @@ static void write_lease(struct lease_ctl *l, uint32_t id, double grant, uint64_t
 			const struct sl_lease_info *why)
 {
 	const struct sl_tenant_cfg *tc = &l->c->tenants[id];
-	uint64_t expires = from_ns + (uint64_t)tc->lease_ttl_s * 1000000000ull;
 	int ret;
 
-	ret = sl_maps_set_lease(&l->edge->maps, id, tc->rate * grant,
-				sl_lease_burst(tc->burst * grant, tc->burst, l->c), expires, why);
+	ret = sl_maps_grant_share(&l->edge->maps, l->c, id, grant, from_ns, why);
 	if (ret && ret != -ENOENT)
 		log_warn("lease for tenant %s: cannot write it: %s", tc->name, strerror(-ret));
 }
