@@ -11,10 +11,14 @@ Sources take turns (--src repeatable). Each connection ends with a reset (SO_LIN
 its answer's status line is read, so that it leaves no TIME_WAIT on the server: a later
 connection that happens to reuse the port would otherwise land on it and be the kernel's to
 reopen, not a first request the edge reads (--fin: close normally, the server closing first
-as HTTP/1.0 servers do). Used by tests/net/test_leases.sh.
+as HTTP/1.0 servers do). --mark PATH also counts, under "marked", the connections begun
+once PATH exists: a test creates it when the phase it asserts on starts (a flood, say), so
+that what the clients saw before (a lease still moving toward them) is reported apart.
+Used by tests/net/test_leases.sh.
 """
 import argparse
 import json
+import os
 import socket
 import struct
 import threading
@@ -60,17 +64,21 @@ def main():
     ap.add_argument("--path", default="/")
     ap.add_argument("--host", default="")
     ap.add_argument("--fin", action="store_true", help="close with FIN, not a reset")
+    ap.add_argument("--mark", default="", help="also count connections begun once this file exists")
     a = ap.parse_args()
     host = a.host or (f"[{a.dst}]" if ":" in a.dst else a.dst)
     request = (f"GET {a.path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").encode()
 
     counts = {"attempted": 0, "ok": 0, "shed429": 0, "other": 0, "timeout": 0, "error": 0}
+    marked = dict(counts)
     lock = threading.Lock()
 
-    def run(src):
+    def run(src, after_mark):
         r = one(src, a.dst, a.port, request, a.timeout, a.fin)
         with lock:
             counts[r] += 1
+            if after_mark:
+                marked[r] += 1
 
     start = time.monotonic()
     n = 0
@@ -83,11 +91,16 @@ def main():
             if due > now:
                 time.sleep(min(due - now, 0.01))
                 continue
-            pool.submit(run, a.src[n % len(a.src)])
+            after = bool(a.mark) and os.path.exists(a.mark)
+            pool.submit(run, a.src[n % len(a.src)], after)
             n += 1
+            marked["attempted"] += after
         secs = time.monotonic() - start  # the pacing's, not the last answer's
     counts["attempted"] = n
-    print(json.dumps({**counts, "seconds": round(secs, 3), "rate": round(n / secs, 1)}))
+    out = {**counts, "seconds": round(secs, 3), "rate": round(n / secs, 1)}
+    if a.mark:
+        out["marked"] = marked
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
