@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <sys/un.h>
@@ -33,6 +34,7 @@
 #include "asn_import.h"
 #include "budget.h"
 #include "config.h"
+#include "evfmt.h"
 #include "gw_body.h"
 #include "gw_creds.h"
 #include "json.h"
@@ -1728,48 +1730,17 @@ static int on_event(void *arg, void *data, size_t len)
 {
 	struct ev_ctx *x = arg;
 	const struct sl_event *e = data;
-	struct sl_prefix p = { 0 };
-	char buf[64], cls[32], when[64];
-	int64_t wall;
-	time_t secs;
-	struct tm tm;
+	char cls[32], line[SL_EVFMT_MAX];
+	size_t n;
 
 	if (len < sizeof(*e) || e->ts_ns < x->since_ns)
 		return 0;
 	if (x->c->count > 0 && x->seen >= x->c->count)
 		return -ECANCELED;
-	p.family = e->family;
-	p.plen = e->plen;
-	memcpy(p.addr, e->addr, 16);
-	wall = (int64_t)e->ts_ns + x->wall_off;
-	secs = (time_t)(wall / 1000000000);
-	gmtime_r(&secs, &tm);
-	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(when + strlen(when), sizeof(when) - strlen(when), ".%03dZ",
-		 (int)((wall / 1000000) % 1000));
 	class_name(x->m, e->class_id, cls, sizeof(cls));
-	if (x->c->json) {
-		struct json j;
-
-		json_init(&j, stdout);
-		json_obj_begin(&j, NULL);
-		json_str(&j, "time", when);
-		json_str(&j, "prefix", sl_prefix_str(&p, buf, sizeof(buf)));
-		json_str(&j, "class", cls);
-		json_str(&j, "reason", sl_reason_name(e->reason));
-		json_str(&j, "action", sl_action_name(e->action));
-		json_u64(&j, "retry_after", e->retry_after);
-		json_u64(&j, "port", e->dport);
-		json_obj_end(&j);
-		json_end(&j);
-	} else {
-		printf("%s %-24s %-12s %-14s %-5s", when, sl_prefix_str(&p, buf, sizeof(buf)), cls,
-		       sl_reason_name(e->reason), sl_action_name(e->action));
-		if (e->retry_after)
-			printf(" retry_after=%u", e->retry_after);
-		printf(" port=%u\n", e->dport);
-		fflush(stdout);
-	}
+	n = sl_event_format(e, x->wall_off, cls, x->c->json, line, sizeof(line));
+	fwrite(line, 1, n, stdout);
+	fflush(stdout);
 	x->seen++;
 	/* One poll hands over everything queued (the backlog can be hundreds): stop inside it,
 	 * leaving the rest in the ring, or --count would not bound what is printed. */
@@ -1780,7 +1751,9 @@ static int on_event(void *arg, void *data, size_t len)
 	return 0;
 }
 
-static int cmd_events(const struct ctl *c)
+/* No sluiced: read the pinned ring ourselves (its one consumer position: one such reader at
+ * a time, and a sluiced that starts takes the ring over). */
+static int events_direct(const struct ctl *c)
 {
 	struct ring_buffer *rb;
 	struct sl_maps m;
@@ -1791,8 +1764,8 @@ static int cmd_events(const struct ctl *c)
 		return 1;
 	x.m = &m;
 	x.wall_off = sl_wall_offset_ns();
-	/* Nobody drains the ring between readers: what is in it now is old news. The coarse
-	 * clock may lag by a tick, hence the 10 ms of slack. */
+	/* Nobody drains the ring while sluiced is down: what is in it now is old news. The
+	 * coarse clock may lag by a tick, hence the 10 ms of slack. */
 	x.since_ns = c->backlog ? 0 : start - 10000000ull;
 	rb = ring_buffer__new(m.events, on_event, &x, NULL);
 	if (!rb) {
@@ -1800,10 +1773,8 @@ static int cmd_events(const struct ctl *c)
 		sl_maps_close(&m);
 		return 1;
 	}
-	signal(SIGINT, on_stop);
-	signal(SIGTERM, on_stop);
-	if (!c->json)
-		fprintf(stderr, "sluicectl: streaming sampled shed events (Ctrl-C to stop)\n");
+	fprintf(stderr, "sluicectl: sluiced is not answering on %s: reading the pinned event "
+		"ring directly (one such reader at a time)\n", c->socket);
 	while (!stop_events) {
 		int r = ring_buffer__poll(rb, 200);
 
@@ -1815,6 +1786,145 @@ static int cmd_events(const struct ctl *c)
 	ring_buffer__free(rb);
 	sl_maps_close(&m);
 	return 0;
+}
+
+/* One line of sluiced's event stream: "e LINE" an event, "d LINE" what this reader lost.
+ * Returns false once --count is reached. */
+static bool events_line(const struct ctl *c, const char *l, size_t n, long *seen,
+			unsigned long long *lost)
+{
+	if (n < 2 || l[1] != ' ')
+		return true;
+	if (l[0] == 'd') {
+		const char *p = memmem(l, n, c->json ? "\"dropped\":" : " dropped ",
+				       c->json ? 10 : 9);
+
+		if (p)
+			*lost += strtoull(p + (c->json ? 10 : 9), NULL, 10);
+	} else if (l[0] != 'e') {
+		return true;
+	}
+	fwrite(l + 2, 1, n - 2, stdout);
+	fputc('\n', stdout);
+	if (l[0] == 'e' && c->count > 0 && ++*seen >= c->count)
+		return false;
+	return true;
+}
+
+/*
+ * `events`: sluiced reads the ring and fans every event out to each of its readers, so any
+ * number of `events` and `top` see them all; a reader that falls behind loses its own
+ * events and is told how many (a "dropped" line). Without a daemon, the ring is read here.
+ */
+static int cmd_events(const struct ctl *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char cmd[64], buf[65536];
+	size_t used = 0;
+	uint64_t start = sl_now_ns();
+	unsigned long long lost = 0;
+	long seen = 0;
+	bool started = false, more = true;
+	int fd, ep = -1, ret = 0;
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	signal(SIGINT, on_stop);
+	signal(SIGTERM, on_stop);
+	signal(SIGPIPE, SIG_IGN);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return 1;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->socket);
+	/* Until sluiced's first line; then reads follow epoll's word. */
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &(struct timeval){ .tv_sec = 10 },
+		   sizeof(struct timeval));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		close(fd);
+		return events_direct(c);
+	}
+	snprintf(cmd, sizeof(cmd), "events%s%s\n", c->json ? " json" : "",
+		 c->backlog ? " backlog" : "");
+	if (write(fd, cmd, strlen(cmd)) != (ssize_t)strlen(cmd)) {
+		close(fd);
+		return events_direct(c);
+	}
+	/* epoll, not poll: a test waits for this process's eventpoll fd to know the stream
+	 * has begun (it is made once sluiced has said ok). */
+	while (more && !stop_events) {
+		char *nl;
+		ssize_t r;
+		int wait_ms = 200;
+
+		if (c->timeout > 0) {
+			double left = c->timeout - (double)(sl_now_ns() - start) / 1e9;
+
+			if (left <= 0)
+				break;
+			if (left * 1000 < wait_ms)
+				wait_ms = (int)(left * 1000) + 1;
+		}
+		if (ep >= 0) {
+			int n = epoll_wait(ep, &ev, 1, wait_ms);
+
+			if (n < 0 && errno != EINTR)
+				break;
+			if (n <= 0)
+				continue;
+		}
+		r = read(fd, buf + used, sizeof(buf) - used - 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			if (!started) {
+				fprintf(stderr, "sluicectl: sluiced closed the control socket without "
+					"answering\n");
+				ret = 1;
+			} else if (!stop_events) {
+				fprintf(stderr, "sluicectl: sluiced ended the event stream (it "
+					"stopped)\n");
+			}
+			break;
+		}
+		used += (size_t)r;
+		buf[used] = '\0';
+		while (more && (nl = memchr(buf, '\n', used))) {
+			size_t n = (size_t)(nl - buf);
+
+			if (!started) {
+				*nl = '\0';
+				if (strncmp(buf, "ok", 2)) {
+					fprintf(stderr, "sluicectl: %s\n",
+						!strncmp(buf, "error ", 6) ? buf + 6 : buf);
+					close(fd);
+					return 1;
+				}
+				started = true;
+				if (!c->json)
+					fprintf(stderr, "sluicectl: %s (Ctrl-C to stop)\n",
+						buf[2] == ' ' ? buf + 3 : "streaming");
+				ep = epoll_create1(EPOLL_CLOEXEC);
+				if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev)) {
+					fprintf(stderr, "sluicectl: epoll: %s\n", strerror(errno));
+					close(fd);
+					return 1;
+				}
+			} else {
+				more = events_line(c, buf, n, &seen, &lost);
+			}
+			memmove(buf, nl + 1, used - n - 1);
+			used -= n + 1;
+		}
+		fflush(stdout);
+		if (used >= sizeof(buf) - 1)
+			used = 0; /* a line longer than the buffer: not sluiced's; drop it */
+	}
+	fflush(stdout);
+	if (lost && !c->json)
+		fprintf(stderr, "sluicectl: this reader fell behind and lost %llu events\n", lost);
+	if (ep >= 0)
+		close(ep);
+	close(fd);
+	return ret;
 }
 
 /* ---- gateway ---------------------------------------------------------------------------- */

@@ -35,6 +35,10 @@ struct ctl_req {
 	struct ctl_req *prev, *next;
 	bool in_handler; /* the handler is running: an answer it gives is sent on return */
 	bool deferred;   /* waiting for ctl_answer() */
+	bool streaming;  /* ctl_stream(): open until the peer or its holder ends it */
+	ctl_stream_fn gone, drained;
+	void *stream_arg;
+	size_t low;
 };
 
 static void req_free(struct ctl_req *r)
@@ -60,6 +64,71 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	(void)bev;
 	(void)what;
 	req_free(arg);
+}
+
+/* A stream's peer sent something (ignored) or went away. */
+static void on_stream_read(struct bufferevent *bev, void *arg)
+{
+	(void)arg;
+	evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+}
+
+static void on_stream_written(struct bufferevent *bev, void *arg)
+{
+	struct ctl_req *r = arg;
+
+	(void)bev;
+	if (r->drained)
+		r->drained(r->stream_arg);
+}
+
+static void on_stream_event(struct bufferevent *bev, short what, void *arg)
+{
+	struct ctl_req *r = arg;
+
+	(void)bev;
+	(void)what;
+	if (r->gone)
+		r->gone(r->stream_arg);
+	req_free(r);
+}
+
+void ctl_stream(struct ctl_req *r, ctl_stream_fn gone, ctl_stream_fn drained, void *arg,
+		size_t low)
+{
+	r->streaming = true;
+	r->gone = gone;
+	r->drained = drained;
+	r->stream_arg = arg;
+	r->low = low;
+}
+
+struct evbuffer *ctl_stream_out(struct ctl_req *r)
+{
+	return bufferevent_get_output(r->bev);
+}
+
+size_t ctl_stream_queued(struct ctl_req *r)
+{
+	return evbuffer_get_length(bufferevent_get_output(r->bev));
+}
+
+/* One non-blocking try at what @r has queued (the loop may not run again for it). */
+static void flush_now(struct ctl_req *r)
+{
+	struct evbuffer *out = bufferevent_get_output(r->bev);
+	size_t len = evbuffer_get_length(out);
+
+	/* By hand: a bufferevent's output is frozen at its start to all but the bufferevent. */
+	if (len && send(bufferevent_getfd(r->bev), evbuffer_pullup(out, -1), len,
+			MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		log_debug("control socket: an answer was lost at exit: %s", strerror(errno));
+}
+
+void ctl_stream_end(struct ctl_req *r)
+{
+	flush_now(r);
+	req_free(r);
 }
 
 /* The answer is in the output buffer: send it, then close. */
@@ -89,6 +158,13 @@ static void on_read(struct bufferevent *bev, void *arg)
 	r->s->fn(r->s->arg, line, out, r);
 	r->in_handler = false;
 	free(line);
+	if (r->streaming) {
+		bufferevent_set_timeouts(bev, NULL, NULL);
+		bufferevent_setwatermark(bev, EV_WRITE, r->low, 0);
+		bufferevent_setcb(bev, on_stream_read, on_stream_written, on_stream_event, r);
+		bufferevent_enable(bev, EV_READ | EV_WRITE);
+		return;
+	}
 	if (r->deferred) {
 		/* Nothing is read or written until the answer: no event, no timeout, fires. */
 		bufferevent_disable(bev, EV_READ | EV_WRITE);
@@ -220,15 +296,13 @@ void ctl_close(struct ctl_server *s)
 		return;
 	evconnlistener_free(s->lev);
 	while (s->conns) {
-		struct evbuffer *out = bufferevent_get_output(s->conns->bev);
-		size_t len = evbuffer_get_length(out);
+		struct ctl_req *r = s->conns;
 
-		/* One non-blocking try, by hand (a bufferevent's output is frozen at its start
-		 * to all but the bufferevent): an answer of a few lines fits the socket. */
-		if (len && send(bufferevent_getfd(s->conns->bev), evbuffer_pullup(out, -1), len,
-				MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-			log_debug("control socket: an answer was lost at exit: %s", strerror(errno));
-		req_free(s->conns);
+		/* One try: an answer of a few lines fits the socket. */
+		flush_now(r);
+		if (r->streaming && r->gone)
+			r->gone(r->stream_arg);
+		req_free(r);
 	}
 	unlink(s->path);
 	free(s);

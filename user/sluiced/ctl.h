@@ -27,6 +27,22 @@ void ctl_defer(struct ctl_req *req);
 __attribute__((format(printf, 2, 3)))
 void ctl_answer(struct ctl_req *req, const char *fmt, ...);
 
+/*
+ * From the handler: keep the connection open as a stream (`events`): no timeouts, what is
+ * added to ctl_stream_out() goes out as fast as the peer reads it, and what the peer sends
+ * is discarded. @gone runs once, when the peer goes away (EOF, an error) or at ctl_close();
+ * @req is freed right after it. @drained runs each time the queued output falls to @low
+ * bytes or fewer. Whoever holds the stream bounds what it queues (ctl_stream_queued()).
+ */
+typedef void (*ctl_stream_fn)(void *arg);
+void ctl_stream(struct ctl_req *req, ctl_stream_fn gone, ctl_stream_fn drained, void *arg,
+		size_t low);
+struct evbuffer *ctl_stream_out(struct ctl_req *req);
+/* Bytes queued for the peer and not yet taken by its socket. */
+size_t ctl_stream_queued(struct ctl_req *req);
+/* Close a stream now, sending what the socket takes without waiting; @gone does not run. */
+void ctl_stream_end(struct ctl_req *req);
+
 /* Listen on @path, refusing to start if another daemon answers there. NULL with errno set. */
 struct ctl_server *ctl_listen(struct event_base *base, const char *path, ctl_handler_fn fn,
 			      void *arg);

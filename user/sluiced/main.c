@@ -35,6 +35,7 @@
 #include "config.h"
 #include "ctl.h"
 #include "edge.h"
+#include "evhub.h"
 #include "gateway.h"
 #include "json.h"
 #include "lease.h"
@@ -69,6 +70,7 @@ struct daemon {
 	struct metrics_server *metrics;
 	struct stream *stream;   /* the stream job, when the gateway runs */
 	struct topk *topk;       /* top shed prefixes (sluicectl top), with an edge */
+	struct evhub *evhub;     /* the edge's event ring, read once for every reader */
 	struct sl_config cfg;
 	char config_path[PATH_MAX];
 	char base_dir[PATH_MAX];
@@ -905,6 +907,13 @@ static void ctl_clear(struct daemon *d, const char *line, struct evbuffer *out)
 	evbuffer_add_printf(out, "ok %s\n", prev);
 }
 
+/* The top shed prefixes, with what the ring holds now counted. */
+static void topk_report_now(struct daemon *d, struct evbuffer *out, bool json, int n)
+{
+	evhub_drain(d->evhub);
+	topk_report(d->topk, out, json, n, d->cfg.event_sample);
+}
+
 static void on_ctl(void *arg, const char *line, struct evbuffer *out, struct ctl_req *req)
 {
 	struct daemon *d = arg;
@@ -969,7 +978,9 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out, struct ctl
 			 strcmp(fmt, "text"))
 			evbuffer_add_printf(out, "error usage: topshed [json|text] [N]\n");
 		else
-			topk_report(d->topk, out, !strcmp(fmt, "json"), n, d->cfg.event_sample);
+			topk_report_now(d, out, !strcmp(fmt, "json"), n);
+	} else if (!strcmp(line, "events") || !strncmp(line, "events ", 7)) {
+		evhub_subscribe(d->evhub, line + 6, out, req, d->cfg.event_sample);
 	} else if (!strcmp(line, "store") || !strcmp(line, "store text")) {
 		store_report(d, out, !strcmp(line, "store"));
 	} else if (!strncmp(line, "clear ", 6)) {
@@ -1202,6 +1213,12 @@ int main(int argc, char **argv)
 			log_error("cannot allocate the top shed prefixes table");
 			goto out_edge;
 		}
+		d.evhub = evhub_new(d.base, &d.edge.maps);
+		if (!d.evhub) {
+			log_error("cannot read the edge's event ring: %s", strerror(errno));
+			goto out_edge;
+		}
+		evhub_set_tap(d.evhub, topk_feed, d.topk);
 	}
 	if (d.cfg.gw.present) {
 		struct gw_prepared *gp = gateway_prepare(&d.cfg, msg, sizeof(msg));
@@ -1267,6 +1284,7 @@ out_edge:
 	metrics_close(d.metrics);
 	sl_store_free(d.store); /* answers what is in flight, before what it answers to goes */
 	lease_free(d.lease);
+	evhub_free(d.evhub); /* its streams end before the control socket closes */
 	topk_free(d.topk);
 	if (d.cfg.has_edge)
 		edge_stop(&d.edge, d.handover);

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
-/* The top shed prefixes: a bounded table fed by the edge's event ring (see topk.h). */
+/* The top shed prefixes: a bounded table fed by the edge's events (see topk.h). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <bpf/libbpf.h>
 #include <event2/event.h>
 
 #include "addr.h"
@@ -31,8 +30,8 @@ struct topk_slot {
 struct topk {
 	struct event_base *base;
 	const struct sl_maps *maps;
-	struct ring_buffer *rb;       /* NULL: not watching */
-	struct event *ev_ring, *ev_tick;
+	bool watching;                /* counting what the event hub hands over */
+	struct event *ev_tick;
 	uint64_t watch_ns;            /* when this watch started; older events are backlog */
 	uint64_t last_query_ns;
 	uint64_t events, evictions;   /* this watch */
@@ -136,86 +135,53 @@ void topk_add(struct topk *t, const struct sl_event *e, uint64_t now_ns)
 	s->dport = e->dport;
 }
 
-static int on_ring_event(void *arg, void *data, size_t len)
+void topk_feed(void *arg, const struct sl_event *e)
 {
 	struct topk *t = arg;
-	const struct sl_event *e = data;
 
-	/* What sat in the ring before the watch began is old news (the ring fills up and
-	 * stays full while nobody reads it). */
-	if (len >= sizeof(*e) && e->ts_ns >= t->watch_ns)
+	/* Only while watching; what sat in the ring before the watch began is old news. */
+	if (t->watching && e->ts_ns >= t->watch_ns)
 		topk_add(t, e, e->ts_ns);
-	return 0;
-}
-
-static void on_ring(evutil_socket_t fd, short what, void *arg)
-{
-	struct topk *t = arg;
-
-	(void)fd;
-	(void)what;
-	if (t->rb)
-		ring_buffer__consume(t->rb);
 }
 
 static void unwatch(struct topk *t)
 {
-	if (!t->rb)
+	if (!t->watching)
 		return;
-	event_del(t->ev_ring);
-	event_free(t->ev_ring);
-	t->ev_ring = NULL;
 	event_del(t->ev_tick);
-	ring_buffer__free(t->rb);
-	t->rb = NULL;
+	t->watching = false;
 	memset(t->slot, 0, sizeof(t->slot));
-	log_info("topshed: nobody asked for %d s; stopped reading the event ring", TOPK_LINGER_S);
+	log_info("topshed: nobody asked for %d s; stopped counting shed prefixes", TOPK_LINGER_S);
 }
 
-/* Once a second while watching: drain what a missed wakeup left, stop when unwanted. */
+/* Once a second while watching: stop when unwanted. */
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct topk *t = arg;
 
 	(void)fd;
 	(void)what;
-	if (!t->rb)
-		return;
-	ring_buffer__consume(t->rb);
-	if (sl_now_ns() - t->last_query_ns > (uint64_t)TOPK_LINGER_S * NS)
+	if (t->watching && sl_now_ns() - t->last_query_ns > (uint64_t)TOPK_LINGER_S * NS)
 		unwatch(t);
 }
 
-/* Start reading the ring. Returns 0 or a negative errno. */
+/* Start counting the events the hub hands over. Returns 0 or a negative errno. */
 static int watch(struct topk *t)
 {
 	struct timeval one = { .tv_sec = 1 };
-	int ret;
 
-	if (t->rb)
+	if (t->watching)
 		return 0;
 	if (!t->maps || t->maps->events < 0)
 		return -ENODEV;
-	t->rb = ring_buffer__new(t->maps->events, on_ring_event, t, NULL);
-	if (!t->rb)
-		return -errno;
 	/* The coarse clock may lag by a tick: 10 ms of slack, as `sluicectl events` has. */
 	t->watch_ns = sl_now_ns() - 10000000ull;
 	t->events = t->evictions = 0;
 	memset(t->slot, 0, sizeof(t->slot));
-	ring_buffer__consume(t->rb); /* the backlog, dropped by its timestamps */
-	t->ev_ring = event_new(t->base, ring_buffer__epoll_fd(t->rb), EV_READ | EV_PERSIST,
-			       on_ring, t);
-	if (!t->ev_ring || event_add(t->ev_ring, NULL) || event_add(t->ev_tick, &one)) {
-		ret = -ENOMEM;
-		if (t->ev_ring)
-			event_free(t->ev_ring);
-		t->ev_ring = NULL;
-		ring_buffer__free(t->rb);
-		t->rb = NULL;
-		return ret;
-	}
-	log_info("topshed: reading the event ring for the top shed prefixes");
+	if (event_add(t->ev_tick, &one))
+		return -ENOMEM;
+	t->watching = true;
+	log_info("topshed: counting the top shed prefixes from the event ring");
 	return 0;
 }
 
@@ -302,7 +268,6 @@ void topk_report(struct topk *t, struct evbuffer *out, bool json, int n, uint32_
 		return;
 	}
 	t->last_query_ns = sl_now_ns();
-	ring_buffer__consume(t->rb);
 	topk_report_at(t, out, json, n, sample, t->last_query_ns);
 }
 

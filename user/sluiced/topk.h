@@ -4,10 +4,10 @@
  * sheds most right now, fed by the sampled shed events the datapath already puts on its ring
  * buffer (sl_events). Answers the control command `topshed [json] [N]`.
  *
- * The ring has one consumer position, shared by everyone who maps it, and `sluicectl events`
- * reads it directly. So the daemon drains it only on demand: the first `topshed` starts the
- * watch, and it stops TOPK_LINGER_S seconds after the last one (the table is emptied then).
- * While a watch runs, a concurrent `sluicectl events` sees only part of the events.
+ * The event hub (evhub.h) reads the ring and hands every event to topk_feed(); the table
+ * counts them only on demand: the first `topshed` starts the watch, and it stops
+ * TOPK_LINGER_S seconds after the last one (the table is emptied then). Readers of
+ * `sluicectl events` get every event whether or not a watch runs.
  *
  * The table: TOPK_SETS sets of TOPK_WAYS slots, keyed by (prefix, class, reason) through a
  * seeded hash. A key that misses takes a free way of its set or evicts the way with the
@@ -46,15 +46,17 @@ _Static_assert(TOPK_WAYS >= 1 && TOPK_WAYS <= 16, "TOPK_WAYS: 1..16");
 
 struct topk;
 
-/* A watcher of @maps' event ring on @base (nothing is read until the first report). */
+/* A table for @maps' classes on @base (nothing is counted until the first report). */
 struct topk *topk_new(struct event_base *base, const struct sl_maps *maps);
 void topk_free(struct topk *t);
+/* The event hub's tap: one event off the ring. */
+void topk_feed(void *arg, const struct sl_event *e);
 
 /*
  * `topshed [json] [N]`: the @n (<= TOPK_REPORT_MAX) prefixes with the most sheds in the last
  * TOPK_WIN_S seconds, each with its class, reason, last action and port, sheds in the last
  * second and the window (scaled by @sample), and a cumulative count since it entered the
- * table (for rates from deltas). Starts the watch if it was idle. Appends "ok ..." to @out.
+ * table (for rates from deltas). Starts the watch if it was idle. Drain the hub first. Appends "ok ..." to @out.
  */
 void topk_report(struct topk *t, struct evbuffer *out, bool json, int n, uint32_t sample);
 
