@@ -695,7 +695,7 @@ static const struct bad_case bad_cases[] = {
 	{ "unknown top-level key", GOOD_EDGE
 	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
 	  "deamon: { log_level = \"info\"; };\n",
-	  6, "unknown key 'deamon' in the top level (known: edge, classes, tenants, routes, gateway, daemon, redis, cluster, counters, stream)", 1, 0, NULL },
+	  6, "unknown key 'deamon' in the top level (known: edge, classes, tenants, routes, gateway, daemon, redis, cluster, counters, stream, audit)", 1, 0, NULL },
 	{ "redis address neither unix: nor host:port", GOOD_EDGE
 	  "classes = ( { name = \"unknown\"; rate = 1.0; burst = 5.0; } );\n"
 	  "redis: {\n"

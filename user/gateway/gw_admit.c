@@ -12,6 +12,7 @@
 
 #include <sodium.h>
 
+#include "audit.h"
 #include "gw_internal.h"
 #include "gw_ladder.h"
 
@@ -21,6 +22,30 @@ static uint64_t thread_cpu_ns(void)
 
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void gw_audit(struct gw_req *r, int event, const char *reason, const char *decision,
+	      const char *detail)
+{
+	struct gateway *g = r->g;
+	struct audit_rec a = { .event = (enum audit_event)event, .source = "gateway",
+			       .reason = reason, .decision = decision, .detail = detail };
+	char prefix[GW_PREFIX_STR];
+	uint8_t h[16];
+
+	if (!audit_enabled())
+		return;
+	a.tenant = r->tenant[0] ? r->tenant : NULL;
+	a.route = gw_endpoints[r->kind]->path;
+	gw_prefix_of(g, r, prefix);
+	a.prefix = prefix;
+	if (r->hashed_ids) {
+		a.account = r->acct_hash;
+	} else if (r->user_len) {
+		sl_audit_account_hash(g->key, sizeof(g->key), r->tenant, r->user, r->user_len, h);
+		a.account = h;
+	}
+	audit_emit(&a);
 }
 
 void gw_shed(struct gw_req *r, int reason)
@@ -44,6 +69,12 @@ void gw_shed(struct gw_req *r, int reason)
 		ra = r->min_retry_s;
 	/* A login shed before its hash was no attempt at the password: give it back. */
 	gw_chain_refund(r);
+	/* A client that hung up was refused nothing. The failure budget's refusal is the
+	 * account's lockout (for this source): a block. */
+	if (reason != GW_SHED_CLIENT_GONE)
+		gw_audit(r, reason == GW_SHED_FAILURES ? AUDIT_BLOCK : AUDIT_REFUSAL,
+			 reason == GW_SHED_FAILURES ? "account_lockout" : gw_shed_name(reason),
+			 "429", NULL);
 	/* Every shed here is a 429 that climbs the client's Retry-After. A login a per-account
 	 * counter refused never comes here under login_uniform: it is served like a wrong
 	 * password (gw_login.c), so it feeds no Retry-After a later 429 could show. */

@@ -14,6 +14,7 @@
 
 #include <event2/buffer.h>
 
+#include "audit.h"
 #include "gw_internal.h"
 #include "log.h"
 
@@ -53,6 +54,8 @@ void gw_ep_refused(struct gw_req *r, const struct gw_ask *a, uint32_t retry_ms)
 		t->shed_by_class[r->job.cls]++;
 	if (ra < 1)
 		ra = 1;
+	gw_audit(r, AUDIT_REFUSAL, sl_counter_name(a->ctr),
+		 e->refusal ? "refused_as_failure" : "429", NULL);
 	gw_admit_done(r);
 	if (e->refusal) {
 		gw_respond_refusal(r);

@@ -313,6 +313,10 @@ size_t gw_bearer_of(struct evhttp_request *req, char token[GW_TOKEN_MAX + 1]);
 void gw_admit(struct gw_req *r);
 /* Refuse @r for @reason (GW_SHED_*): 429 with an escalating Retry-After, behind the floor. */
 void gw_shed(struct gw_req *r, int reason);
+/* One audit line (user/lib/audit.h) for @r: its tenant, route, prefix and account (as its
+ * keyed hash, never the name), @event (enum audit_event), @reason and @decision. */
+void gw_audit(struct gw_req *r, int event, const char *reason, const char *decision,
+	      const char *detail);
 /* Start queued jobs on idle workers. */
 void gw_dispatch(struct gateway *g);
 /* An inline handler is done: its thread CPU since admission reconciles the charge; once. */

@@ -27,6 +27,7 @@
 #include <event2/buffer.h>
 #include <sodium.h>
 
+#include "audit.h"
 #include "evq.h"
 #include "gw_creds.h"
 #include "gw_internal.h"
@@ -154,15 +155,11 @@ static struct esc *esc_find(struct esc *t, const uint8_t h[16], uint16_t tenant,
  * node shares, so the nodes' hashes agree. */
 static void stream_ids(struct gateway *g, struct gw_req *r)
 {
-	crypto_generichash_state st;
 	uint8_t k[32];
 
-	crypto_generichash(k, sizeof(k), (const unsigned char *)"sluice stream accounts", 22,
-			   g->key, sizeof(g->key));
-	crypto_generichash_init(&st, k, sizeof(k), sizeof(r->acct_hash));
-	crypto_generichash_update(&st, (const unsigned char *)r->tenant, strlen(r->tenant) + 1);
-	crypto_generichash_update(&st, (const unsigned char *)r->user, r->user_len);
-	crypto_generichash_final(&st, r->acct_hash, sizeof(r->acct_hash));
+	/* The audit log writes an account as this same hash (audit.h). */
+	sl_audit_account_hash(g->key, sizeof(g->key), r->tenant, r->user, r->user_len,
+			      r->acct_hash);
 	crypto_generichash(k, sizeof(k), (const unsigned char *)"sluice stream passwords", 23,
 			   g->key, sizeof(g->key));
 	crypto_generichash(r->pw_hash, sizeof(r->pw_hash), (const unsigned char *)r->work.pwd,
@@ -332,6 +329,8 @@ static bool escalated(struct gw_req *r)
 		r->extra_ns = delay;
 	g->st.step_ups++;
 	emit(r, false, true);
+	gw_audit(r, AUDIT_BLOCK, level >= 3 ? "stream_ladder_top" : "stream_step_up", "step_up",
+		 NULL);
 	gw_respond(r, 401, "Unauthorized", BODY_STEP_UP, 0, true, false);
 	return true;
 }
@@ -391,6 +390,9 @@ static void login_checked(struct gw_req *r, const struct gw_ask *refused, uint32
 		if (r->job.cls < GW_MAX_CLASSES)
 			t->shed_by_class[r->job.cls]++;
 		r->decoy = true;
+		gw_audit(r, reason == GW_SHED_FAILURES ? AUDIT_BLOCK : AUDIT_REFUSAL,
+			 reason == GW_SHED_FAILURES ? "account_lockout" : gw_shed_name(reason),
+			 "decoy", "login_uniform: answered as a failed sign-in");
 		gw_chain_refund(r);
 		gw_admit(r);
 		return;

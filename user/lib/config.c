@@ -22,6 +22,7 @@
 
 #include <sodium.h>
 
+#include "audit.h"
 #include "budget.h"
 #include "config.h"
 #include "log.h"
@@ -351,6 +352,8 @@ void sl_config_defaults(struct sl_config *c)
 	snprintf(c->pin_path, sizeof(c->pin_path), "%s", SL_DEFAULT_PIN_PATH);
 	snprintf(c->ctl_socket, sizeof(c->ctl_socket), "%s", SL_DEFAULT_CTL_SOCKET);
 	c->log_level = LOG_LVL_INFO;
+	c->audit.rate = 50;
+	c->audit.burst = 200;
 	c->unknown_class = -1;
 	c->retry_after[0] = 1;
 	c->retry_after[1] = 5;
@@ -1678,7 +1681,8 @@ static void load_endpoints(struct vctx *x, const config_setting_t *g, struct sl_
 static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "control_socket", "log_level", "metrics_listen",
-		NULL };
+		"log_format", NULL };
+	static const char *const formats[] = { "text", "json", NULL };
 	const config_setting_t *d = config_setting_get_member(root, "daemon");
 	const char *s;
 	int e;
@@ -1716,6 +1720,39 @@ static void load_daemon(struct vctx *x, const config_setting_t *root, struct sl_
 	e = get_enum(x, d, "daemon", "log_level", level_names, LOG_LVL_INFO);
 	if (e >= 0)
 		c->log_level = e;
+	e = get_enum(x, d, "daemon", "log_format", formats, 0);
+	if (e >= 0)
+		c->log_json = e == 1;
+}
+
+/* audit { output = "stderr" | "syslog" | "PATH"; rate = N; burst = N; } (user/lib/audit.h) */
+static void load_audit(struct vctx *x, const config_setting_t *root, struct sl_config *c,
+		       const char *base)
+{
+	static const char *const keys[] = { "output", "rate", "burst", NULL };
+	const config_setting_t *a = config_setting_get_member(root, "audit");
+	const char *s, *why;
+
+	if (!a)
+		return;
+	if (!config_setting_is_group(a)) {
+		bad(x, a, "audit: expected a group { ... }");
+		return;
+	}
+	check_keys(x, a, "audit", keys);
+	s = get_str(x, a, "audit", "output", false);
+	if (s) {
+		why = audit_output_problem(s);
+		if (why)
+			bad(x, config_setting_get_member(a, "output"), "audit.output: '%.64s' %s",
+			    s, why);
+		else if (!s[0] || !strcmp(s, "stderr") || !strcmp(s, "syslog"))
+			snprintf(c->audit.output, sizeof(c->audit.output), "%s", s);
+		else
+			resolve_path(c->audit.output, sizeof(c->audit.output), base, s);
+	}
+	get_num(x, a, "audit", "rate", false, 0, 1000000, &c->audit.rate);
+	get_num(x, a, "audit", "burst", false, 1, 1000000, &c->audit.burst);
 }
 
 /* A "HOST:PORT" of redis.address or redis.sentinels: a port in range after the last colon,
@@ -2192,7 +2229,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 		   size_t errlen)
 {
 	static const char *const top_keys[] = { "edge", "classes", "tenants", "routes", "gateway",
-		"daemon", "redis", "cluster", "counters", "stream", NULL };
+		"daemon", "redis", "cluster", "counters", "stream", "audit", NULL };
 	struct vctx x = { .file = path, .err = { .buf = err, .len = errlen } };
 	char cfg_dir[PATH_MAX];
 	struct sl_config *c;
@@ -2260,6 +2297,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	load_redis(&x, config_root_setting(&cfg), c);
 	load_counters(&x, config_root_setting(&cfg), c);
 	load_stream(&x, config_root_setting(&cfg), c);
+	load_audit(&x, config_root_setting(&cfg), c, base_dir);
 	if (x.err.n) {
 		ret = -EINVAL;
 		goto out;

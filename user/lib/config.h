@@ -268,6 +268,13 @@ struct sl_config {
 	char ctl_socket[PATH_MAX];
 	char metrics_listen[128]; /* "ADDR:PORT" for /metrics; empty: off */
 	int log_level; /* enum log_level */
+	int log_json;  /* daemon.log_format = "json": one JSON object per record */
+
+	/* audit: the audit log (user/lib/audit.h) */
+	struct sl_audit_cfg {
+		char output[PATH_MAX]; /* "": off; "stderr", "syslog" or a file */
+		double rate, burst;    /* lines per second (0: no limit), at once */
+	} audit;
 
 	struct sl_class_cfg classes[SL_MAX_CLASSES];
 	int n_classes;

@@ -17,6 +17,7 @@
 #include <sodium.h>
 
 #include "addr.h"
+#include "audit.h"
 #include "hll.h"
 #include "log.h"
 #include "store.h"
@@ -312,10 +313,25 @@ static void put_verdict(struct stream *s, const struct sl_prefix *p, const struc
 	v.expires_ns = sl_now_ns() + (uint64_t)d->ttl_s * 1000000000ull;
 	v.created_unix = (uint64_t)time(NULL);
 	snprintf(v.reason, sizeof(v.reason), "%s", why);
-	if (sl_maps_verdict_put(s->maps, p, &v))
+	if (sl_maps_verdict_put(s->maps, p, &v)) {
 		s->verdict_errors++;
-	else
+	} else {
+		char pfx[64], detail[96];
+		struct audit_rec r = { .event = AUDIT_VERDICT, .source = "stream", .prefix = pfx,
+				       .reason = why, .detail = detail };
+
 		s->verdicts++;
+		r.decision = v.action == SL_VERDICT_BLOCK ? "block" : "tighten";
+		sl_prefix_str(p, pfx, sizeof(pfx));
+		if (v.action == SL_VERDICT_BLOCK)
+			snprintf(detail, sizeof(detail), "added by %s, for %us",
+				 sl_detector_name((int)(d - s->c->stream.det)), d->ttl_s);
+		else
+			snprintf(detail, sizeof(detail), "added by %s, for %us, factor %.3g",
+				 sl_detector_name((int)(d - s->c->stream.det)), d->ttl_s,
+				 d->factor);
+		audit_emit(&r);
+	}
 }
 
 /* Every prefix the ASN table gives @asn, bounded. */
@@ -364,6 +380,21 @@ static void fire(struct stream *s, int det, struct dent *e, const struct sl_outc
 		enforce = false; /* no datapath here: recorded only */
 	record(s, sl_detector_name(det), key, ev->tenant, ev->class_id,
 	       enforce ? SL_MODE_ENFORCE : SL_MODE_MONITOR, action, n, d->threshold);
+	if (audit_enabled()) {
+		char pfx[INET6_ADDRSTRLEN + 8], detail[160], dec[24];
+		bool acct = det == SL_DET_ACCOUNT_SOURCES || det == SL_DET_ACCOUNT_KEYS;
+		struct audit_rec r = { .event = AUDIT_DETECTOR, .source = "stream",
+				       .reason = sl_detector_name(det), .decision = dec,
+				       .prefix = pfx, .detail = detail,
+				       .account = acct ? ev->account : NULL };
+
+		r.tenant = s->tenant_names[ev->tenant < TENANT_SLOTS ? ev->tenant : SL_MAX_TENANTS];
+		prefix_text(ev, pfx, sizeof(pfx));
+		snprintf(dec, sizeof(dec), "%s%s", enforce ? "" : "would_", action);
+		snprintf(detail, sizeof(detail), "%s: %llu against threshold %g", key,
+			 (unsigned long long)n, d->threshold);
+		audit_emit(&r);
+	}
 	if (!enforce)
 		return;
 	switch (det) {
@@ -468,6 +499,15 @@ static void tenant_check(struct stream *s, const struct sl_outcome_event *ev, ui
 			 ratio * 100, t->baseline * 100);
 		record(s, sl_detector_name(SL_DET_TENANT_RATIO), key, ev->tenant, ev->class_id,
 		       SL_MODE_MONITOR, "alert", fail, d->threshold);
+		{
+			struct audit_rec r = { .event = AUDIT_DETECTOR, .source = "stream",
+					       .reason = sl_detector_name(SL_DET_TENANT_RATIO),
+					       .decision = "alert", .detail = key };
+
+			r.tenant = s->tenant_names[ev->tenant < TENANT_SLOTS ? ev->tenant :
+						   SL_MAX_TENANTS];
+			audit_emit(&r);
+		}
 	}
 }
 
@@ -859,7 +899,9 @@ static void redis_counts(struct stream *s, const struct probe *p, int n, int64_t
 
 	for (i = 0; i < n; i++)
 		out[i] = -1;
-	if (!n)
+	/* No redis.address: in process by design, nothing is "not answering" (issue 17: a
+	 * node without Redis logged that it was). */
+	if (!n || !s->raddr[0])
 		return;
 	for (attempt = 0; attempt < 2; attempt++) {
 		if (!redis_ready(s, now))

@@ -31,6 +31,7 @@
 #include <bpf/bpf.h>
 
 #include "asn.h"
+#include "audit.h"
 #include "budget.h"
 #include "config.h"
 #include "ctl.h"
@@ -75,6 +76,7 @@ struct daemon {
 	char config_path[PATH_MAX];
 	char base_dir[PATH_MAX];
 	int log_override;
+	int log_format_override; /* --log-format given: daemon.log_format is not read */
 	bool handover;
 	bool stopping;
 };
@@ -82,7 +84,7 @@ struct daemon {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: sluiced [--config FILE] [--foreground] [--log-level LEVEL]\n"
+		"Usage: sluiced [--config FILE] [--foreground] [--log-level LEVEL] [--log-format FMT]\n"
 		"       sluiced --check-config [--config FILE]\n"
 		"\n"
 		"The sluice controller: attaches the XDP admission datapath to the interfaces in\n"
@@ -91,6 +93,7 @@ static void usage(FILE *f)
 		"  -c, --config FILE      config file (default %s)\n"
 		"  -f, --foreground       stay in the foreground and log to stderr\n"
 		"  -l, --log-level LEVEL  error, warn, info or debug (overrides the config)\n"
+		"  -F, --log-format FMT   text or json records (overrides daemon.log_format)\n"
 		"  -t, --check-config     check the config file, its ASN table, the gateway's\n"
 		"                         files and what a start needs of this host (the\n"
 		"                         interfaces exist, pin_path is on a bpf filesystem, the\n"
@@ -378,6 +381,19 @@ static void asn_build(void *arg)
 	j->built_ns = mono_ns();
 }
 
+/* A reload, applied or refused, in the audit log (an operator's action: a SIGHUP or
+ * `sluicectl reload`; which of them is not known here). */
+static void audit_reload(const char *msg, bool ok)
+{
+	char first[256];
+	struct audit_rec a = { .event = AUDIT_OPERATOR, .source = "sluiced", .reason = "reload",
+			       .decision = ok ? "applied" : "rejected", .detail = first,
+			       .must = true };
+
+	snprintf(first, sizeof(first), "%.*s", (int)strcspn(msg, "\n"), msg);
+	audit_emit(&a);
+}
+
 /* On the loop: a reload the worker built, applied (or refused, changing nothing). The
  * answer goes to @msg. */
 static int reload_apply(struct daemon *d, struct job *j, char *msg, size_t n)
@@ -393,6 +409,7 @@ static int reload_apply(struct daemon *d, struct job *j, char *msg, size_t n)
 		strip_trailing_nl(msg);
 		log_error("reload rejected; the running config (generation %u) stays in force",
 			  d->edge.generation);
+		audit_reload(msg, false);
 		/* status shows the first problem; the answer (@msg) carries them all. */
 		snprintf(first, sizeof(first), "%.*s", (int)strcspn(msg, "\n"), msg);
 		edge_note_failure(&d->edge, first);
@@ -442,10 +459,19 @@ static int reload_apply(struct daemon *d, struct job *j, char *msg, size_t n)
 		stream_apply(d->stream, &d->cfg);
 	if (!d->log_override)
 		log_set_level((enum log_level)d->cfg.log_level);
+	if (!d->log_format_override)
+		log_set_json(d->cfg.log_json);
+	{
+		char aerr[PATH_MAX + 64];
+
+		if (audit_configure(&d->cfg, aerr, sizeof(aerr)))
+			log_error("%s; the audit log keeps its previous output", aerr);
+	}
 	snprintf(msg, n, "reloaded %s (generation %u, %u ASN rows%s)", d->config_path,
 		 d->edge.generation, d->edge.asn_entries,
 		 d->cfg.n_warnings ? "; with warnings, logged" : "");
 	log_info("%s", msg);
+	audit_reload(msg, true);
 	return 0;
 }
 
@@ -904,6 +930,13 @@ static void ctl_clear(struct daemon *d, const char *line, struct evbuffer *out)
 			plen += (size_t)n;
 	}
 	log_warn("clear prefix %s (class %s) by %s: %s; reason: %s", addr, cls, op, prev, reason);
+	{
+		struct audit_rec a = { .event = AUDIT_OPERATOR, .source = "sluicectl",
+				       .prefix = addr, .reason = reason, .decision = "clear_prefix",
+				       .operator_ = op, .detail = prev, .must = true };
+
+		audit_emit(&a);
+	}
 	evbuffer_add_printf(out, "ok %s\n", prev);
 }
 
@@ -998,6 +1031,16 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out, struct ctl
 	}
 }
 
+/* The event hub's tap: every sampled edge event to the top shed prefixes and the audit log
+ * (which therefore has the edge's refusals at edge.event_sample, then its own rate). */
+static void on_edge_event(void *arg, const struct sl_event *e)
+{
+	struct daemon *d = arg;
+
+	topk_feed(d->topk, e);
+	audit_edge_event(e, &d->cfg);
+}
+
 static void on_tick(evutil_socket_t fd, short what, void *arg)
 {
 	struct daemon *d = arg;
@@ -1006,6 +1049,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (d->cfg.has_edge)
 		edge_tick(&d->edge, &d->cfg);
+	audit_tick();
 }
 
 static void on_signal(evutil_socket_t sig, short what, void *arg)
@@ -1015,6 +1059,10 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 	(void)what;
 	switch (sig) {
 	case SIGHUP:
+		/* logrotate's postrotate: the audit file is reopened now, whether or not the
+		 * reload that follows applies. */
+		if (audit_reopen())
+			log_error("SIGHUP: cannot reopen the audit log: %s", strerror(errno));
 		if (!d->stopping && queue_reload(d, NULL, "SIGHUP"))
 			log_error("SIGHUP: out of memory; %s not reloaded", d->config_path);
 		break;
@@ -1065,6 +1113,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "log-level", required_argument, NULL, 'l' },
+		{ "log-format", required_argument, NULL, 'F' },
 		{ "check-config", no_argument, NULL, 't' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1081,7 +1130,7 @@ int main(int argc, char **argv)
 
 	snprintf(d.config_path, sizeof(d.config_path), "%s", SL_DEFAULT_CONFIG);
 	d.log_override = 0;
-	while ((opt = getopt_long(argc, argv, "c:fl:tVh", opts, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "c:fl:F:tVh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'c':
 			snprintf(d.config_path, sizeof(d.config_path), "%s", optarg);
@@ -1096,6 +1145,15 @@ int main(int argc, char **argv)
 			}
 			log_set_level((enum log_level)parse_level(optarg));
 			d.log_override = 1;
+			break;
+		case 'F':
+			if (strcmp(optarg, "text") && strcmp(optarg, "json")) {
+				fprintf(stderr, "sluiced: --log-format: '%s' is neither text nor "
+					"json\n", optarg);
+				return 2;
+			}
+			log_set_json(!strcmp(optarg, "json"));
+			d.log_format_override = 1;
 			break;
 		case 't':
 			check = true;
@@ -1140,8 +1198,15 @@ int main(int argc, char **argv)
 		return 1;
 	if (!d.log_override)
 		log_set_level((enum log_level)d.cfg.log_level);
+	if (!d.log_format_override)
+		log_set_json(d.cfg.log_json);
 	if (!foreground && daemonize()) {
 		log_error("cannot daemonize: %s", strerror(errno));
+		goto out_asn;
+	}
+	/* An audit log that was asked for and cannot be written is a reason not to start. */
+	if (audit_configure(&d.cfg, msg, sizeof(msg))) {
+		log_error("%s", msg);
 		goto out_asn;
 	}
 	signal(SIGPIPE, SIG_IGN);
@@ -1218,7 +1283,7 @@ int main(int argc, char **argv)
 			log_error("cannot read the edge's event ring: %s", strerror(errno));
 			goto out_edge;
 		}
-		evhub_set_tap(d.evhub, topk_feed, d.topk);
+		evhub_set_tap(d.evhub, on_edge_event, &d);
 	}
 	if (d.cfg.gw.present) {
 		struct gw_prepared *gp = gateway_prepare(&d.cfg, msg, sizeof(msg));
@@ -1293,6 +1358,7 @@ out_ctl:
 out_base:
 	event_base_free(d.base);
 	log_info("sluiced stopped");
+	audit_close();
 	return ret;
 out_asn:
 	sl_asn_free(&asn);
