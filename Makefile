@@ -48,7 +48,7 @@ SAN_FLAGS := -O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sa
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(BPF_ARCH) -Wall -Werror \
 	-Iinclude -Ibpf $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH))
 
-BPF_PROGS := sluice handoff
+BPF_PROGS := sluice handoff occupancy
 BENCH_BPF := bare_pass
 SKELS     := $(patsubst %,$(BUILD)/%.skel.h,$(BPF_PROGS))
 
@@ -68,6 +68,12 @@ HDRS       := $(wildcard include/sluice/*.h user/lib/*.h user/gateway/*.h user/s
 BPF_HDRS   := $(wildcard bpf/*.h include/sluice/*.h)
 
 BINS := $(BUILD)/sluiced $(BUILD)/sluicectl
+
+# The commit sluiced reports in sluice_build_info (user/sluiced/metrics.c): `git describe` at
+# build time, "unknown" outside a checkout; metrics.o is rebuilt whenever the index moves.
+SLUICE_COMMIT := $(shell git describe --always --dirty --abbrev=12 2>/dev/null || echo unknown)
+$(BUILD)/user/sluiced/metrics.o: override CFLAGS += -DSLUICE_COMMIT='"$(SLUICE_COMMIT)"'
+$(BUILD)/user/sluiced/metrics.o: $(wildcard .git/index)
 
 .PHONY: all deps test unit bpf-test net-test demo bench bench-reply install uninstall clean
 all: $(BINS)

@@ -160,6 +160,9 @@ static void chain_heard(struct gw_req *r, struct gw_ask *a, int allowed, uint32_
 	if (monitor) {
 		/* Counted, recorded, and let through. */
 		g->st.would_block++;
+		g->ts[r->job.tenant].would_block[a->ctr]++;
+		if (r->job.cls < GW_MAX_CLASSES)
+			g->ts[r->job.tenant].would_block_by_class[r->job.cls]++;
 		return;
 	}
 	if (a->soft) {

@@ -117,6 +117,17 @@ extern const char BODY_INVALID_GRANT[], BODY_UNAUTHORIZED_CLIENT[];
 
 /* ---- the gateway and a request ---------------------------------------------------------- */
 
+/* How /login decided a sign-in (sluice_gateway_logins_total{result}): the password was right,
+ * wrong (or the account unknown), refused by a login counter (login_uniform's decoys
+ * included), or stepped up by the stream job's ladder. */
+enum gw_login_result {
+	GW_LOGIN_SUCCESS,
+	GW_LOGIN_FAILURE,
+	GW_LOGIN_THROTTLED,
+	GW_LOGIN_STEP_UP,
+	GW_LOGIN__N
+};
+
 struct gw_tstats {
 	char name[SL_TENANT_NAME_LEN]; /* the scheduler slot's tenant these belong to */
 	uint64_t requests, admitted_reserved, admitted_burst, ok, unauthorized;
@@ -127,6 +138,9 @@ struct gw_tstats {
 	struct gw_hist wait, service;
 	uint64_t answered_2xx;         /* throughput */
 	uint64_t goodput;              /* 2xx answered before the request's deadline */
+	uint64_t logins[GW_LOGIN__N];  /* by enum gw_login_result */
+	uint64_t would_block[SL_CTR_N];/* monitor-mode refusals let through, by counter */
+	uint64_t would_block_by_class[GW_MAX_CLASSES]; /* ... and by cost class */
 };
 
 struct gw_conn;

@@ -188,17 +188,23 @@ static unsigned stream_plen(const struct gateway *g, const struct gw_req *r)
 }
 
 /*
- * One login outcome to the stream job; never waits (a full queue drops and counts).
- * @unchecked: refused before any password was checked (throttled, stepped up): nobody's
- * guess. The key prefix goes as a keyed hash, for account_keys.
+ * One login outcome, counted for /metrics and sent to the stream job; never waits (a full
+ * queue drops and counts). Throttled and stepped up are unchecked: refused before any
+ * password was checked, nobody's guess. The key prefix goes as a keyed hash, for
+ * account_keys.
  */
-static void emit(struct gw_req *r, bool success, bool unchecked)
+static void emit(struct gw_req *r, enum gw_login_result res)
 {
 	struct gateway *g = r->g;
 	struct sl_outcome_event ev;
 	uint8_t k[32], kp[18];
 	unsigned plen;
+	bool success = res == GW_LOGIN_SUCCESS;
+	bool unchecked = res == GW_LOGIN_THROTTLED || res == GW_LOGIN_STEP_UP;
 
+	/* Every sign-in /login decides passes here once, stream job or not: /metrics counts
+	 * them by the tenant's slot (a configured tenant: no request can add a label value). */
+	g->ts[r->job.tenant].logins[res]++;
 	if (!g->evq || !r->hashed_ids)
 		return;
 	memset(&ev, 0, sizeof(ev));
@@ -328,7 +334,7 @@ static bool escalated(struct gw_req *r)
 	if (level >= 3)
 		r->extra_ns = delay;
 	g->st.step_ups++;
-	emit(r, false, true);
+	emit(r, GW_LOGIN_STEP_UP);
 	gw_audit(r, AUDIT_BLOCK, level >= 3 ? "stream_ladder_top" : "stream_step_up", "step_up",
 		 NULL);
 	gw_respond(r, 401, "Unauthorized", BODY_STEP_UP, 0, true, false);
@@ -398,7 +404,7 @@ static void login_checked(struct gw_req *r, const struct gw_ask *refused, uint32
 		return;
 	}
 	r->min_retry_s = (retry_ms + 999) / 1000;
-	emit(r, false, true);
+	emit(r, GW_LOGIN_THROTTLED);
 	gw_shed(r, reason);
 }
 
@@ -508,7 +514,7 @@ static void finish_login(struct gw_req *r)
 		t->ok++;
 		gw_chain_settle(r, true);
 		gw_usual_signed_in(r, GW_USUAL_PASSWORD);
-		emit(r, true, false);
+		emit(r, GW_LOGIN_SUCCESS);
 		gw_json_token(evhttp_request_get_output_buffer(r->req), tok,
 			      g->cfg->gw.token_ttl_s, NULL);
 		gw_respond(r, 200, "OK", NULL, 0, false, false);
@@ -516,7 +522,7 @@ static void finish_login(struct gw_req *r)
 	}
 	t->unauthorized++;
 	gw_chain_settle(r, false);
-	emit(r, false, r->decoy);
+	emit(r, r->decoy ? GW_LOGIN_THROTTLED : GW_LOGIN_FAILURE);
 	gw_respond(r, 401, "Unauthorized", g->cfg->gw.login_uniform ? BODY_SIGNIN : BODY_401, 0,
 		   true, false);
 }

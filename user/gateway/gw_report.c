@@ -580,10 +580,49 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 			if (!s->cls[k].used)
 				continue;
 			TLABEL("sluice_gateway_shed_by_class_total");
-			evbuffer_add_printf(out, "\",class=\"");
+			evbuffer_add_printf(out, "\",cost_class=\"");
 			prom_label(out, s->cls[k].name);
 			evbuffer_add_printf(out, "\"} %llu\n",
 					    (unsigned long long)g->ts[i].shed_by_class[k]);
+		}
+	prom_head(out, "sluice_gateway_logins_total", "counter",
+		  "Sign-ins /login decided, by tenant and result: success, failure (a wrong password "
+		  "or an unknown account), throttled (refused by a login counter, unchecked), "
+		  "step_up (the stream job's ladder asked for a second factor).");
+	EACH_TENANT
+		for (k = 0; k < GW_LOGIN__N; k++) {
+			static const char *const res[GW_LOGIN__N] = {
+				[GW_LOGIN_SUCCESS] = "success", [GW_LOGIN_FAILURE] = "failure",
+				[GW_LOGIN_THROTTLED] = "throttled", [GW_LOGIN_STEP_UP] = "step_up",
+			};
+
+			TLABEL("sluice_gateway_logins_total");
+			evbuffer_add_printf(out, "\",result=\"%s\"} %llu\n", res[k],
+					    (unsigned long long)g->ts[i].logins[k]);
+		}
+	prom_head(out, "sluice_gateway_would_block_total", "counter",
+		  "Counter refusals let through because the counter is in monitor mode, by tenant "
+		  "and counter (every counter in monitor mode, and any other that counted one).");
+	EACH_TENANT
+		for (k = 0; k < SL_CTR_N; k++) {
+			if (!g->ts[i].would_block[k] && (!g->cfg->counters[k].enabled ||
+			    g->cfg->counter_mode[k] != SL_MODE_MONITOR))
+				continue;
+			TLABEL("sluice_gateway_would_block_total");
+			evbuffer_add_printf(out, "\",counter=\"%s\"} %llu\n", sl_counter_name(k),
+					    (unsigned long long)g->ts[i].would_block[k]);
+		}
+	prom_head(out, "sluice_gateway_would_block_by_class_total", "counter",
+		  "The same refusals let through, by tenant and cost class (the route's class).");
+	EACH_TENANT
+		for (k = 0; k < GW_MAX_CLASSES; k++) {
+			if (!s->cls[k].used)
+				continue;
+			TLABEL("sluice_gateway_would_block_by_class_total");
+			evbuffer_add_printf(out, "\",cost_class=\"");
+			prom_label(out, s->cls[k].name);
+			evbuffer_add_printf(out, "\"} %llu\n",
+					    (unsigned long long)g->ts[i].would_block_by_class[k]);
 		}
 	TENANT_FAMILY("sluice_gateway_reservation_units", "gauge",
 		      "Each tenant's reservation, cost units per second.", "%g",
@@ -609,7 +648,7 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 		  "Measured cost over configured cost, minus one, by cost class.");
 	for (k = 0; k < GW_MAX_CLASSES; k++)
 		if (s->cls[k].used) {
-			evbuffer_add_printf(out, "sluice_gateway_estimate_drift{class=\"");
+			evbuffer_add_printf(out, "sluice_gateway_estimate_drift{cost_class=\"");
 			prom_label(out, s->cls[k].name);
 			evbuffer_add_printf(out, "\"} %g\n", s->cls[k].configured > 0 ?
 					    s->cls[k].estimate / s->cls[k].configured - 1.0 : 0);
@@ -638,10 +677,6 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 	evbuffer_add_printf(out, "sluice_gateway_escalations_total{kind=\"step_up\"} %llu\n"
 			    "sluice_gateway_escalations_total{kind=\"delayed\"} %llu\n",
 			    (unsigned long long)g->st.step_ups, (unsigned long long)g->st.delayed);
-	prom_head(out, "sluice_gateway_would_block_total", "counter",
-		  "Counter refusals let through because the counter is in monitor mode.");
-	evbuffer_add_printf(out, "sluice_gateway_would_block_total %llu\n",
-			    (unsigned long long)g->st.would_block);
 	prom_head(out, "sluice_gateway_endpoint_requests_total", "counter",
 		  "The endpoints beyond /login by outcome: ok, failed (secret, code, link, grant), "
 		  "throttled (refused by one of their counters).");

@@ -69,6 +69,8 @@ struct daemon {
 	struct sl_store *store;  /* counters: in-process, or Redis when redis.address is set */
 	struct lease_ctl *lease; /* the edge's tenant leases */
 	struct metrics_server *metrics;
+	struct metrics_tables *tables; /* table occupancy for /metrics, with an edge */
+	struct metrics_daemon md;      /* build, node and reloads for /metrics */
 	struct stream *stream;   /* the stream job, when the gateway runs */
 	struct topk *topk;       /* top shed prefixes (sluicectl top), with an edge */
 	struct evhub *evhub;     /* the edge's event ring, read once for every reader */
@@ -524,6 +526,18 @@ static void job_built(void *arg)
 
 	ret = j->kind == JOB_RELOAD ? reload_apply(d, j, msg, sizeof(msg)) :
 	      asn_apply(d, j, msg, sizeof(msg));
+	if (j->kind == JOB_RELOAD) {
+		/* Every reload asked ends here, applied or refused (several asks joined in one
+		 * job are one reload). */
+		d->md.last_ok = !ret;
+		if (ret) {
+			d->md.reloads_failed++;
+			d->md.last_failed_unix = (uint64_t)time(NULL);
+		} else {
+			d->md.reloads_ok++;
+			d->md.last_ok_unix = (uint64_t)time(NULL);
+		}
+	}
 	log_debug("%s of %s: built in %llu ms, applied in %llu ms",
 		  j->kind == JOB_RELOAD ? "reload" : "asn load", j->path,
 		  (unsigned long long)((j->built_ns - j->start_ns) / 1000000),
@@ -702,9 +716,13 @@ static void render_metrics(void *arg, struct evbuffer *out)
 {
 	struct daemon *d = arg;
 
+	d->md.node = d->cfg.cluster.node;
+	d->md.generation = d->cfg.has_edge && d->edge.skel ? d->edge.generation : 0;
+	metrics_daemon(out, &d->md);
 	if (d->cfg.has_edge && d->edge.skel) {
 		metrics_edge(out, &d->edge.maps, &d->cfg);
 		metrics_leases(out, &d->edge.maps, &d->cfg);
+		metrics_tables(out, d->tables, &d->edge.maps);
 	}
 	metrics_store(out, d->store, &d->cfg);
 	if (d->gw)
@@ -1257,6 +1275,14 @@ int main(int argc, char **argv)
 			goto out_edge;
 		}
 	}
+	d.md.version = SLUICE_VERSION;
+	d.md.started_unix = d.md.last_ok_unix = (uint64_t)time(NULL);
+	d.md.last_ok = true;
+	if (d.cfg.metrics_listen[0] && d.cfg.has_edge && d.edge.skel) {
+		d.tables = metrics_tables_open(msg, sizeof(msg));
+		if (msg[0])
+			log_warn("metrics: hash tables' occupancy not shown: %s", msg);
+	}
 	if (d.cfg.metrics_listen[0]) {
 		d.metrics = metrics_listen(d.base, d.cfg.metrics_listen, render_metrics, &d, msg,
 					   sizeof(msg));
@@ -1347,6 +1373,7 @@ out_edge:
 	d.stream = NULL;
 	gateway_stop(d.gw);
 	metrics_close(d.metrics);
+	metrics_tables_close(d.tables);
 	sl_store_free(d.store); /* answers what is in flight, before what it answers to goes */
 	lease_free(d.lease);
 	evhub_free(d.evhub); /* its streams end before the control socket closes */

@@ -3,14 +3,18 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
 #include "log.h"
 #include "metrics.h"
+#include "occupancy.skel.h"
 #include "reasons.h"
 
 struct metrics_server {
@@ -316,4 +320,233 @@ void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct 
 					    c->counters[i].fail ? "closed" : "open", modes[k],
 					    !strcmp(now, modes[k]));
 	}
+}
+
+/* ---- the daemon: build, node, reloads -------------------------------------------------- */
+
+#ifndef SLUICE_COMMIT
+#define SLUICE_COMMIT "unknown" /* the Makefile passes `git describe` */
+#endif
+
+void metrics_daemon(struct evbuffer *out, const struct metrics_daemon *d)
+{
+	struct utsname u;
+
+	if (uname(&u))
+		snprintf(u.release, sizeof(u.release), "unknown");
+	head(out, "sluice_build_info", "gauge",
+	     "Always 1: the version and commit sluiced was built from, the kernel it runs on and "
+	     "the libbpf it links.");
+	evbuffer_add_printf(out, "sluice_build_info{version=\"");
+	label(out, d->version);
+	evbuffer_add_printf(out, "\",commit=\"");
+	label(out, SLUICE_COMMIT);
+	evbuffer_add_printf(out, "\",kernel=\"");
+	label(out, u.release);
+	evbuffer_add_printf(out, "\",libbpf=\"%u.%u\"} 1\n", libbpf_major_version(),
+			    libbpf_minor_version());
+	head(out, "sluice_node_info", "gauge",
+	     "Always 1: this daemon's cluster node name (cluster.node). Join on instance to give "
+	     "any series its node: ... * on(instance, job) group_left(node) sluice_node_info.");
+	evbuffer_add_printf(out, "sluice_node_info{node=\"");
+	label(out, d->node);
+	evbuffer_add_printf(out, "\"} 1\n");
+	head(out, "sluice_start_time_seconds", "gauge", "When sluiced started, Unix time.");
+	evbuffer_add_printf(out, "sluice_start_time_seconds %llu\n",
+			    (unsigned long long)d->started_unix);
+	head(out, "sluice_config_reloads_total", "counter",
+	     "Config reloads (SIGHUP, sluicectl reload) by result: ok (applied) or failed (the "
+	     "running config stayed in force).");
+	evbuffer_add_printf(out, "sluice_config_reloads_total{result=\"ok\"} %llu\n"
+			    "sluice_config_reloads_total{result=\"failed\"} %llu\n",
+			    (unsigned long long)d->reloads_ok, (unsigned long long)d->reloads_failed);
+	head(out, "sluice_config_last_reload_successful", "gauge",
+	     "1 when the last reload applied (or none was asked since the start), 0 when it "
+	     "failed: the file on disk is not what runs.");
+	evbuffer_add_printf(out, "sluice_config_last_reload_successful %d\n", d->last_ok ? 1 : 0);
+	head(out, "sluice_config_last_reload_success_timestamp_seconds", "gauge",
+	     "When the running config was applied (the start, or the last reload that applied), "
+	     "Unix time.");
+	evbuffer_add_printf(out, "sluice_config_last_reload_success_timestamp_seconds %llu\n",
+			    (unsigned long long)d->last_ok_unix);
+	head(out, "sluice_config_last_reload_failure_timestamp_seconds", "gauge",
+	     "When a reload last failed, Unix time; 0 if none has.");
+	evbuffer_add_printf(out, "sluice_config_last_reload_failure_timestamp_seconds %llu\n",
+			    (unsigned long long)d->last_failed_unix);
+	if (d->generation) {
+		head(out, "sluice_config_generation", "gauge",
+		     "The edge's config generation: 1 at the first start, +1 per applied reload.");
+		evbuffer_add_printf(out, "sluice_config_generation %u\n", d->generation);
+	}
+}
+
+/* ---- table occupancy -------------------------------------------------------------------- */
+
+/* Ghost sets read per scrape, at most: a table no larger is read whole (exact), a larger one
+ * is sampled, a window of this many sets moving on at each scrape. The sets are indexed by a
+ * keyed hash, so any window is a uniform sample: ~1.6 % standard error at 4096 sets of four
+ * ways. One batched syscall of 128 KiB. */
+#define GHOST_SAMPLE_SETS 4096u
+
+struct metrics_tables {
+	struct occupancy_bpf *skel;
+	struct bpf_link *link;
+	uint32_t ghost_cursor;
+	struct sl_ghost_set *gbuf;
+	uint32_t *gkeys;
+};
+
+struct metrics_tables *metrics_tables_open(char *why, size_t whylen)
+{
+	struct metrics_tables *t = calloc(1, sizeof(*t));
+
+	why[0] = '\0';
+	if (t) {
+		t->gbuf = calloc(GHOST_SAMPLE_SETS, sizeof(*t->gbuf));
+		t->gkeys = calloc(GHOST_SAMPLE_SETS, sizeof(*t->gkeys));
+	}
+	if (!t || !t->gbuf || !t->gkeys) {
+		snprintf(why, whylen, "out of memory");
+		metrics_tables_close(t);
+		return NULL;
+	}
+	t->skel = occupancy_bpf__open_and_load();
+	if (!t->skel) {
+		snprintf(why, whylen, "the map iterator does not load here (%s; it needs BTF and "
+			 "the bpf_map_sum_elem_count kfunc, Linux 6.6)", strerror(errno));
+		return t;
+	}
+	t->link = bpf_program__attach_iter(t->skel->progs.sl_occupancy, NULL);
+	if (!t->link) {
+		snprintf(why, whylen, "the map iterator does not attach (%s)", strerror(errno));
+		occupancy_bpf__destroy(t->skel);
+		t->skel = NULL;
+	}
+	return t;
+}
+
+void metrics_tables_close(struct metrics_tables *t)
+{
+	if (!t)
+		return;
+	bpf_link__destroy(t->link);
+	occupancy_bpf__destroy(t->skel);
+	free(t->gbuf);
+	free(t->gkeys);
+	free(t);
+}
+
+/* The tables worth watching: their label, their fd in @m, how their entries are known. */
+enum occ_kind { OCC_HASH, OCC_GHOSTS, OCC_VERDICTS };
+struct occ_table {
+	const char *name;
+	int fd;
+	enum occ_kind kind;
+	uint32_t id, capacity;
+	int64_t entries; /* < 0: not known */
+};
+
+/* Live ghost ways: a tag, and a TAT still ahead (a spent key to remember); exact for a table
+ * of at most GHOST_SAMPLE_SETS sets, else scaled from a window of that many. */
+static int64_t ghost_entries(struct metrics_tables *t, int fd, uint32_t sets)
+{
+	uint32_t want = sets < GHOST_SAMPLE_SETS ? sets : GHOST_SAMPLE_SETS, got = 0, start, i, k;
+	uint64_t now = sl_now_ns(), live = 0;
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+
+	if (!want)
+		return -1;
+	start = t->ghost_cursor % sets;
+	if (start + want > sets)
+		start = sets - want;
+	while (got < want) {
+		/* The batch resumes after @in, the last key read: an array's keys are 0..sets-1. */
+		uint32_t n = want - got, in = start + got - 1, next;
+		int err = bpf_map_lookup_batch(fd, start + got ? &in : NULL, &next, t->gkeys + got,
+					       t->gbuf + got, &n, &o);
+
+		got += n;
+		if (err || !n)
+			break;
+	}
+	t->ghost_cursor = start + got >= sets ? 0 : start + got;
+	if (!got)
+		return -1;
+	for (i = 0; i < got; i++)
+		for (k = 0; k < SL_GHOST_WAYS; k++)
+			live += t->gbuf[i].way[k].tag && t->gbuf[i].way[k].tat > now;
+	return got == sets ? (int64_t)live :
+	       (int64_t)((double)live * (double)sets / (double)got + 0.5);
+}
+
+void metrics_tables(struct evbuffer *out, struct metrics_tables *t, const struct sl_maps *maps)
+{
+	struct occ_table tab[] = {
+		{ "buckets", maps->buckets, OCC_HASH, 0, 0, -1 },
+		{ "ghosts", maps->ghosts, OCC_GHOSTS, 0, 0, -1 },
+		{ "conns", maps->conns, OCC_HASH, 0, 0, -1 },
+		{ "shed", maps->shed, OCC_HASH, 0, 0, -1 },
+		{ "verdicts", maps->verdicts, OCC_VERDICTS, 0, 0, -1 },
+		{ "local_host", maps->local_host, OCC_HASH, 0, 0, -1 },
+		{ "hosts", maps->hosts, OCC_HASH, 0, 0, -1 },
+		{ "tenant_keys", maps->tenant_keys, OCC_HASH, 0, 0, -1 },
+	};
+	const unsigned n = sizeof(tab) / sizeof(tab[0]);
+	unsigned i;
+
+	for (i = 0; i < n; i++) {
+		struct bpf_map_info info;
+		uint32_t len = sizeof(info);
+
+		memset(&info, 0, sizeof(info));
+		if (tab[i].fd < 0 || bpf_obj_get_info_by_fd(tab[i].fd, &info, &len)) {
+			tab[i].fd = -1;
+			continue;
+		}
+		tab[i].id = info.id;
+		tab[i].capacity = info.max_entries;
+		if (tab[i].kind == OCC_GHOSTS) {
+			tab[i].capacity = info.max_entries * SL_GHOST_WAYS;
+			if (t)
+				tab[i].entries = ghost_entries(t, tab[i].fd, info.max_entries);
+		} else if (tab[i].kind == OCC_VERDICTS) {
+			uint32_t zero = 0, v;
+
+			if (!bpf_map_lookup_elem(maps->vcount, &zero, &v))
+				tab[i].entries = v;
+		}
+	}
+	if (t && t->link) {
+		/* One walk of the host's maps (not of any keys): { id, elements } records. */
+		int fd = bpf_iter_create(bpf_link__fd(t->link));
+		uint64_t rec[64][2];
+		ssize_t got;
+
+		while (fd >= 0 && (got = read(fd, rec, sizeof(rec))) > 0) {
+			size_t r;
+
+			for (r = 0; r < (size_t)got / sizeof(rec[0]); r++)
+				for (i = 0; i < n; i++)
+					if (tab[i].fd >= 0 && tab[i].kind == OCC_HASH &&
+					    tab[i].id == rec[r][0])
+						tab[i].entries = (int64_t)rec[r][1];
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	head(out, "sluice_bpf_table_capacity", "gauge",
+	     "Entries each datapath table can hold (ghosts: sets x 4 ways). An LRU table "
+	     "(buckets, conns, shed) starts evicting before it is full, near 85-90 %.");
+	for (i = 0; i < n; i++)
+		if (tab[i].fd >= 0)
+			evbuffer_add_printf(out, "sluice_bpf_table_capacity{table=\"%s\"} %u\n",
+					    tab[i].name, tab[i].capacity);
+	head(out, "sluice_bpf_table_entries", "gauge",
+	     "Entries in use in each datapath table: the kernel's element count for hash "
+	     "tables, live verdicts, ghost ways still remembering a spent key (estimated from a "
+	     "sample of 4096 sets on a larger table).");
+	for (i = 0; i < n; i++)
+		if (tab[i].fd >= 0 && tab[i].entries >= 0)
+			evbuffer_add_printf(out, "sluice_bpf_table_entries{table=\"%s\"} %lld\n",
+					    tab[i].name, (long long)tab[i].entries);
 }
