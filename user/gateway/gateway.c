@@ -241,6 +241,38 @@ void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepa
 	gw_dispatch(g);
 }
 
+void gateway_set_ready(struct gateway *g, gw_ready_fn fn, void *arg)
+{
+	if (!g)
+		return;
+	g->ready = fn;
+	g->ready_arg = arg;
+}
+
+void gateway_drain(struct gateway *g)
+{
+	struct gw_req *r;
+
+	if (!g || g->draining)
+		return;
+	/* Requests already in: their answers close their connections. */
+	for (r = g->reqs; r; r = r->next)
+		if (r->req)
+			evhttp_add_header(evhttp_request_get_output_headers(r->req), "Connection",
+					  "close");
+	gw_conn_drain(g);
+	log_info("gateway: draining: not accepting; %u requests outstanding, %u connections "
+		 "open", g->n_reqs, g->n_conns);
+}
+
+bool gateway_drained(struct gateway *g)
+{
+	/* Requests, not connections: one part-way through a request (a slow upload, or a
+	 * client dripping bytes to hold the drain) is closed with the rest at the stop; what
+	 * it sent was never served, so a retry elsewhere is safe. */
+	return !g || !g->n_reqs;
+}
+
 void gateway_stop(struct gateway *g)
 {
 	struct gw_work *w;
@@ -276,9 +308,11 @@ void gateway_stop(struct gateway *g)
 		r->code = 503;
 		r->reason = "Service Unavailable";
 		r->body = BODY_503;
-		r->retry_after = 0;
+		/* Stopping (after a drain's bound): try again, elsewhere or on the next us. */
+		r->retry_after = 1;
 		gw_send_now(r);
 	}
+	gw_conn_flush_all(g);
 	if (g->http)
 		evhttp_free(g->http);
 	gw_conn_close_all(g);

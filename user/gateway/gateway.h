@@ -55,6 +55,22 @@ void gateway_stream_action(struct gateway *g, const struct stream_action *a);
 /* Switch the running gateway to @c; takes @p. Cannot fail: listen address and Argon2
  * settings keep their running values until a restart (logged). */
 void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepared *p);
+/*
+ * Readiness for GET /readyz (and GET /healthz: the loop answers). The gateway is not ready
+ * while it drains; @fn adds the daemon's own checks (the edge attached, ...): NULL when ready,
+ * else a short reason, which only the operator's listeners show (a client gets the status).
+ */
+typedef const char *(*gw_ready_fn)(void *arg);
+void gateway_set_ready(struct gateway *g, gw_ready_fn fn, void *arg);
+/*
+ * Begin a drain (SIGTERM, SIGQUIT): stop accepting, close idle keep-alives, answer every
+ * request still to come on an open connection with Connection: close, and keep serving
+ * what is queued. gateway_drained() is true once no request is outstanding (a
+ * connection part-way through one does not count); gateway_stop() answers whatever is left
+ * (503 with Retry-After) and closes the rest.
+ */
+void gateway_drain(struct gateway *g);
+bool gateway_drained(struct gateway *g);
 /* Answer what is outstanding with 503, stop the workers, close everything. */
 void gateway_stop(struct gateway *g);
 

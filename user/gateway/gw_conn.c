@@ -294,7 +294,7 @@ static void conn_close(struct gateway *g, struct gw_conn *c)
 
 static void listener_pause(struct gateway *g, bool pause)
 {
-	if (!g->listener || pause == g->paused)
+	if (!g->listener || pause == g->paused || g->draining)
 		return;
 	if (pause) {
 		evconnlistener_disable(g->listener);
@@ -590,9 +590,14 @@ void gw_conn_request(struct gateway *g, struct evhttp_request *req)
 {
 	struct gw_conn *conn = conn_of(g, req);
 
+	if (g->draining)
+		/* Draining: this answer is the connection's last. */
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 	if (conn) {
 		conn->deadline_ns = 0; /* the whole request is in: no more read deadline */
-		if (++conn->requests >= g->cfg->gw.max_requests_conn &&
+		if (g->draining) {
+			/* its Connection: close is above */
+		} else if (++conn->requests >= g->cfg->gw.max_requests_conn &&
 		    g->cfg->gw.max_requests_conn) {
 			/* Its last: evhttp closes the connection once this answer is sent. */
 			evhttp_add_header(evhttp_request_get_output_headers(req), "Connection",
@@ -601,6 +606,57 @@ void gw_conn_request(struct gateway *g, struct evhttp_request *req)
 		}
 	}
 	evhttp_request_set_on_complete_cb(req, on_complete, g);
+}
+
+/*
+ * The drain begins: no more accepts (for good: listener_pause no longer resumes), and every
+ * connection with no request in service and nothing of a next one is closed now (idle
+ * keep-alives, and connections that never sent a byte), so that a client parked on a
+ * connection cannot hold the drain. One in service gets Connection: close on its answer
+ * (gw_conn_request, and gateway_drain for requests already in); one part-way through a
+ * request finishes it within request_timeout_ms or is closed by the sweep.
+ */
+void gw_conn_drain(struct gateway *g)
+{
+	struct gw_conn *c, *nx;
+
+	/* Closed, not just paused: a paused listener still completes handshakes into its
+	 * backlog, and a client there would wait for an accept that never comes. Closing it
+	 * refuses new connections (RST) and resets those in the backlog, so a load balancer
+	 * or client retries elsewhere at once. */
+	if (g->bound)
+		evhttp_del_accept_socket(g->http, g->bound);
+	g->bound = NULL;
+	g->listener = NULL;
+	g->paused = true;
+	g->draining = true;
+	for (c = g->conns; c; c = nx) {
+		nx = c->next;
+		if (conn_released(g, c))
+			continue;
+		if (c->deadline_ns && gw_head_between(&c->head) &&
+		    !evbuffer_get_length(bufferevent_get_input(c->bev)))
+			conn_close(g, c);
+	}
+}
+
+/*
+ * At the stop, once everything outstanding has been answered (gateway_stop): those answers
+ * are in the connections' output buffers, and the loop that would write them has ended. Write
+ * them now, as far as each socket takes (an answer is a few hundred bytes: all of it), so the
+ * client reads its 503 before evhttp closes the socket rather than a bare reset.
+ */
+void gw_conn_flush_all(struct gateway *g)
+{
+	struct gw_conn *c;
+
+	for (c = g->conns; c; c = c->next) {
+		evutil_socket_t fd = bufferevent_getfd(c->bev);
+		struct evbuffer *out = bufferevent_get_output(c->bev);
+
+		while (fd >= 0 && evbuffer_get_length(out) && evbuffer_write(out, fd) > 0)
+			;
+	}
 }
 
 void gw_conn_close_all(struct gateway *g)

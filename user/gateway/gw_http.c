@@ -605,6 +605,40 @@ static int read_body(struct gw_req *r)
 	return -1;
 }
 
+/*
+ * GET|HEAD /healthz: the loop is answering. GET|HEAD /readyz: 200 when this node should get
+ * traffic, 503 when not (draining, or a daemon check failed: the edge detached, ...). Any
+ * Host, before tenants and routes, and at no cost: a load balancer's probe. The body is the
+ * status alone: why a node is not ready is for the operator (the daemon logs it when the
+ * answer changes), not for whoever asks here.
+ */
+static void reply_health(struct gateway *g, struct evhttp_request *req, int method,
+			 bool readiness)
+{
+	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	struct evbuffer *b = evhttp_request_get_output_buffer(req);
+	const char *why = NULL;
+	int code = 200;
+
+	if (method != SL_M_GET && method != SL_M_HEAD) {
+		add_common_headers(req);
+		evhttp_add_header(h, "Allow", "GET, HEAD");
+		evbuffer_add_printf(b, "{\"error\":\"method_not_allowed\"}");
+		count_status(g, 405);
+		evhttp_send_reply(req, 405, "Method Not Allowed", NULL);
+		return;
+	}
+	if (readiness) {
+		why = g->draining ? "draining" : g->ready ? g->ready(g->ready_arg) : NULL;
+		code = why ? 503 : 200;
+	}
+	add_common_headers(req);
+	evbuffer_add_printf(b, "{\"status\":\"%s\"}",
+			    !readiness ? "alive" : why ? "not ready" : "ready");
+	count_status(g, code);
+	evhttp_send_reply(req, code, code == 200 ? "OK" : "Service Unavailable", NULL);
+}
+
 static void on_request(struct evhttp_request *req, void *arg)
 {
 	struct gateway *g = arg;
@@ -625,6 +659,10 @@ static void on_request(struct evhttp_request *req, void *arg)
 	path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	if (!path || path[0] != '/' || strlen(path) >= 1024) {
 		reply_plain(g, req, 400, "Bad Request", "bad_request", "malformed request path");
+		return;
+	}
+	if (!strcmp(path, "/healthz") || !strcmp(path, "/readyz")) {
+		reply_health(g, req, method, path[1] == 'r');
 		return;
 	}
 	hr = host_of(req, host, sizeof(host));

@@ -263,6 +263,9 @@ struct gateway {
 	uint32_t n_conns;
 	struct gw_front front;
 	bool paused;
+	bool draining;                 /* gateway_drain(): not accepting, closing as answered */
+	gw_ready_fn ready;             /* the daemon's readiness checks (gateway_set_ready) */
+	void *ready_arg;
 	unsigned ticks;
 	uint32_t held;                 /* answers on their floor timers (at most max_held) */
 	struct gw_req *line_head, *line_tail; /* and those waiting for one, oldest first */
@@ -295,6 +298,8 @@ void gw_conn_request(struct gateway *g, struct evhttp_request *req);
 /* Release connections evhttp has freed; close those past their request deadline. */
 void gw_conn_sweep(struct gateway *g, uint64_t now);
 void gw_conn_close_all(struct gateway *g);
+void gw_conn_drain(struct gateway *g);
+void gw_conn_flush_all(struct gateway *g);
 /* Has the client of @req hung up (or half-closed)? */
 bool gw_conn_gone(struct evhttp_request *req);
 

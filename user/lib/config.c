@@ -385,6 +385,7 @@ void sl_config_defaults(struct sl_config *c)
 	c->gw.max_connections = 4096;
 	c->gw.max_requests_conn = 100;
 	c->gw.request_timeout_ms = 10000;
+	c->gw.drain_ms = 5000;
 	c->gw.token_ttl_s = 3600;
 	c->redis.timeout_ms = 5;
 	c->redis.breaker_failures = 3;
@@ -1306,6 +1307,7 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 		"argon2", "trusted_hops", "admission", "max_body", "max_headers", "reject_floor_ms",
 		"max_held", "max_connections", "max_connections_per_prefix",
 		"max_connections_per_parent", "max_requests_per_connection", "request_timeout_ms",
+		"drain_ms",
 		"token_ttl_s", "session_key", "refresh_ttl_s", "otp_ttl_s", "magic_ttl_s",
 		"delivery", "delivery_log", "link_base", "login_uniform", "active_tenants",
 		"clients", "ceilings", NULL };
@@ -1428,6 +1430,7 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 					   1000000000, gw->max_requests_conn);
 	gw->request_timeout_ms = get_u32_or(x, g, "gateway", "request_timeout_ms", 100, 600000,
 					    gw->request_timeout_ms);
+	gw->drain_ms = get_u32_or(x, g, "gateway", "drain_ms", 0, 600000, gw->drain_ms);
 	gw->token_ttl_s = get_u32_or(x, g, "gateway", "token_ttl_s", 60, 30 * 86400,
 				     gw->token_ttl_s);
 	str = get_str(x, g, "gateway", "session_key", false);

@@ -88,6 +88,7 @@ struct sl_gateway_cfg {
 	uint32_t max_conns_parent;     /* and its parent's (counters.parent_*) */
 	uint32_t max_requests_conn;    /* requests a connection carries; then it is closed */
 	uint32_t request_timeout_ms;   /* a whole request must arrive within this */
+	uint32_t drain_ms;             /* SIGTERM/SIGQUIT: what is in flight has this long */
 	uint32_t token_ttl_s;          /* session token lifetime */
 	char session_key[PATH_MAX];    /* 64 hex chars (32-byte MAC key); empty: random */
 	/* the endpoints beyond /login (docs/endpoints.md) */

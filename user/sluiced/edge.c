@@ -366,6 +366,42 @@ static uint8_t query_mode(int ifindex)
 	return r;
 }
 
+/* Is this program, by id, the one XDP runs on @ifindex (alone, or among the dispatcher's)? */
+static bool ours_on(const struct edge *e, int ifindex)
+{
+	struct xdp_multiprog *mp = xdp_multiprog__get_from_ifindex(ifindex);
+	struct xdp_program *p = NULL;
+	uint32_t id = xdp_program__id(e->prog);
+	bool found = false;
+
+	if (!mp || libxdp_get_error(mp))
+		return false;
+	if (xdp_multiprog__is_legacy(mp)) {
+		p = xdp_multiprog__main_prog(mp);
+		found = p && xdp_program__id(p) == id;
+	} else {
+		while (!found && (p = xdp_multiprog__next_prog(p, mp)))
+			found = xdp_program__id(p) == id;
+	}
+	xdp_multiprog__close(mp);
+	return found;
+}
+
+int edge_check_attached(const struct edge *e, char *why, size_t n)
+{
+	int i;
+
+	if (!e->prog)
+		return 0;
+	for (i = 0; i < e->n_ifaces; i++) {
+		if (!ours_on(e, e->ifaces[i].ifindex)) {
+			snprintf(why, n, "the edge program is not attached to %s", e->ifaces[i].name);
+			return -ENOENT;
+		}
+	}
+	return 0;
+}
+
 /*
  * If a previous sluiced left its program attached (a handover or a crash), replace it. In
  * legacy mode the kernel swaps programs atomically (XDP_FLAGS_REPLACE), so no packet passes

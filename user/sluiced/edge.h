@@ -61,6 +61,10 @@ int edge_apply(struct edge *e, const struct sl_config *c, const struct sl_asn_st
 int edge_flip_asn(struct edge *e, const struct sl_asn_staged *asn, const char *source);
 /* Once a second: rotate the cookie key when due, sweep verdicts (leases: lease.c). */
 void edge_tick(struct edge *e, const struct sl_config *c);
+/* Readiness: is our XDP program still the one on every configured interface (an operator
+ * or another tool may have replaced or removed it)? 0, or -ENOENT with the first interface
+ * that lacks it named in @why. A netlink query per interface. */
+int edge_check_attached(const struct edge *e, char *why, size_t n);
 /* Record a failed reload for status. */
 void edge_note_failure(struct edge *e, const char *why);
 /* Stop. @handover: leave the program attached and the maps pinned for the next daemon;

@@ -41,6 +41,7 @@
 #include "json.h"
 #include "lease.h"
 #include "log.h"
+#include "notify.h"
 #include "metrics.h"
 #include "store.h"
 #include "stream.h"
@@ -81,6 +82,15 @@ struct daemon {
 	int log_format_override; /* --log-format given: daemon.log_format is not read */
 	bool handover;
 	bool stopping;
+	/* SIGTERM/SIGQUIT with a gateway: its drain, bounded by gateway.drain_ms */
+	bool draining, drain_handover;
+	struct event *drain_ev;
+	uint64_t drain_start_ns, drain_until_ns;
+	struct event *watchdog; /* WATCHDOG=1 to systemd, when it asked for them */
+	/* readiness: the edge's attachment, checked at most once a second */
+	uint64_t ready_checked_ns;
+	bool ready_bad;
+	char ready_why[160];
 };
 
 static void usage(FILE *f)
@@ -543,6 +553,9 @@ static void job_built(void *arg)
 		  (unsigned long long)((j->built_ns - j->start_ns) / 1000000),
 		  (unsigned long long)((mono_ns() - j->built_ns) / 1000000));
 	job_answer(j, !ret, msg);
+	if (j->kind == JOB_RELOAD)
+		sl_notify("READY=1\nSTATUS=%s", ret ? "the last reload failed; the running config "
+			  "stays (see the log)" : "running (reloaded)");
 	if (j->stage_tried && !worker_post(d->worker, job_drop, job_dropped, j))
 		return;
 	job_dropped(j);
@@ -580,6 +593,9 @@ static void jobs_kick(struct daemon *d)
 	}
 	j->start_ns = mono_ns();
 	d->job = j;
+	if (j->kind == JOB_RELOAD)
+		sl_notify("RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
+			  (unsigned long long)(j->start_ns / 1000), j->path);
 	if (worker_post(d->worker, j->kind == JOB_RELOAD ? reload_build : asn_build, job_built,
 			j)) {
 		/* Cannot happen (the worker is free whenever d->job is NULL). */
@@ -702,6 +718,94 @@ static void stop(struct daemon *d, bool handover, int delay_ms)
 	d->handover = handover;
 	d->stopping = true;
 	event_base_loopexit(d->base, delay_ms ? &tv : NULL);
+}
+
+/* The gateway's GET /readyz asks this (and the operator's listener): NULL when this node
+ * should get traffic, else why not. */
+static const char *daemon_ready(void *arg)
+{
+	struct daemon *d = arg;
+	uint64_t now = mono_ns();
+
+	if (d->stopping || d->draining)
+		return "stopping";
+	if (d->cfg.has_edge && d->edge.skel) {
+		if (!d->ready_checked_ns || now - d->ready_checked_ns >= 1000000000ull) {
+			bool was = d->ready_bad;
+
+			d->ready_checked_ns = now;
+			d->ready_bad = edge_check_attached(&d->edge, d->ready_why,
+							   sizeof(d->ready_why)) != 0;
+			/* The reason is for the operator, here: a client is told the status. */
+			if (d->ready_bad && !was)
+				log_warn("not ready (GET /readyz answers 503): %s", d->ready_why);
+			else if (!d->ready_bad && was)
+				log_info("ready again (GET /readyz answers 200)");
+		}
+		if (d->ready_bad)
+			return d->ready_why;
+	}
+	return NULL;
+}
+
+static void on_drain_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct daemon *d = arg;
+	uint64_t now = mono_ns();
+
+	(void)fd;
+	(void)what;
+	if (gateway_drained(d->gw)) {
+		log_info("drained in %llu ms: every request answered",
+			 (unsigned long long)((now - d->drain_start_ns) / 1000000));
+		stop(d, d->drain_handover, 0);
+	} else if (now >= d->drain_until_ns) {
+		log_warn("drain: gateway.drain_ms (%u) is up; what is still outstanding gets 503 "
+			 "with Retry-After", d->cfg.gw.drain_ms);
+		stop(d, d->drain_handover, 0);
+	}
+}
+
+/*
+ * SIGTERM, SIGINT or SIGQUIT. With a gateway and gateway.drain_ms, drain first: stop
+ * accepting, finish what is queued and in service, then stop (a bound, so a stuck request
+ * cannot hold a restart). A second signal stops at once. The edge keeps deciding all along.
+ */
+static void begin_stop(struct daemon *d, bool handover)
+{
+	struct timeval tick = { .tv_sec = 0, .tv_usec = 20000 };
+
+	if (d->stopping)
+		return;
+	if (d->draining) {
+		log_info("a second signal: stopping now, without waiting for the drain");
+		stop(d, handover, 0);
+		return;
+	}
+	sl_notify("STOPPING=1\nSTATUS=%s", d->gw && d->cfg.gw.drain_ms ? "draining" : "stopping");
+	if (!d->gw || !d->cfg.gw.drain_ms) {
+		stop(d, handover, 0);
+		return;
+	}
+	d->drain_ev = event_new(d->base, -1, EV_PERSIST, on_drain_tick, d);
+	if (!d->drain_ev || event_add(d->drain_ev, &tick)) {
+		log_error("cannot start the drain's timer: stopping now");
+		stop(d, handover, 0);
+		return;
+	}
+	d->draining = true;
+	d->drain_handover = handover;
+	d->drain_start_ns = mono_ns();
+	d->drain_until_ns = d->drain_start_ns + (uint64_t)d->cfg.gw.drain_ms * 1000000ull;
+	gateway_drain(d->gw);
+}
+
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sl_notify("WATCHDOG=1");
 }
 
 static void on_stream_action(void *arg, const struct stream_action *a)
@@ -1086,11 +1190,11 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
 		break;
 	case SIGQUIT:
 		log_info("SIGQUIT: exiting, leaving the datapath attached");
-		stop(d, true, 0);
+		begin_stop(d, true);
 		break;
 	default:
 		log_info("%s: detaching and exiting", strsignal((int)sig));
-		stop(d, false, 0);
+		begin_stop(d, false);
 		break;
 	}
 }
@@ -1355,15 +1459,37 @@ int main(int argc, char **argv)
 			goto out_edge;
 		}
 	}
+	{
+		uint64_t wd = sl_notify_watchdog_usec();
+		struct timeval half = { .tv_sec = (time_t)(wd / 2000000),
+					.tv_usec = (suseconds_t)(wd / 2 % 1000000) };
+
+		if (wd) {
+			d.watchdog = event_new(d.base, -1, EV_PERSIST, on_watchdog, &d);
+			if (!d.watchdog || event_add(d.watchdog, &half))
+				log_warn("cannot start the watchdog timer: systemd will see none");
+			else
+				log_info("watchdog: telling systemd every %llu ms",
+					 (unsigned long long)(wd / 2000));
+		}
+	}
+	if (d.gw)
+		gateway_set_ready(d.gw, daemon_ready, &d);
 	log_info("sluiced %s running: config %s, generation %u, %d interface(s), %u ASN rows",
 		 SLUICE_VERSION, d.config_path, d.edge.generation, d.edge.n_ifaces,
 		 d.edge.asn_entries);
+	sl_notify("READY=1\nMAINPID=%d\nSTATUS=running: generation %u, %d interface(s)",
+		  (int)getpid(), d.edge.generation, d.edge.n_ifaces);
 	event_base_dispatch(d.base);
 	ret = 0;
 out_edge:
 	jobs_stop(&d); /* before the maps and the control socket go */
 	if (d.tick)
 		event_free(d.tick);
+	if (d.drain_ev)
+		event_free(d.drain_ev);
+	if (d.watchdog)
+		event_free(d.watchdog);
 	for (i = 0; i < 4; i++)
 		if (sigs[i])
 			event_free(sigs[i]);
