@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <event2/buffer.h>
 #include <sodium.h>
 
 #include "addr.h"
@@ -477,6 +478,27 @@ void audit_get_stats(struct audit_stats *s)
 	s->dropped = A.dropped;
 	s->errors = A.errors;
 	pthread_mutex_unlock(&A.mu);
+}
+
+void audit_metrics(struct evbuffer *out)
+{
+	struct audit_stats st;
+
+	audit_get_stats(&st);
+	evbuffer_add_printf(out,
+			    "# HELP sluice_audit_lines_total Lines written to the audit log.\n"
+			    "# TYPE sluice_audit_lines_total counter\n"
+			    "sluice_audit_lines_total %llu\n"
+			    "# HELP sluice_audit_dropped_total Audit lines the rate limit (audit.rate, "
+			    "audit.burst) dropped; each count is also in the next line written.\n"
+			    "# TYPE sluice_audit_dropped_total counter\n"
+			    "sluice_audit_dropped_total %llu\n"
+			    "# HELP sluice_audit_write_errors_total Audit lines that could not be "
+			    "written (a full disk, a removed directory).\n"
+			    "# TYPE sluice_audit_write_errors_total counter\n"
+			    "sluice_audit_write_errors_total %llu\n",
+			    (unsigned long long)st.written, (unsigned long long)st.dropped,
+			    (unsigned long long)st.errors);
 }
 
 void sl_audit_account_hash(const uint8_t *key, size_t keylen, const char *tenant,

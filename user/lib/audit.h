@@ -84,6 +84,9 @@ struct audit_stats {
 	uint64_t written, dropped, errors;
 };
 void audit_get_stats(struct audit_stats *s);
+struct evbuffer;
+/* sluice_audit_lines_total, sluice_audit_dropped_total, sluice_audit_write_errors_total. */
+void audit_metrics(struct evbuffer *out);
 
 /*
  * The keyed hash an account is written as: BLAKE2b-128 of (tenant, NUL, account) under a key

@@ -31,12 +31,14 @@
 #include <xdp/libxdp.h>
 
 #include "addr.h"
+#include "audit.h"
 #include "asn_import.h"
 #include "budget.h"
 #include "config.h"
 #include "evfmt.h"
 #include "gw_body.h"
 #include "gw_creds.h"
+#include "gw_token.h"
 #include "json.h"
 #include "log.h"
 #include "maps.h"
@@ -1549,6 +1551,33 @@ static const char *verdict_action_name(uint8_t a)
 	}
 }
 
+/*
+ * An operator's change made here, not in sluiced (the maps, the credentials file): its audit
+ * line, appended by this process to the audit output of the config in use (audit.h). A
+ * config that does not load, or has no audit output, is no audit log to write to; one that
+ * cannot be written to is said on stderr (the change itself is made).
+ */
+static void audit_cli(const struct ctl *c, const struct sl_config *have, struct audit_rec *r)
+{
+	static struct sl_config cfg;
+	char err[2048], op[96];
+	int ret;
+
+	if (!have) {
+		if (sl_config_load(c->config, NULL, &cfg, err, sizeof(err)))
+			return;
+		have = &cfg;
+	}
+	audit_operator(op, sizeof(op));
+	r->operator_ = op;
+	r->source = "sluicectl";
+	r->must = true;
+	ret = audit_oneshot(have, r);
+	if (ret < 0)
+		fprintf(stderr, "sluicectl: warning: not in the audit log (%s): %s\n",
+			have->audit.output, strerror(-ret));
+}
+
 static int cmd_verdict_add(const struct ctl *c, const char *prefix)
 {
 	struct sl_verdict v;
@@ -1596,6 +1625,21 @@ static int cmd_verdict_add(const struct ctl *c, const char *prefix)
 		fprintf(stderr, "sluicectl: cannot add the verdict: %s\n", strerror(-ret));
 		return 1;
 	}
+	{
+		char pb[64], detail[96];
+		struct audit_rec a = { .event = AUDIT_VERDICT, .prefix = pb, .reason = v.reason,
+				       .decision = verdict_action_name(v.action),
+				       .detail = detail };
+
+		sl_prefix_str(&p, pb, sizeof(pb));
+		snprintf(detail, sizeof(detail), "added for %gs%s%.3g, code %u", c->ttl,
+			 v.action == SL_VERDICT_TIGHTEN ? ", factor " : "",
+			 v.action == SL_VERDICT_TIGHTEN ? c->factor : 0.0, v.reason_code);
+		if (v.action != SL_VERDICT_TIGHTEN)
+			snprintf(detail, sizeof(detail), "added for %gs, code %u", c->ttl,
+				 v.reason_code);
+		audit_cli(c, NULL, &a);
+	}
 	if (c->json) {
 		struct json j;
 
@@ -1635,6 +1679,14 @@ static int cmd_verdict_del(const struct ctl *c, const char *prefix)
 	if (ret) {
 		fprintf(stderr, "sluicectl: cannot delete: %s\n", strerror(-ret));
 		return 1;
+	}
+	{
+		char pb[64];
+		struct audit_rec a = { .event = AUDIT_VERDICT, .prefix = pb, .reason = "verdict del",
+				       .decision = "removed" };
+
+		sl_prefix_str(&p, pb, sizeof(pb));
+		audit_cli(c, NULL, &a);
 	}
 	if (c->json)
 		printf("{\"command\":\"verdict del\",\"ok\":true}\n");
@@ -2050,6 +2102,23 @@ static int cmd_user_add(const struct ctl *c, const char *tenant, const char *arg
 	if (r) {
 		fprintf(stderr, "sluicectl: %s\n", err);
 		goto out;
+	}
+	{
+		/* The account as the gateway's audit lines write it: the keyed hash under
+		 * gateway.session_key (without one the key is made at each start: no hash). */
+		uint8_t key[GW_TOKEN_KEY_BYTES], h[16];
+		char kerr[256];
+		struct audit_rec a = { .event = AUDIT_OPERATOR, .tenant = tenant,
+				       .reason = "user add", .decision = "added",
+				       .detail = "credentials file appended" };
+
+		if (cfg->gw.session_key[0] &&
+		    !gw_token_key_load(cfg->gw.session_key, key, kerr, sizeof(kerr))) {
+			sl_audit_account_hash(key, sizeof(key), tenant, account, strlen(account), h);
+			a.account = h;
+			sodium_memzero(key, sizeof(key));
+		}
+		audit_cli(c, cfg, &a);
 	}
 	/* A running gateway learns about it through a reload (which re-reads the file). */
 	{

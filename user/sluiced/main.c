@@ -182,6 +182,9 @@ static int load_all(struct daemon *d, struct sl_config *c, struct sl_asn_table *
 		snprintf(errs, n, "%s", err);
 		strip_trailing_nl(errs);
 	} else {
+		/* The file's own log format, from its first lines on (the warnings). */
+		if (!d->log_format_override)
+			log_set_json(c->log_json);
 		log_config_warnings(c);
 	}
 	return ret;
@@ -833,6 +836,7 @@ static void render_metrics(void *arg, struct evbuffer *out)
 		gateway_metrics(d->gw, out);
 	if (d->stream)
 		stream_metrics(d->stream, out);
+	audit_metrics(out);
 }
 
 /* The counter store for sluicectl status: backend, breaker, what fell back, each counter's
