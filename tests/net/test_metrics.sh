@@ -9,11 +9,11 @@
 #   - sluice_bpf_table_entries/_capacity: the prefix buckets the clients' handshakes made,
 #     as many as `sluicectl status` counts walking the table's keys; the capacities the
 #     config set;
-#   - sluice_gateway_logins_total{tenant,result}: two wrong passwords, one right, a counter's
+#   - sluice_gateway_logins_total{tenant,outcome}: two wrong passwords, one right, a counter's
 #     refusal, each under its tenant;
 #   - sluice_gateway_would_block_total{tenant,counter} and _by_class_total{cost_class}: a
 #     counter in monitor mode lets logins through and counts them;
-#   - sluice_config_reloads_total{result}, the last reload's success and its timestamps: a
+#   - sluice_config_reloads_total{outcome}, the last reload's success and its timestamps: a
 #     broken file reloaded, then a good one;
 # and the attacker: a flood of fresh Host names and account names in requests must mint no
 # label value (tenants on /metrics stay the configured ones). The exposition passes
@@ -122,7 +122,7 @@ now=$(date +%s)
 st=$(prom sluice_start_time_seconds)
 expect_ge "start time: within the last minute ($st)" "$st" $((now - 60))
 expect_eq "no reload yet: the running config is the start's" \
-	"$(prom sluice_config_last_reload_successful) $(prom sluice_config_reloads_total result=ok) $(prom sluice_config_reloads_total result=failed)" "1 0 0"
+	"$(prom sluice_config_last_reload_successful) $(prom sluice_config_reloads_total outcome=ok) $(prom sluice_config_reloads_total outcome=failed)" "1 0 0"
 expect_eq "  ... applied when sluiced started" \
 	"$(prom sluice_config_last_reload_success_timestamp_seconds)" "$st"
 
@@ -148,20 +148,20 @@ expect_ge "conns: the admitted first requests are remembered" \
 expect_eq "tenant_keys, hosts, local_host and verdicts are there too" \
 	"$(scrape | grep -cE '^sluice_bpf_table_entries\{table="(tenant_keys|hosts|local_host|verdicts)"\}')" 4
 
-# ---- 3. sign-ins by tenant and result -------------------------------------------------------
+# ---- 3. sign-ins by tenant and outcome ------------------------------------------------------
 expect_eq "two wrong passwords for alice at acme: 401 401" "$(login acme.test alice x1 x2)" "401 401"
-expect_eq "logins: failure 2 for acme" "$(prom sluice_gateway_logins_total tenant=acme result=failure)" 2
+expect_eq "logins: failed 2 for acme" "$(prom sluice_gateway_logins_total tenant=acme outcome=failed)" 2
 expect_eq "  ... none for the default tenant" \
-	"$(prom sluice_gateway_logins_total tenant=default result=failure)" 0
+	"$(prom sluice_gateway_logins_total tenant=default outcome=failed)" 0
 expect_eq "her right password: 200" "$(login acme.test alice pw-alice)" 200
-expect_eq "logins: success 1 for acme" "$(prom sluice_gateway_logins_total tenant=acme result=success)" 1
+expect_eq "logins: ok 1 for acme" "$(prom sluice_gateway_logins_total tenant=acme outcome=ok)" 1
 # login_failures (burst 3) for (bob, this prefix): three failures, then refused unchecked.
 expect_eq "bob at acme: three wrong passwords, the fourth refused by login_failures" \
 	"$(login acme.test bob y1 y2 y3 y4)" "401 401 401 429"
 expect_eq "logins: throttled 1 for acme" \
-	"$(prom sluice_gateway_logins_total tenant=acme result=throttled)" 1
-expect_eq "logins: failure 5 for acme (alice's 2, bob's 3)" \
-	"$(prom sluice_gateway_logins_total tenant=acme result=failure)" 5
+	"$(prom sluice_gateway_logins_total tenant=acme outcome=throttled)" 1
+expect_eq "logins: failed 5 for acme (alice's 2, bob's 3)" \
+	"$(prom sluice_gateway_logins_total tenant=acme outcome=failed)" 5
 
 # ---- 4. would-block, labelled ---------------------------------------------------------------
 # tenant_logins (burst 2, monitor): every acme login past the second was one it would refuse.
@@ -182,7 +182,7 @@ out=$(sluicectl reload 2>&1)
 rc=$?
 expect_eq "a broken file: reload fails (exit 1)" "$rc" 1
 expect_eq "reloads: failed 1, ok 0" \
-	"$(prom sluice_config_reloads_total result=failed) $(prom sluice_config_reloads_total result=ok)" "1 0"
+	"$(prom sluice_config_reloads_total outcome=failed) $(prom sluice_config_reloads_total outcome=ok)" "1 0"
 expect_eq "last reload successful: 0 (the file on disk is not what runs)" \
 	"$(prom sluice_config_last_reload_successful)" 0
 ft=$(prom sluice_config_last_reload_failure_timestamp_seconds)
@@ -192,7 +192,7 @@ write_conf 32
 sleep 1.1 # a later second for the success's timestamp
 expect_match "the file fixed: reload applies" "$(sluicectl reload 2>&1)" "reloaded"
 expect_eq "reloads: ok 1, failed 1; last successful 1" \
-	"$(prom sluice_config_reloads_total result=ok) $(prom sluice_config_reloads_total result=failed) $(prom sluice_config_last_reload_successful)" "1 1 1"
+	"$(prom sluice_config_reloads_total outcome=ok) $(prom sluice_config_reloads_total outcome=failed) $(prom sluice_config_last_reload_successful)" "1 1 1"
 ot=$(prom sluice_config_last_reload_success_timestamp_seconds)
 expect_ge "the success's timestamp is after the failure's ($ot > $ft)" "$ot" $((ft + 1))
 expect_eq "generation 2" "$(prom sluice_config_generation)" 2
@@ -232,8 +232,8 @@ expect_eq "  ... and the number of series is what it was ($(series "$NT_DIR/befo
 	"$(series "$NT_DIR/after.txt")" "$(series "$NT_DIR/before.txt")"
 # One password sprayed over 300 names: the stream job's ladder steps most of them up.
 sum=0 seen=
-for res in success failure throttled step_up; do
-	v=$(prom sluice_gateway_logins_total tenant=default result=$res)
+for res in ok failed throttled step_up; do
+	v=$(prom sluice_gateway_logins_total tenant=default outcome=$res)
 	seen="$seen $res $v"
 	sum=$((sum + v))
 done

@@ -117,7 +117,7 @@ extern const char BODY_INVALID_GRANT[], BODY_UNAUTHORIZED_CLIENT[];
 
 /* ---- the gateway and a request ---------------------------------------------------------- */
 
-/* How /login decided a sign-in (sluice_gateway_logins_total{result}): the password was right,
+/* How /login decided a sign-in (sluice_gateway_logins_total{outcome}): the password was right,
  * wrong (or the account unknown), refused by a login counter (login_uniform's decoys
  * included), or stepped up by the stream job's ladder. */
 enum gw_login_result {

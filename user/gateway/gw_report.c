@@ -586,18 +586,18 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 					    (unsigned long long)g->ts[i].shed_by_class[k]);
 		}
 	prom_head(out, "sluice_gateway_logins_total", "counter",
-		  "Sign-ins /login decided, by tenant and result: success, failure (a wrong password "
-		  "or an unknown account), throttled (refused by a login counter, unchecked), "
-		  "step_up (the stream job's ladder asked for a second factor).");
+		  "Sign-ins /login decided, by tenant and outcome: ok, failed (a wrong password or "
+		  "an unknown account), throttled (refused by a login counter, unchecked), step_up "
+		  "(the stream job's ladder asked for a second factor).");
 	EACH_TENANT
 		for (k = 0; k < GW_LOGIN__N; k++) {
 			static const char *const res[GW_LOGIN__N] = {
-				[GW_LOGIN_SUCCESS] = "success", [GW_LOGIN_FAILURE] = "failure",
+				[GW_LOGIN_SUCCESS] = "ok", [GW_LOGIN_FAILURE] = "failed",
 				[GW_LOGIN_THROTTLED] = "throttled", [GW_LOGIN_STEP_UP] = "step_up",
 			};
 
 			TLABEL("sluice_gateway_logins_total");
-			evbuffer_add_printf(out, "\",result=\"%s\"} %llu\n", res[k],
+			evbuffer_add_printf(out, "\",outcome=\"%s\"} %llu\n", res[k],
 					    (unsigned long long)g->ts[i].logins[k]);
 		}
 	prom_head(out, "sluice_gateway_would_block_total", "counter",

@@ -355,10 +355,10 @@ void metrics_daemon(struct evbuffer *out, const struct metrics_daemon *d)
 	evbuffer_add_printf(out, "sluice_start_time_seconds %llu\n",
 			    (unsigned long long)d->started_unix);
 	head(out, "sluice_config_reloads_total", "counter",
-	     "Config reloads (SIGHUP, sluicectl reload) by result: ok (applied) or failed (the "
+	     "Config reloads (SIGHUP, sluicectl reload) by outcome: ok (applied) or failed (the "
 	     "running config stayed in force).");
-	evbuffer_add_printf(out, "sluice_config_reloads_total{result=\"ok\"} %llu\n"
-			    "sluice_config_reloads_total{result=\"failed\"} %llu\n",
+	evbuffer_add_printf(out, "sluice_config_reloads_total{outcome=\"ok\"} %llu\n"
+			    "sluice_config_reloads_total{outcome=\"failed\"} %llu\n",
 			    (unsigned long long)d->reloads_ok, (unsigned long long)d->reloads_failed);
 	head(out, "sluice_config_last_reload_successful", "gauge",
 	     "1 when the last reload applied (or none was asked since the start), 0 when it "
@@ -536,7 +536,7 @@ void metrics_tables(struct evbuffer *out, struct metrics_tables *t, const struct
 	}
 	head(out, "sluice_bpf_table_capacity", "gauge",
 	     "Entries each datapath table can hold (ghosts: sets x 4 ways). An LRU table "
-	     "(buckets, conns, shed) starts evicting before it is full, near 85-90 %.");
+	     "(buckets, conns, shed) evicts in batches and tops out a little below it.");
 	for (i = 0; i < n; i++)
 		if (tab[i].fd >= 0)
 			evbuffer_add_printf(out, "sluice_bpf_table_capacity{table=\"%s\"} %u\n",
