@@ -20,14 +20,25 @@
 #      and an IPv6 attacker rotating /128s inside one /48 with real handshakes (their /24 and
 #      /48 stop them), and real curl on port 80 where XDP answers shed clients with a 429.
 #
-# The chart (goodput, shed rate and queue wait p99 per tenant, sampled from /metrics every
-# second) goes to build/demo/sluice-demo.svg. SL_DEBUG=1 keeps everything up.
+# The chart (build/demo/sluice-demo.png, scripts/demo_chart.gp) is sampled from sluiced's
+# /metrics every second (scripts/demo_sample.py, build/demo/demo.csv) across all three, with
+# the phases this script starts (build/demo/phases.csv): offered load, goodput and each
+# tenant's reservation; queue wait per tenant; the edge's passed and shed per class.
+# SL_DEBUG=1 keeps everything up. DEMO_SHORT=1 runs every phase shorter and leaves out the
+# edge's curl part (tests/net/test_demo_chart.sh); DEMO_OUT=DIR writes elsewhere.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/lib/tap.sh"
 . "$ROOT/tests/lib/netns.sh"
-OUT=$BUILD/demo
+OUT=${DEMO_OUT:-$BUILD/demo}
 mkdir -p "$OUT"
+SHORT=${DEMO_SHORT:-0}
+# Seconds of each gateway phase: baseline, the Monday surge, after it, the Manila office.
+if [ "$SHORT" = 1 ]; then
+	BASE_S=4 MONDAY_S=8 AFTER_S=3 MANILA_SECONDS=8
+else
+	BASE_S=6 MONDAY_S=15 AFTER_S=5 MANILA_SECONDS=30
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "make demo needs root: it creates network namespaces and attaches XDP" >&2
@@ -91,6 +102,9 @@ base=$($PY -c "print(round($cap / 8, 1))")      # each tenant's baseline: 1/8 of
 resv=$($PY -c "print(round($cap / 8 * 1.5 * $cost, 1))")
 GW_PORT=80
 METRICS=19469
+# Each login's deadline, at the gateway (its default: the load generator sends no
+# X-Request-Deadline-Ms) and in the load generator, which gives up after it.
+DEADLINE_MS=3000
 CONF_LISTS=("$PY" "$ROOT/scripts/conf_lists.py")
 
 # The edge is the shipped one: examples/sluice.conf's edge block (our interface, ASN table
@@ -120,6 +134,7 @@ gateway: {
   argon2 = { m_cost_kib = $M_COST; t_cost = 1; parallelism = 1; memory_budget_mib = $((WORKERS * M_COST / 1024)); };
   trusted_hops = 1;
   reject_floor_ms = 250;
+  queue = { default_deadline_ms = $DEADLINE_MS; };
   max_connections = 8192;
   max_held = 8192;
 };
@@ -158,27 +173,63 @@ echo
 # ---- 1 and 2: the gateway ------------------------------------------------------------------
 echo "pool: $cap logins/s on $WORKERS workers (Argon2id m=$M_COST KiB, t=1); a login costs $cost units"
 echo
-echo baseline >"$NT_DIR/phase"
 ns() { ip netns exec "$NS_S" "$@"; }
-ns $PY "$ROOT/scripts/demo_sample.py" "http://127.0.0.1:$METRICS/metrics" "$NT_DIR/phase" \
-	"$NT_DIR/stop" "$OUT/demo.csv" acme globex initech umbrella &
+# The phases, on the sampler's clock (seconds since T0): phase NAME closes the one before
+# and opens NAME; phase_end closes the last. One line each in phases.csv: start,end,name.
+T0=$EPOCHREALTIME
+PHASE= PHASE_AT=
+echo "start,end,name" >"$OUT/phases.csv"
+phase() {
+	local now
+	now=$($PY -c "print('%.2f' % ($EPOCHREALTIME - $T0))")
+	[ -n "$PHASE" ] && echo "$PHASE_AT,$now,$PHASE" >>"$OUT/phases.csv"
+	PHASE=${1:-} PHASE_AT=$now
+}
+phase_end() { phase ""; }
+# What the load generators sent, per phase and tenant (their own counts: the chart's offered
+# load is what reached the gateway, and tests/net/test_demo_chart.sh holds one to the other).
+echo "phase,tenant,sent,ok" >"$OUT/sent.csv"
+sent_rows() { # PHASE JSON: bench/neighbour's per-tenant counts
+	$PY -c 'import json,sys
+for t in json.loads(sys.argv[2])["tenants"]:
+    print("%s,%s,%d,%d" % (sys.argv[1], t["name"], t["sent"], t["ok"]))' "$@" >>"$OUT/sent.csv"
+}
+# The edge's classes, as the config names them (the edge panel has one pair of lines each).
+CLASSES=$($PY - "$ROOT/scripts" "$NT_DIR/sluice.conf" <<'PYEOF2'
+import sys
+sys.path.insert(0, sys.argv[1])
+import conf_lists
+body = conf_lists.top_level(open(sys.argv[2]).read(), "classes")[0][1:-1]
+print(",".join(dict(conf_lists.settings(g))["name"].strip('"')
+               for g in conf_lists.split_top(body, ",")))
+PYEOF2
+)
+[ -n "$CLASSES" ] || { echo "demo: no classes in $NT_DIR/sluice.conf" >&2; exit 1; }
+ns $PY "$ROOT/scripts/demo_sample.py" --url "http://127.0.0.1:$METRICS/metrics" --t0 "$T0" \
+	--stop "$NT_DIR/stop" --out "$OUT/demo.csv" --tenants acme,globex,initech,umbrella \
+	--classes "$CLASSES" --wait-bound-ms $DEADLINE_MS 2>"$NT_DIR/sample.err" &
 SAMPLER=$!
+sleep 1.2 # its first scrape is the reference the first second is counted from
 neighbour() { # SECONDS ACME-RATE
-	ns nice -n 19 "$BUILD/bench/neighbour" --addr $GW_ADDR --port $GW_PORT --deadline 3 --warmup 0 --duration "$1" \
+	ns nice -n 19 "$BUILD/bench/neighbour" --addr $GW_ADDR --port $GW_PORT --deadline $((DEADLINE_MS / 1000)) --warmup 0 --duration "$1" \
 		--tenant "acme:acme.example:$2:user:pw-acme" \
 		--tenant "globex:globex.example:$base:user:pw-globex" \
 		--tenant "initech:initech.example:$base:user:pw-initech" \
 		--tenant "umbrella:umbrella.example:$base:user:pw-umbrella" --users $USERS
 }
-neighbour 6 "$base" >"$NT_DIR/n0.json"
+phase baseline
+neighbour $BASE_S "$base" >"$NT_DIR/n0.json"
 ns curl -s -m 5 "http://127.0.0.1:$METRICS/metrics" >"$NT_DIR/m0.prom"
-echo monday >"$NT_DIR/phase"
-neighbour 15 "$($PY -c "print($base * 6)")" >"$NT_DIR/n1.json"
+phase "monday: acme 6x"
+neighbour $MONDAY_S "$($PY -c "print($base * 6)")" >"$NT_DIR/n1.json"
 ns curl -s -m 5 "http://127.0.0.1:$METRICS/metrics" >"$NT_DIR/m1.prom"
-echo after >"$NT_DIR/phase"
-neighbour 5 "$base" >"$NT_DIR/n2.json"
+phase after
+neighbour $AFTER_S "$base" >"$NT_DIR/n2.json"
+sent_rows baseline "$(cat "$NT_DIR/n0.json")"
+sent_rows "monday: acme 6x" "$(cat "$NT_DIR/n1.json")"
+sent_rows after "$(cat "$NT_DIR/n2.json")"
 
-echo "1. Monday forced reset: acme at 6x its baseline of $base logins/s, the others at theirs (15 s)"
+echo "1. Monday forced reset: acme at 6x its baseline of $base logins/s, the others at theirs ($MONDAY_S s)"
 $PY - "$NT_DIR/n1.json" "$NT_DIR/m0.prom" "$NT_DIR/m1.prom" "$NT_DIR/n0.json" <<'PYEOF2'
 import json, sys
 from prometheus_client.parser import text_string_to_metric_families
@@ -209,27 +260,32 @@ for t in ts:
         ", ".join(sorted(why.get(t["name"], []))) or "-"))
 PYEOF2
 echo "   (acme's excess is shed with 429, the others keep their logins; p99 (before) is each"
-echo "   tenant's in the 6 s before the surge, on this machine's clock: the load generator"
+echo "   tenant's in the $BASE_S s before the surge, on this machine's clock: the load generator"
 echo "   and the Argon2id workers share its CPUs, so the others' waits grow with acme's load)"
 echo
 
-echo manila >"$NT_DIR/phase"
+phase "manila office"
 # At 09:00, 60 % of 22,000 people in 20 minutes is 11 logins/s from the office's 4 NAT
 # addresses: 30 s of it, each login a new connection (every browser opens its own) from one
 # of the addresses in turn, a different employee each, the right password, no proxy header.
 # Every first request crosses XDP, which charges it a login's route, and is handed to the
-# gateway on GW_ADDR:80.
+# gateway on GW_ADDR:80. The four tenants' own people keep signing in at their baselines
+# meanwhile (the office is initech's; the morning is everyone's).
 MANILA_RATE=11
-MANILA_SECONDS=30
 # edge_class STATS-JSON CLASS FIELD: one class counter of sluicectl stats --json.
 edge_class() { $PY -c 'import json,sys; print(json.loads(sys.argv[1])["by_class"][sys.argv[2]][sys.argv[3]])' "$@"; }
 v0=$(sluicectl verdict list --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))')
 e0=$(sluicectl stats --json)
 msrc=()
 for a in "${MANILA[@]}"; do msrc+=(--src "$a"); done
+neighbour $MANILA_SECONDS "$base" >"$NT_DIR/n3.json" &
+BACKGROUND=$!
 m=$(ip netns exec "$NS_C" $PY "$ROOT/scripts/office_logins.py" --dst "$GW_ADDR" --port $GW_PORT \
 	--host initech.example "${msrc[@]}" --rate $MANILA_RATE --seconds $MANILA_SECONDS \
 	--account 'staff%05d' --password pw-initech)
+wait $BACKGROUND
+sent_rows "manila office" "$(cat "$NT_DIR/n3.json")"
+echo "manila office,initech (the office),$(jget "$m" sent),$(jget "$m" ok)" >>"$OUT/sent.csv"
 e1=$(sluicectl stats --json)
 v1=$(sluicectl verdict list --json | $PY -c 'import json,sys; print(len(json.load(sys.stdin)))')
 echo "2. The Manila office: 22,000 people behind 4 addresses of 192.0.2.0/24 (business) sign in"
@@ -265,10 +321,8 @@ echo "   new verdicts: $((v1 - v0)); would-be-blocks naming their /24: $(sluicec
 echo "   (counters key on (account, prefix) and the stream job counts failures: a crowd of"
 echo "   real people with real passwords trips nothing)"
 echo
-echo after >"$NT_DIR/phase"
-sleep 2
-touch "$NT_DIR/stop"
-wait $SAMPLER
+phase_end
+sleep 1
 
 echo "3. At the edge:"
 # Proven connections: scapy answers its own SYN-ACKs and sends a login, from addresses the
@@ -283,6 +337,7 @@ row() { # label, probe JSON
 		"$(jget "$2" shed429)"
 }
 
+phase "edge: spoofed SYNs"
 echo "  spoofed: 5,000 SYNs carrying 203.0.113.10's address in 2 s (no handshake completes)"
 ip netns exec "$NS_C" $PY "$ROOT/tests/lib/synpace.py" --iface vc --dmac "$SERVER_MAC" \
 	--dst 10.200.0.2 --dport 80 --src-net 203.0.113.10/32 --rate 2500 --seconds 2 >/dev/null &
@@ -297,22 +352,33 @@ wait $FLOODER
 echo "    meanwhile 203.0.113.10 itself, 6 requests with curl: $ok of 6 got the server's 200"
 echo "    (a SYN is charged nothing: only a connection that answered our SYN-ACK is)"
 echo
+phase "edge: /24 and /48 floods"
 echo "  logins over proven connections to port 80 (stateless front, action reply):"
 printf '  %-56s %6s %9s %6s\n' "traffic" "conns" "admitted" "429"
 # The shipped residential class holds 10 logins per /64 (a new key starts with half) and
 # refills 2 a minute: a household signing in three times, then twice more.
-r=$(conn80 --src 2001:db8:2c00:0:1::10 --count 3 --gap 0.5)
-row "residential user on one IPv6 /64, 3 sign-ins in 1 s" "$r"
+# DEMO_SHORT: fewer of each, and not the household (scapy's handshakes take most of this
+# part's time).
+HOSTING_N=50 ROTATE_N=300
+[ "$SHORT" = 1 ] && HOSTING_N=20 ROTATE_N=120
+if [ "$SHORT" != 1 ]; then
+	r=$(conn80 --src 2001:db8:2c00:0:1::10 --count 3 --gap 0.5)
+	row "residential user on one IPv6 /64, 3 sign-ins in 1 s" "$r"
+fi
 srcs=()
-for i in $(seq 1 50); do srcs+=(--src "198.51.100.$((i * 5))"); done
+for i in $(seq 1 $HOSTING_N); do srcs+=(--src "198.51.100.$((i * 5))"); done
 r=$(conn80 "${srcs[@]}" --count 4)
-row "hosting /24: 50 addresses x 4 logins" "$r"
-r=$(conn80 --rotate 2001:db8:2d00::/48:128 --count 300 --seed 5)
-row "IPv6 attacker: 300 random /128s across one /48" "$r"
-r=$(conn80 --src 2001:db8:2c00:0:1::10 --count 2)
-row "the residential /64 user again, after all that" "$r"
+row "hosting /24: $HOSTING_N addresses x 4 logins" "$r"
+r=$(conn80 --rotate 2001:db8:2d00::/48:128 --count $ROTATE_N --seed 5)
+row "IPv6 attacker: $ROTATE_N random /128s across one /48" "$r"
+if [ "$SHORT" != 1 ]; then
+	r=$(conn80 --src 2001:db8:2c00:0:1::10 --count 2)
+	row "the residential /64 user again, after all that" "$r"
+fi
 echo
 
+if [ "$SHORT" != 1 ]; then
+phase "edge: curl"
 echo "curl to port 80 (action reply), with a real HTTP server behind sluice:"
 # The /24 refills by its class's rate (the shipped hosting class: a login every ~30 s): spend
 # what came back first.
@@ -330,6 +396,12 @@ echo "    each +-20 %; this /24 has been refused for a while, so it says ~2 minu
 out=$(ccurl 203.0.113.10 http://10.200.0.2/)
 echo "  from 203.0.113.10 (the residential user): $(head -1 <<<"$out" | tr -d '\r'), $(tail -1 <<<"$out")"
 echo
+fi
+phase_end
+sleep 1.2 # the sampler's last second
+touch "$NT_DIR/stop"
+wait $SAMPLER
+[ -s "$NT_DIR/sample.err" ] && echo "demo: the sampler said: $(head -3 "$NT_DIR/sample.err")" >&2
 
 echo "per class, from the datapath's counters (sluicectl stats):"
 sluicectl stats | sed 's/^/  /'
@@ -340,11 +412,13 @@ echo
 nt_stop_sluiced TERM
 echo "sluiced stopped and detached; removing the namespaces"
 if command -v gnuplot >/dev/null; then
-	if gnuplot -e "csv='$OUT/demo.csv'; out='$OUT/sluice-demo.svg'; n=4" "$ROOT/scripts/demo_chart.gp" 2>"$NT_DIR/gnuplot.err"; then
-		echo "chart: $OUT/sluice-demo.svg (goodput, shed rate and queue wait p99 per tenant over time;"
-		echo "       the samples are in $OUT/demo.csv)"
+	if gnuplot -e "csv='$OUT/demo.csv'; phases='$OUT/phases.csv'; out='$OUT/sluice-demo.png'; tenants='acme globex initech umbrella'; classes='${CLASSES//,/ }'; deadline_ms=$DEADLINE_MS" \
+		"$ROOT/scripts/demo_chart.gp" 2>"$OUT/gnuplot.err" && [ ! -s "$OUT/gnuplot.err" ]; then
+		echo "chart: $OUT/sluice-demo.png (offered load, goodput and reservation per tenant;"
+		echo "       queue wait per tenant; the edge's passed and shed per class; the phases"
+		echo "       marked. The samples: $OUT/demo.csv, the phases: $OUT/phases.csv)"
 	else
-		echo "chart: gnuplot failed: $(head -3 "$NT_DIR/gnuplot.err")" >&2
+		echo "chart: gnuplot failed or warned: $(head -3 "$OUT/gnuplot.err")" >&2
 	fi
 else
 	echo "chart: gnuplot is not installed (scripts/deps.sh installs gnuplot-nox); samples in $OUT/demo.csv"
