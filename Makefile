@@ -180,8 +180,9 @@ $(BUILD)/tests/bin/%: tests/bin/%.c $(GW_A) $(LIB_A) $(HDRS) | $(BUILD)/.dirs
 
 TEST_BINS := $(UNIT_BINS) $(UNIT_SAN) $(BPF_TEST_BINS) $(TOOL_BINS)
 
-# The network tests put an XDP_PASS program on the client veth (XDP_TX needs one there).
-test: $(BINS) $(TEST_BINS) $(BUILD)/bpf/bare_pass.bpf.o
+# The network tests put an XDP_PASS program on the client veth (XDP_TX needs one there);
+# test_demo_chart runs the demo (short), which drives the gateway with bench/monday and neighbour.
+test: $(BINS) $(TEST_BINS) $(BUILD)/bpf/bare_pass.bpf.o $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 	$(Q)BUILD=$(BUILD) tests/run.sh
 
 unit: $(UNIT_BINS) $(UNIT_SAN)
@@ -190,7 +191,7 @@ unit: $(UNIT_BINS) $(UNIT_SAN)
 bpf-test: $(BPF_TEST_BINS)
 	$(Q)BUILD=$(BUILD) tests/run.sh bpf
 
-net-test: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o
+net-test: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 	$(Q)BUILD=$(BUILD) tests/run.sh net
 
 # ---- demo, bench -------------------------------------------------------------------------
