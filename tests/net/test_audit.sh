@@ -89,6 +89,17 @@ daemon: { control_socket = "$NT_DIR/gw.sock"; metrics_listen = "127.0.0.1:$MPORT
 audit: { output = "gw-audit.log"; rate = 5; burst = 30; };
 EOF
 gctl() { "$BUILD/sluicectl" -c "$NT_DIR/gw.conf" "$@"; }
+# The careless operator: an audit file in a directory that is not there.
+sed 's|output = "gw-audit.log"|output = "/nonexistent-sluice-audit/a.log"|' "$NT_DIR/gw.conf" >"$NT_DIR/bad.conf"
+: >"$NT_DIR/creds.txt"
+out=$("$BUILD/sluiced" --check-config -c "$NT_DIR/bad.conf" 2>&1)
+rc=$?
+expect_ne() { if [ "$2" != "$3" ]; then tap_ok "$1"; else tap_not_ok "$1"; tap_diag "  got $2"; fi; }
+expect_ne "--check-config refuses an audit file it cannot create" "$rc" 0
+expect_match "  ... and names it" "$out" "audit.output: cannot create /nonexistent-sluice-audit/a.log"
+timeout 10 "$BUILD/sluiced" -c "$NT_DIR/bad.conf" -f >"$NT_DIR/bad.log" 2>&1
+expect_eq "sluiced does not start without the audit log it was told to write" "$?" 1
+expect_match "  ... and says why" "$(cat "$NT_DIR/bad.log")" "audit.output /nonexistent-sluice-audit/a.log: No such file or directory"
 : >"$NT_DIR/creds.txt"
 chmod 600 "$NT_DIR/creds.txt"
 echo "pw-Alice-7" | gctl user add default alice.liddell >/dev/null || { echo "Bail out! user add"; exit 1; }
@@ -123,6 +134,13 @@ nflood=$(tr ' ' '\n' <<<"$st" | grep -c '^429$')
 expect_ge "the flood past capacity gets 429s" "$nflood" 50
 sleep 1.5
 gctl reload >/dev/null
+# The support desk unlocks her (sluicectl clear account, where this build has it).
+has_clear_account=0
+gctl help clear 2>&1 | grep -q "clear account" && has_clear_account=1
+if [ "$has_clear_account" = 1 ]; then
+	gctl clear account default alice.liddell --from 198.51.100.7 --reason "ticket 88: locked out" >/dev/null
+	expect_eq "clear account exits 0" "$?" 0
+fi
 sleep 0.5
 A=$($PY "$NT_DIR/check.py" "$NT_DIR/gw-audit.log")
 expect_ge "the gateway's audit log has lines" "$(jget "$A" lines)" 40
@@ -160,6 +178,12 @@ expect_eq "the reload is an operator line, never dropped" \
 	"$(count "$A" "r['event']=='operator' and r['reason']=='reload' and r['decision']=='applied'")" 1
 expect_eq "user add's line: tenant, the account's hash, the operator, no name" \
 	"$(count "$A" "r['reason']=='user add' and r['tenant']=='default' and r['account']=='$acct' and r['operator']")" 1
+if [ "$has_clear_account" = 1 ]; then
+	expect_eq "clear account is an operator line: tenant, the account's hash, prefix, reason, operator" \
+		"$(count "$A" "r['event']=='operator' and r['decision']=='clear_account' and r['tenant']=='default' and r['account']=='$acct' and r['prefix']=='198.51.100.7/32' and r['reason']=='ticket 88: locked out' and bool(r['operator'])")" 1
+else
+	tap_skip "clear account is an operator line" "this build has no sluicectl clear account"
+fi
 bad_log=$(grep -cvE '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3}Z (error|warn |info |debug) ' "$NT_DIR/gw.log")
 expect_eq "the daemon log: every line one record with an ISO date and a level" "$bad_log" 0
 expect_eq "a node with no Redis never logs that Redis is not answering" \

@@ -2413,6 +2413,22 @@ int sl_config_check_host(const struct sl_config *c, char *err, size_t errlen)
 			host_bad(&m, df, c->src.ctl_socket_line, "daemon.control_socket: %s does not "
 				 "exist and %s is on a read-only filesystem", dir, up);
 	}
+	/* The audit file is opened (created) at start, and a start stops if it cannot be. */
+	if (c->audit.output[0] == '/') {
+		if (!stat(c->audit.output, &st)) {
+			if (!S_ISREG(st.st_mode))
+				host_bad(&m, c->path, 0, "audit.output: %s is not a regular file",
+					 c->audit.output);
+			else if (access(c->audit.output, W_OK))
+				host_bad(&m, c->path, 0, "audit.output: cannot write %s: %s",
+					 c->audit.output, strerror(errno));
+		} else {
+			dir_of(c->audit.output, dir, sizeof(dir));
+			if (access(dir, W_OK))
+				host_bad(&m, c->path, 0, "audit.output: cannot create %s in %s: %s",
+					 c->audit.output, dir, strerror(errno));
+		}
+	}
 	return m.n;
 }
 

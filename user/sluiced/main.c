@@ -1181,14 +1181,16 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 static void on_signal(evutil_socket_t sig, short what, void *arg)
 {
 	struct daemon *d = arg;
+	int ret;
 
 	(void)what;
 	switch (sig) {
 	case SIGHUP:
 		/* logrotate's postrotate: the audit file is reopened now, whether or not the
 		 * reload that follows applies. */
-		if (audit_reopen())
-			log_error("SIGHUP: cannot reopen the audit log: %s", strerror(errno));
+		if ((ret = audit_reopen()))
+			log_error("SIGHUP: cannot reopen the audit log: %s; it keeps the old file",
+				  strerror(-ret));
 		if (!d->stopping && queue_reload(d, NULL, "SIGHUP"))
 			log_error("SIGHUP: out of memory; %s not reloaded", d->config_path);
 		break;
