@@ -14,7 +14,7 @@
 #      09:00's pace (11 logins/s), a new connection each, through XDP on the stateless front,
 #      which charges each its route (a login, 950 units). The edge sheds none, the gateway
 #      answers them all, and no counter, detector or verdict fires: keys are (account,
-#      prefix), not addresses.
+#      prefix), not addresses. The four tenants' own people keep signing in meanwhile.
 #   3. At the edge, where nothing is charged until a connection proves its source: a spoofed
 #      SYN flood carrying a real user's address (she keeps every connection), a hosting /24
 #      and an IPv6 attacker rotating /128s inside one /48 with real handshakes (their /24 and
@@ -25,7 +25,8 @@
 # the phases this script starts (build/demo/phases.csv): offered load, goodput and each
 # tenant's reservation; queue wait per tenant; the edge's passed and shed per class.
 # SL_DEBUG=1 keeps everything up. DEMO_SHORT=1 runs every phase shorter and leaves out the
-# edge's curl part (tests/net/test_demo_chart.sh); DEMO_OUT=DIR writes elsewhere.
+# household and the curl part of the edge (tests/net/test_demo_chart.sh); DEMO_OUT=DIR
+# writes the chart, its samples and the phases there instead of build/demo.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/lib/tap.sh"
