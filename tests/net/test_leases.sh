@@ -115,10 +115,12 @@ start_node() { # node netns
 
 MA=$(free_port)
 write_conf a vsa 10.201.0.2 "$MA"
-write_conf b vsb 10.202.0.2 "$(free_port)"
+MB=$(free_port)
+write_conf b vsb 10.202.0.2 "$MB"
 # sluiced enters only the server's network namespace, so node a's metrics listen on the
 # loopback of namespace A: scrape from there.
 prom() { ip netns exec "$NS_A" $PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$MA/metrics" "$@"; }
+prom_b() { ip netns exec "$NS_B" $PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$MB/metrics" "$@"; }
 start_node a "$NS_A" && start_node b "$NS_B" || { echo "Bail out! sluiced did not start"; exit 1; }
 
 lease() { jget "$(ctl "$1" leases --json)" "tenants.0.$2"; }
@@ -222,6 +224,13 @@ expect_eq "metrics: first requests admitted at node a, by class: one per 200 its
 expect_ge "metrics: the datapath created the clients' prefix and parent buckets" \
 	"$(prom sluice_xdp_keys_created_total kind=new)" 2
 expect_eq "metrics: the lease is live" "$(prom sluice_lease_live tenant=acme)" 1
+# Two nodes, one tenant: each /metrics names its node, for the dashboard's join on instance.
+expect_eq "metrics: node a says it is node a, node b that it is b (sluice_node_info)" \
+	"$(prom sluice_node_info node=a) $(prom_b sluice_node_info node=b)" "1 1"
+expect_eq "metrics: node a's bucket table holds edge.state_entries" \
+	"$(prom sluice_bpf_table_capacity table=buckets)" 16384
+expect_ge "metrics: node a's buckets in use: its clients' prefix and parent at least" \
+	"$(prom sluice_bpf_table_entries table=buckets)" 2
 st=$(ctl a status --json)
 expect_eq "status: the counter store is Redis, breaker closed" \
 	"$(jget "$st" store.backend) $(jget "$st" store.breaker)" "redis closed"
