@@ -15,7 +15,10 @@
 #      seconds likewise;
 #   4. `events --backlog --count 5` prints 5 lines (the backlog holds hundreds), --count
 #      bounds live events too, --timeout ends a quiet stream;
-#   5. `reload` of a config with two errors prints both (text and --json), exits 1.
+#   5. `reload` of a config with two errors prints both (text and --json), exits 1;
+#   6. `config show`: keys from the file and defaults it does not set, text and --json; the
+#      text loads back to the same config; a reloaded change shows; a Redis password is
+#      redacted and appears nowhere; a bad --file names file:line; no daemon: says so.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
@@ -304,6 +307,65 @@ write_conf 1.0 100.0
 run reload
 expect_eq "reload of the fixed file exits 0" "$RC" 0
 
+# ---- 6. config show: the config in force, defaults included, secrets redacted -----------------
+run config show
+expect_eq "config show exits 0" "$RC" 0
+expect_match "  ... a key from the file (state_entries 4096)" "$OUT" "^  state_entries = 4096;$"
+expect_match "  ... a default the file does not set (new_key_credit 0.5)" "$OUT" \
+	"^  new_key_credit = 0\.5;$"
+expect_match "  ... another (cookie_rotate 3600)" "$OUT" "^  cookie_rotate = 3600;$"
+expect_match "  ... the class's defaults (v4_parent 24)" "$OUT" "^    v4_parent = 24;$"
+expect_match "  ... the counters' defaults (login_failures: burst 5)" \
+	"$(sed -n '/^  login_failures = {/,/^  };/p' <<<"$OUT")" "^    burst = 5\.0;$"
+expect_match "  ... the control socket" "$OUT" "control_socket = \"$SOCK\";"
+run config show --json
+expect_eq "config show --json: edge.state_entries" "$(jget "$OUT" edge.state_entries)" 4096
+expect_eq "  ... edge.event_sample from the file" "$(jget "$OUT" edge.event_sample)" 1
+expect_eq "  ... classes.0.v6_prefix by default" "$(jget "$OUT" classes.0.v6_prefix)" 64
+expect_eq "  ... stream.window_s by default" "$(jget "$OUT" stream.window_s)" 600
+expect_eq "  ... no redis: null" "$(jget "$OUT" redis)" ""
+# The text form is a config file: shown again from that file it is the same.
+run config show
+sed 1d <<<"$OUT" >"$NT_DIR/shown.conf"
+run config show --file "$NT_DIR/shown.conf"
+expect_eq "config show's text loads back to the same config (config show --file of it)" \
+	"$(sed 1d <<<"$OUT")" "$(cat "$NT_DIR/shown.conf")"
+# A reloaded change shows up.
+write_conf 2.5 100.0
+run reload
+expect_eq "reload with the class's rate 2.5 exits 0" "$RC" 0
+run config show --json
+expect_eq "config show after the reload: the new rate" "$(jget "$OUT" classes.0.rate)" 2.5
+expect_eq "  ... its parent_rate default follows (10 x rate)" "$(jget "$OUT" classes.0.parent_rate)" 25.0
+write_conf 1.0 100.0
+run reload
+# --file: what a file would resolve to, secrets redacted.
+cat >"$NT_DIR/pw.conf" <<EOF
+edge: { interfaces = ["vs"]; ports = ( { port = 8080; } ); };
+classes = ( { name = "unknown"; rate = 1.0; burst = 100.0; } );
+redis: { address = "127.0.0.1:1"; user = "sluice"; password = "Tr0ub4dor-and-3-PW"; };
+EOF
+run config show --file "$NT_DIR/pw.conf"
+expect_eq "config show --file with a Redis password exits 0" "$RC" 0
+expect_match "  ... the password redacted" "$OUT" '^  password = "\(redacted\)";$'
+expect_match "  ... the user shown" "$OUT" '^  user = "sluice";$'
+run config show --file "$NT_DIR/pw.conf" --json
+expect_eq "  ... --json: redacted too" "$(jget "$OUT" redis.password)" "(redacted)"
+"$BUILD/sluicectl" -c "$NT_DIR/sluice.conf" config show --file "$NT_DIR/pw.conf" >"$NT_DIR/all" 2>&1
+"$BUILD/sluicectl" -c "$NT_DIR/sluice.conf" config show --file "$NT_DIR/pw.conf" --json >>"$NT_DIR/all" 2>&1
+expect_eq "  ... the password appears nowhere in either form" \
+	"$(grep -c 'Tr0ub4dor' "$NT_DIR/all")" 0
+echo "edge: { interfaces = [\"vs\"]; state_entries = 3; };" >"$NT_DIR/bad.conf"
+run config show --file "$NT_DIR/bad.conf"
+expect_eq "config show --file of a bad file exits 1" "$RC" 1
+expect_match "  ... naming file and line" "$ERR" "^$NT_DIR/bad.conf:1: "
+expect_eq "  ... nothing on stdout" "$OUT" ""
+usage_err "config show --ttl is refused" "config show: --ttl does not apply here" config \
+	config show --ttl 1m
+usage_err "config without a subcommand names it" "config: missing subcommand \(show\)" config config
+run help config
+expect_match "help config shows config show and --file" "$OUT" "config show \[--file FILE\]"
+
 # ---- 2 (again). status with the daemon stopped, its datapath left attached ---------------------
 nt_stop_sluiced QUIT
 run status
@@ -315,5 +377,9 @@ expect_eq "  ... --json exits 3 too" "$RC" 3
 expect_eq "  ... daemon_running false" "$(jget "$OUT" daemon_running)" false
 run detach
 expect_eq "detach without a daemon exits 0" "$RC" 0
+run config show
+expect_eq "config show without a daemon exits 1" "$RC" 1
+expect_match "  ... says so and offers --file" "$ERR" \
+	"sluiced is not answering on .*: no config is running here; --file FILE shows"
 
 tap_done

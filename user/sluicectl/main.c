@@ -35,6 +35,7 @@
 #include "asn_import.h"
 #include "budget.h"
 #include "config.h"
+#include "config_show.h"
 #include "evfmt.h"
 #include "gw_body.h"
 #include "gw_creds.h"
@@ -79,6 +80,9 @@ struct ctl {
 	int format; /* enum sl_imp_format */
 	bool no_load;
 	bool parent; /* clear prefix: the parent bucket too */
+	char from[64];     /* clear account: where the account signs in from */
+	char operator_name[41]; /* clear: who asked, when not the login itself */
+	char file[PATH_MAX]; /* config show: resolve this file instead of asking sluiced */
 };
 
 /* ---- commands, their options and their usage -------------------------------------------- */
@@ -110,6 +114,9 @@ enum {
 	O_OUTPUT = 1u << 21,
 	O_NOLOAD = 1u << 22,
 	O_PARENT = 1u << 23,  /* clear prefix */
+	O_FROM = 1u << 24,    /* clear account */
+	O_OPERATOR = 1u << 25,
+	O_FILE = 1u << 26,    /* config show */
 };
 #define O_GLOBAL (O_CONFIG | O_PIN | O_SOCKET | O_JSON | O_HELP | O_VERSION)
 
@@ -136,6 +143,9 @@ static const struct option long_opts[] = {
 	{ "output", required_argument, NULL, 'o' },
 	{ "no-load", no_argument, NULL, 'N' },
 	{ "parent", no_argument, NULL, 'Q' },
+	{ "from", required_argument, NULL, 'W' },
+	{ "operator", required_argument, NULL, 'U' },
+	{ "file", required_argument, NULL, 'L' },
 	{ "version", no_argument, NULL, 'V' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 }
@@ -167,7 +177,16 @@ static const struct opt_info {
 	  "      --ttl T            verdict add: how long it lasts, 1s..30d (required)\n" },
 	{ O_REASON, 'R', "--reason",
 	  "      --reason TEXT      verdict add: why, for verdict list (required);\n"
-	  "                         clear prefix: why, for sluiced's log (required)\n" },
+	  "                         clear prefix, clear account: why, for sluiced's log\n"
+	  "                         (required, one line)\n" },
+	{ O_FROM, 'W', "--from",
+	  "      --from ADDR        clear account: the address the account signs in from\n"
+	  "                         (required: its counters are keyed by where)\n" },
+	{ O_OPERATOR, 'U', "--operator",
+	  "      --operator NAME    clear: who asks, for the log (default: SUDO_USER, the\n"
+	  "                         uid is always added)\n" },
+	{ O_FILE, 'L', "--file",
+	  "      --file FILE        config show: what FILE resolves to, with no daemon asked\n" },
 	{ O_PARENT, 'Q', "--parent",
 	  "      --parent           clear prefix: the parent bucket too\n" },
 	{ O_CODE, 'C', "--code",
@@ -234,6 +253,8 @@ enum cmd_id {
 	CMD_LIMITS,
 	CMD_USER_ADD,
 	CMD_CLEAR_PREFIX,
+	CMD_CLEAR_ACCOUNT,
+	CMD_CONFIG_SHOW,
 };
 
 /* A command: one word or two ("verdict add"); those sharing a first word are a group, and
@@ -318,11 +339,23 @@ static const struct command {
 	  "                         hash the password read from stdin (one line) with the\n"
 	  "                         configured Argon2id settings and append it to\n"
 	  "                         gateway.credentials; a running sluiced reloads\n" },
-	{ CMD_CLEAR_PREFIX, "clear prefix", "ADDR", O_REASON | O_PARENT,
-	  "  clear prefix ADDR --reason TEXT [--parent]\n"
+	{ CMD_CLEAR_PREFIX, "clear prefix", "ADDR", O_REASON | O_PARENT | O_OPERATOR,
+	  "  clear prefix ADDR --reason TEXT [--parent] [--operator NAME]\n"
 	  "                         give ADDR's key (--parent: and its parent) its full burst\n"
 	  "                         again, forgetting its ghost; sluiced does it and logs the\n"
 	  "                         reason, keys, previous state and operator (warn level)\n" },
+	{ CMD_CLEAR_ACCOUNT, "clear account", "TENANT ACCOUNT", O_REASON | O_FROM | O_OPERATOR,
+	  "  clear account TENANT ACCOUNT --from ADDR --reason TEXT [--operator NAME]\n"
+	  "                         let an account that spent its sign-in failures from ADDR\n"
+	  "                         sign in again at once: its login_fail and login_ok (ADDR's\n"
+	  "                         key prefix) and login_parent (ADDR's allocation) cleared\n"
+	  "                         in the store, every node's with Redis; sluiced logs the\n"
+	  "                         reason, operator and what each held (warn level)\n" },
+	{ CMD_CONFIG_SHOW, "config show", "", O_FILE,
+	  "  config show [--file FILE]\n"
+	  "                         the config sluiced runs, every key with its value, the\n"
+	  "                         defaults included, secrets redacted; --file: what FILE\n"
+	  "                         would resolve to (no daemon asked)\n" },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -573,6 +606,33 @@ static int parse_opt(struct ctl *c, int opt, const char *arg, char *err, size_t 
 		break;
 	case 'Q':
 		c->parent = true;
+		break;
+	case 'W':
+		if (strlen(arg) >= sizeof(c->from)) {
+			snprintf(err, n, "%s: '%.40s...' is not an address", name, arg);
+			return -EINVAL;
+		}
+		snprintf(c->from, sizeof(c->from), "%s", arg);
+		break;
+	case 'U': {
+		size_t i;
+
+		if (!*arg || strlen(arg) >= sizeof(c->operator_name)) {
+			snprintf(err, n, "%s: 1 to %zu characters", name,
+				 sizeof(c->operator_name) - 1);
+			return -EINVAL;
+		}
+		for (i = 0; arg[i]; i++)
+			if (!isgraph((unsigned char)arg[i]) || arg[i] == '(' || arg[i] == ')') {
+				snprintf(err, n, "%s: '%s': letters, digits and punctuation only "
+					 "(no spaces, no parentheses)", name, arg);
+				return -EINVAL;
+			}
+		snprintf(c->operator_name, sizeof(c->operator_name), "%s", arg);
+		break;
+	}
+	case 'L':
+		snprintf(c->file, sizeof(c->file), "%s", arg);
 		break;
 	case 'N':
 		c->no_load = true;
@@ -1360,6 +1420,39 @@ static void key_hex(const struct sl_bkey *k, char *out)
  * writes the buckets and forgets the ghosts, and logs the audit line itself, so the trail is
  * in its log whatever becomes of this output.
  */
+/* Who asks, for sluiced's log: --operator, else SUDO_USER, with the uid; one word. */
+static void operator_of(const struct ctl *c, char *op, size_t n)
+{
+	const char *sudo = getenv("SUDO_USER");
+	size_t i;
+
+	if (c->operator_name[0] && sudo && *sudo)
+		snprintf(op, n, "%s(sudo_user=%.20s,uid=%u)", c->operator_name, sudo,
+			 (unsigned)getuid());
+	else if (c->operator_name[0])
+		snprintf(op, n, "%s(uid=%u)", c->operator_name, (unsigned)getuid());
+	else if (sudo && *sudo)
+		snprintf(op, n, "%.40s(uid=%u)", sudo, (unsigned)getuid());
+	else
+		snprintf(op, n, "uid=%u", (unsigned)getuid());
+	for (i = 0; op[i]; i++)
+		if (op[i] == ' ' || !isprint((unsigned char)op[i]))
+			op[i] = '_';
+}
+
+/* --reason for the clear commands: required, one line. 0, or the usage error's status. */
+static int check_reason(const struct ctl *c, const char *cmd)
+{
+	size_t i;
+
+	if (!c->reason[0])
+		return usage_error(cmd, "--reason is required: say why, it goes to the log");
+	for (i = 0; c->reason[i]; i++)
+		if (c->reason[i] == '\n' || c->reason[i] == '\r')
+			return usage_error(cmd, "--reason: one line");
+	return 0;
+}
+
 static int cmd_clear_prefix(const struct ctl *c, const char *addr)
 {
 	struct sl_prefix a;
@@ -1369,18 +1462,14 @@ static int cmd_clear_prefix(const struct ctl *c, const char *addr)
 	struct sl_maps m;
 	struct bucket_view pv, qv;
 	char err[160], abuf[64], kp[32], kq[32], op[64], line[1024], buf[4096];
-	const char *sudo = getenv("SUDO_USER"), *text;
+	const char *text;
 	uint32_t cls, ghost_mask;
 	uint64_t now;
 	size_t i;
 	int r;
 
-	if (!c->reason[0])
-		return usage_error("clear prefix", "--reason is required: say why, it goes to the "
-				   "log");
-	for (i = 0; c->reason[i]; i++)
-		if (c->reason[i] == '\n' || c->reason[i] == '\r')
-			return usage_error("clear prefix", "--reason: one line");
+	if ((r = check_reason(c, "clear prefix")))
+		return r;
 	if (sl_prefix_parse(addr, &a, 0, err, sizeof(err)))
 		return usage_error("clear prefix", "%s", err);
 	a.plen = sl_family_bits(a.family);
@@ -1411,13 +1500,7 @@ static int cmd_clear_prefix(const struct ctl *c, const char *addr)
 	sl_maps_close(&m);
 	key_hex(&pv.key, kp);
 	key_hex(&qv.key, kq);
-	if (sudo && *sudo)
-		snprintf(op, sizeof(op), "%.40s(uid=%u)", sudo, (unsigned)getuid());
-	else
-		snprintf(op, sizeof(op), "uid=%u", (unsigned)getuid());
-	for (i = 0; op[i]; i++)
-		if (op[i] == ' ' || !isprint((unsigned char)op[i]))
-			op[i] = '_';
+	operator_of(c, op, sizeof(op));
 	/* clear ADDR CLASS OPERATOR KEY[,KEY] REASON... */
 	snprintf(line, sizeof(line), "clear %s %s %s %s%s%s %s",
 		 sl_prefix_str(&a, abuf, sizeof(abuf)), pol.name[0] ? pol.name : "-", op, kp,
@@ -1470,6 +1553,123 @@ static int cmd_clear_prefix(const struct ctl *c, const char *addr)
 			text_bucket("was parent", &qv);
 		printf("cleared: %s\n", text);
 	}
+	return 0;
+}
+
+/*
+ * `clear account TENANT ACCOUNT --from ADDR --reason TEXT`: sluiced works out the keys (it
+ * holds the key they are hashed under), reads what each held and clears it in the store.
+ */
+static int cmd_clear_account(const struct ctl *c, const char *tenant, const char *account)
+{
+	char line[1024], buf[4096], op[96], err[160];
+	struct sl_prefix a;
+	const char *text;
+	int r;
+
+	if ((r = check_reason(c, "clear account")))
+		return r;
+	if (!c->from[0])
+		return usage_error("clear account", "--from ADDR is required: an account's "
+				   "counters are kept per source, and only the address it signs "
+				   "in from names them");
+	if (sl_prefix_parse(c->from, &a, 0, err, sizeof(err)) ||
+	    a.plen != sl_family_bits(a.family))
+		return usage_error("clear account", "--from: '%s' is not an address (%s)", c->from,
+				   err[0] ? err : "a prefix length was given");
+	if (strchr(tenant, ' ') || strchr(account, ' ') || strlen(tenant) > 32 ||
+	    strlen(account) > 128)
+		return usage_error("clear account", "no spaces in TENANT or ACCOUNT, at most 32 "
+				   "and 128 characters");
+	operator_of(c, op, sizeof(op));
+	snprintf(line, sizeof(line), "clear-account %s %s %s %s %s", tenant, account, c->from, op,
+		 c->reason);
+	r = ctl_call(c, line, buf, sizeof(buf));
+	if (r < 0) {
+		fprintf(stderr, "sluicectl: clear account: sluiced is not answering on %s (%s); "
+			"nothing was cleared\n", c->socket, strerror(-r));
+		return 1;
+	}
+	strip_nl(buf);
+	text = buf + (r == 1 ? 2 : 5);
+	while (*text == ' ')
+		text++;
+	if (c->json) {
+		struct json j;
+
+		json_init(&j, stdout);
+		json_obj_begin(&j, NULL);
+		json_bool(&j, "ok", r == 1);
+		json_str(&j, "tenant", tenant);
+		json_str(&j, "account", account);
+		json_str(&j, "from", c->from);
+		json_str(&j, "operator", op);
+		json_str(&j, "reason", c->reason);
+		json_str(&j, "message", text);
+		json_obj_end(&j);
+		json_end(&j);
+	} else {
+		fprintf(r == 1 ? stdout : stderr, "%s%s\n", r == 1 ? "" : "sluicectl: clear account: ",
+			text);
+	}
+	return r == 1 ? 0 : 1;
+}
+
+/*
+ * `config show`: what sluiced runs (it renders it: the config it loaded last, defaults and
+ * all), or with --file what a file would resolve to, loaded here as sluiced would load it.
+ */
+#define CONFIG_MAX_ANSWER (4u << 20)
+
+static int cmd_config_show(const struct ctl *c)
+{
+	char *buf;
+	const char *body;
+	int r;
+
+	if (c->file[0]) {
+		struct sl_config *cfg = malloc(sizeof(*cfg));
+		char *err = malloc(16384);
+
+		if (!cfg || !err) {
+			free(cfg);
+			free(err);
+			fprintf(stderr, "sluicectl: out of memory\n");
+			return 1;
+		}
+		r = sl_config_load(c->file, NULL, cfg, err, 16384);
+		if (r) {
+			strip_nl(err);
+			fprintf(stderr, "sluicectl: config show: %s does not load:\n%s\n", c->file, err);
+		} else {
+			sl_config_show(cfg, stdout, c->json);
+		}
+		free(cfg);
+		free(err);
+		return r ? 1 : 0;
+	}
+	buf = malloc(CONFIG_MAX_ANSWER);
+	if (!buf) {
+		fprintf(stderr, "sluicectl: out of memory\n");
+		return 1;
+	}
+	r = ctl_call(c, c->json ? "config json" : "config", buf, CONFIG_MAX_ANSWER);
+	if (r < 0) {
+		fprintf(stderr, "sluicectl: config show: sluiced is not answering on %s (%s): no "
+			"config is running here; --file FILE shows what a file resolves to\n",
+			c->socket, strerror(-r));
+		free(buf);
+		return 1;
+	}
+	if (r == 0) {
+		strip_nl(buf);
+		fprintf(stderr, "sluicectl: config show: %s\n", buf + 6);
+		free(buf);
+		return 1;
+	}
+	body = strchr(buf, '\n');
+	fputs(body ? body + 1 : "", stdout);
+	free(buf);
 	return 0;
 }
 
@@ -2592,6 +2792,10 @@ int main(int argc, char **argv)
 		return cmd_daemon_doc(&c, "limits", c.json ? "limits json" : "limits");
 	case CMD_CLEAR_PREFIX:
 		return cmd_clear_prefix(&c, argv[first]);
+	case CMD_CLEAR_ACCOUNT:
+		return cmd_clear_account(&c, argv[first], argv[first + 1]);
+	case CMD_CONFIG_SHOW:
+		return cmd_config_show(&c);
 	case CMD_USER_ADD:
 		return cmd_user_add(&c, argv[first], argv[first + 1]);
 	case CMD_ASN_LOAD: {

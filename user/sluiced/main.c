@@ -34,6 +34,8 @@
 #include "audit.h"
 #include "budget.h"
 #include "config.h"
+#include "config_show.h"
+#include "clear_account.h"
 #include "ctl.h"
 #include "edge.h"
 #include "evhub.h"
@@ -1066,6 +1068,24 @@ static void ctl_clear(struct daemon *d, const char *line, struct evbuffer *out)
 	evbuffer_add_printf(out, "ok %s\n", prev);
 }
 
+/* `config [json]`: the config in force, defaults included, secrets redacted. */
+static void config_report(struct daemon *d, struct evbuffer *out, bool json)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	if (!f) {
+		evbuffer_add_printf(out, "error out of memory\n");
+		return;
+	}
+	sl_config_show(&d->cfg, f, json);
+	fclose(f);
+	evbuffer_add_printf(out, "ok generation %u\n", d->edge.generation);
+	evbuffer_add(out, buf, len);
+	free(buf);
+}
+
 /* The top shed prefixes, with what the ring holds now counted. */
 static void topk_report_now(struct daemon *d, struct evbuffer *out, bool json, int n)
 {
@@ -1138,10 +1158,18 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out, struct ctl
 			evbuffer_add_printf(out, "error usage: topshed [json|text] [N]\n");
 		else
 			topk_report_now(d, out, !strcmp(fmt, "json"), n);
+	} else if (!strcmp(line, "config") || !strcmp(line, "config json")) {
+		config_report(d, out, !strcmp(line, "config json"));
 	} else if (!strcmp(line, "events") || !strncmp(line, "events ", 7)) {
 		evhub_subscribe(d->evhub, line + 6, out, req, d->cfg.event_sample);
 	} else if (!strcmp(line, "store") || !strcmp(line, "store text")) {
 		store_report(d, out, !strcmp(line, "store"));
+	} else if (!strncmp(line, "clear-account ", 14)) {
+		if (!d->gw)
+			evbuffer_add_printf(out, "error this sluiced runs no gateway (no 'gateway' "
+					    "section): its sign-in counters are another node's\n");
+		else
+			clear_account(d->gw, &d->stopping, line, out, req);
 	} else if (!strncmp(line, "clear ", 6)) {
 		if (!d->cfg.has_edge)
 			evbuffer_add_printf(out, "error this sluiced runs no edge (no 'edge' section)\n");
