@@ -15,19 +15,44 @@ with the Prometheus client's parser first (it raises on malformed text). Then:
     `tenant=~"$tenant"` (metrics without a tenant dimension, the edge's or the store's, cannot
     be: their panels sit in the per-node row).
 
+Where promtool is installed (PROMTOOL, PATH or /usr/local/lib/sluice/promtool), every query,
+its variables replaced by ".*", must also parse as PromQL (`promtool check rules` on them as
+recording rules).
+
 Prints each problem on a line and exits 1 when there are any.
 
   dashboard_check.py DASHBOARD.json URL
 """
 import json
+import os
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
 
 NODE_JOIN = 'sluice_node_info{node=~"$node"}'
 TENANT = 'tenant=~"$tenant"'
+
+
+def promql_problems(exprs):
+    tool = os.environ.get("PROMTOOL") or shutil.which("promtool") or "/usr/local/lib/sluice/promtool"
+    if not os.access(tool, os.X_OK):
+        return []
+    rules = {"groups": [{"name": "dashboard", "rules": [
+        {"record": "dashboard:q%d" % i, "expr": e.replace("$node", ".*").replace("$tenant", ".*")}
+        for i, e in enumerate(exprs)]}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump(rules, f)  # JSON is YAML
+        f.flush()
+        r = subprocess.run([tool, "check", "rules", f.name], capture_output=True, text=True,
+                           timeout=30)
+    if r.returncode == 0:
+        return []
+    return ["promtool: " + l for l in (r.stdout + r.stderr).splitlines() if l.strip()]
 
 
 def main():
@@ -86,6 +111,7 @@ def main():
                 if "tenant" in labels.get(n, set()) and TENANT not in lab:
                     problems.append("%s: %s has a tenant label but is not filtered by "
                                     "$tenant: %s" % (where, n, expr))
+    problems += promql_problems([t["expr"] for p in d["panels"] for t in p.get("targets", [])])
     for n in sorted(wanted - exported):
         problems.append("not on /metrics: %s" % n)
     if not queries:

@@ -7,8 +7,8 @@
 #   - sluice_build_info and sluice_node_info: the version, the commit, the running kernel,
 #     the node name of the config;
 #   - sluice_bpf_table_entries/_capacity: the prefix buckets the clients' handshakes made,
-#     as many as `sluicectl status` counts walking the table's keys; the capacities the
-#     config set;
+#     as many as `sluicectl status` counts walking the table's keys; the ghosts of the keys
+#     they spent; the capacities the config set;
 #   - sluice_gateway_logins_total{tenant,outcome}: two wrong passwords, one right, a counter's
 #     refusal, each under its tenant;
 #   - sluice_gateway_would_block_total{tenant,counter} and _by_class_total{cost_class}: a
@@ -17,9 +17,11 @@
 #     broken file reloaded, then a good one;
 # and the attacker: a flood of fresh Host names and account names in requests must mint no
 # label value (tenants on /metrics stay the configured ones). The exposition passes
-# `promtool check metrics` where promtool is installed, and docs/grafana-dashboard.json is
-# checked against it (tests/lib/dashboard_check.py: every metric it uses exists here, every
-# query filtered by the node and tenant variables).
+# `promtool check metrics` where promtool is installed, operations.md's alert rules pass
+# `promtool check rules`, and docs/grafana-dashboard.json is checked against the exposition
+# (tests/lib/dashboard_check.py: every metric it uses exists here, every query joined to its
+# node and filtered by the node and tenant variables, every label it groups by exists, every
+# query parses), as is a copy of it broken on purpose.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/tap.sh"
@@ -39,6 +41,7 @@ chmod 600 "$NT_DIR/creds.txt"
 cat >"$NT_DIR/asn.csv" <<'EOF'
 prefix,asn,class
 203.0.113.0/24,64501,residential
+198.51.100.0/24,64500,hosting
 EOF
 
 write_conf() { # $1: the residential class's v4_prefix (a bad value makes a broken file)
@@ -51,6 +54,8 @@ edge: {
   pin_path = "$PIN";
 };
 classes = (
+  { name = "hosting"; v4_prefix = 32; v6_prefix = 64; v4_parent = 24; v6_parent = 48;
+    rate = 0.001; burst = 20.0; parent_rate = 1000.0; parent_burst = 1000.0; },
   { name = "residential"; v4_prefix = $1; v6_prefix = 64; v4_parent = 24; v6_parent = 48;
     rate = 100.0; burst = 100.0; parent_rate = 1000.0; parent_burst = 1000.0; },
   { name = "unknown"; rate = 100.0; burst = 100.0; }
@@ -148,6 +153,16 @@ expect_eq "buckets in use: 41 (40 /32 keys and their /24), as sluicectl's key wa
 expect_eq "  ... the same number the walk finds" "$occ" "$walk"
 expect_ge "conns: the admitted first requests are remembered" \
 	"$(prom sluice_bpf_table_entries table=conns)" 1
+# Ghosts: a charge that leaves a key more spent than a stranger starts is remembered. 20
+# hosting /32s (a new key holds 10 of its burst of 20, refilling one unit in 1000 s) each make one
+# connection: 20 ways that stay live for an hour. The residential keys' ghosts above, at 100/s,
+# and the parents' are back to a stranger's state within a second.
+r=$(ip netns exec "$NS_C" $PY "$ROOT/tests/lib/edge_probe.py" --iface vc --dmac "$SERVER_MAC" \
+	--dst 10.200.0.2 --rotate 198.51.100.0/24:32 --count 20 --seed 11)
+expect_eq "20 hosting addresses, one connection each: all admitted" "$(jget "$r" admitted)" 20
+sleep 1.2
+expect_eq "ghosts in use: the 20 spent hosting keys (the table is read whole at this size)" \
+	"$(prom sluice_bpf_table_entries table=ghosts)" 20
 expect_eq "tenant_keys, hosts, local_host and verdicts are there too" \
 	"$(scrape | grep -cE '^sluice_bpf_table_entries\{table="(tenant_keys|hosts|local_host|verdicts)"\}')" 4
 
@@ -255,6 +270,16 @@ rc=$?
 expect_eq "the dashboard uses only metrics this /metrics has, every query filtered by node and tenant" \
 	"$rc" 0
 [ "$rc" = 0 ] || tap_diag "$out"
+# The alert rules operations.md gives parse as Prometheus rules.
+awk '/^### Alerts worth having/ {a = 1} a && /^```yaml$/ {f = 1; next} f && /^```$/ {exit} f' \
+	"$ROOT/docs/operations.md" >"$NT_DIR/alerts.yml"
+PT=${PROMTOOL:-$(command -v promtool || echo /usr/local/lib/sluice/promtool)}
+if [ -x "$PT" ]; then
+	out=$("$PT" check rules "$NT_DIR/alerts.yml" 2>&1)
+	expect_match "operations.md's alert rules pass promtool check rules" "$out" "SUCCESS: [1-9][0-9]* rules found"
+else
+	tap_skip "operations.md's alert rules pass promtool check rules" "no promtool"
+fi
 # The checker itself: a query that lost its node join, one that groups by the old `class`.
 $PY - "$ROOT/docs/grafana-dashboard.json" "$NT_DIR/broken.json" <<'PYEOF'
 import json, sys
