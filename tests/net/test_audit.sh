@@ -133,7 +133,15 @@ st=$($PY "$NT_DIR/req.py" "$PORT" 32 $specs)
 nflood=$(tr ' ' '\n' <<<"$st" | grep -c '^429$')
 expect_ge "the flood past capacity gets 429s" "$nflood" 50
 sleep 1.5
+# login_uniform (the shipped default): a locked-out guess is answered as a failed sign-in, and
+# the audit log still says what it was.
+sed -i 's/login_uniform = false;/login_uniform = true;/' "$NT_DIR/gw.conf"
 gctl reload >/dev/null
+sleep 2
+specs=$(for i in $(seq 1 12); do echo "alice.liddell,Guess-u$i-xyzzy,198.51.100.8"; done)
+st=$($PY "$NT_DIR/req.py" "$PORT" 1 $specs)
+expect_eq "under login_uniform every guess is answered 401, the locked-out ones too" \
+	"$(tr ' ' '\n' <<<"$st" | grep -c '^401$')" 12
 # The support desk unlocks her (sluicectl clear account, where this build has it).
 has_clear_account=0
 gctl help clear 2>&1 | grep -q "clear account" && has_clear_account=1
@@ -174,6 +182,8 @@ expect_eq "sluice_audit_lines_total counts sluiced's lines (all but user add's)"
 	"${lines_m:-none}" "$(($(jget "$A" lines) - 1))"
 total=$((n429 + nflood))
 expect_ge "  ... written + dropped covers every 429 answered" "$((lines_m + drop_m))" "$total"
+expect_ge "  ... and its lockouts are blocks with decision decoy" \
+	"$(count "$A" "r['event']=='block' and r['reason']=='account_lockout' and r['decision']=='decoy' and r['prefix']=='198.51.100.8/32' and r['account']=='$acct'")" 3
 expect_eq "the reload is an operator line, never dropped" \
 	"$(count "$A" "r['event']=='operator' and r['reason']=='reload' and r['decision']=='applied'")" 1
 expect_eq "user add's line: tenant, the account's hash, the operator, no name" \
