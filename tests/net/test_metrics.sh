@@ -45,11 +45,12 @@ prefix,asn,class
 EOF
 
 write_conf() { # $1: the residential class's v4_prefix (a bad value makes a broken file)
+	# $2: edge.state_entries (4096)
 	cat >"$NT_DIR/sluice.conf" <<EOF
 edge: {
   interfaces = ["vs"];
   ports = ( { port = 80; action = "reply"; cost = 1; } );
-  state_entries = 4096;
+  state_entries = ${2:-4096};
   asn_table = "$NT_DIR/asn.csv";
   pin_path = "$PIN";
 };
@@ -297,5 +298,25 @@ rc=$?
 expect_eq "a dashboard with a query not joined to its node fails the check" "$rc" 1
 expect_match "  ... naming the query" "$out" "sluice_gateway_goodput_total.*0 joins|0 joins.*sluice_gateway_goodput_total"
 expect_match "  ... and the label no metric has" "$out" "label 'class' is on none of its metrics"
+
+# ---- 8. a ghost table too large to read at each scrape -------------------------------------
+# state_entries 65,536: 16,384 sets, read 4,096 at a time, each window scaled by 4. Four
+# scrapes in a row read every set once, so their sum is exactly four times the live ways.
+nt_stop_sluiced TERM
+rm -rf "$PIN"
+write_conf 32 65536
+nt_start_sluiced || { echo "Bail out! sluiced did not restart"; exit 1; }
+expect_eq "capacity: 65,536 ghost ways" "$(prom sluice_bpf_table_capacity table=ghosts)" 65536
+r=$(ip netns exec "$NS_C" $PY "$ROOT/tests/lib/edge_probe.py" --iface vc --dmac "$SERVER_MAC" \
+	--dst 10.200.0.2 --rotate 198.51.100.0/24:32 --count 20 --seed 12)
+expect_eq "20 more hosting addresses admitted" "$(jget "$r" admitted)" 20
+sleep 1.2
+sum=0 seen=
+for _ in 1 2 3 4; do
+	v=$(prom sluice_bpf_table_entries table=ghosts)
+	seen="$seen $v"
+	sum=$((sum + v))
+done
+expect_eq "ghosts sampled 4,096 sets a scrape: four scrapes sum to 4 x 20 ($seen)" "$sum" 80
 
 tap_done
