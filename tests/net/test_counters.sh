@@ -73,8 +73,10 @@ EOF
 ctl() { "$BUILD/sluicectl" -c "$NT_DIR/$1.conf" "${@:2}"; }
 M1=$(free_port)
 write_conf n1 "$P1" "$M1"
-write_conf n2 "$P2" "$(free_port)"
+M2=$(free_port)
+write_conf n2 "$P2" "$M2"
 prom() { $PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$M1/metrics" "$@"; }
+prom2() { $PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$M2/metrics" "$@"; }
 for who in "alice pw-a" "bob pw-b" "carol pw-c" "dave pw-d"; do
 	set -- $who
 	echo "$2" | ctl n1 user add default "$1" >/dev/null || { echo "Bail out! user add $1"; exit 1; }
@@ -121,6 +123,11 @@ r=$(logins "$P1,alice,bad1,$ATK" "$P2,alice,bad2,$ATK" "$P1,alice,bad3,$ATK" \
 expect_eq "five wrong passwords for (alice, attacker) across two nodes: 401 x5, then 429 even for the right one" \
 	"$(statuses "$r")" "401 401 401 401 401 429 429"
 expect_ge "the 429 says when to come back" "$(jget "$r" 5.retry_after)" 1
+expect_eq "metrics: each node counts the sign-ins it decided (n1: failed 3, throttled 1; n2: failed 2, throttled 1)" \
+	"$(prom sluice_gateway_logins_total tenant=default outcome=failed) $(prom sluice_gateway_logins_total tenant=default outcome=throttled) $(prom2 sluice_gateway_logins_total tenant=default outcome=failed) $(prom2 sluice_gateway_logins_total tenant=default outcome=throttled)" \
+	"3 1 2 1"
+expect_eq "  ... and names itself (sluice_node_info)" \
+	"$(prom sluice_node_info node=n1) $(prom2 sluice_node_info node=n2)" "1 1"
 r=$(logins "$P2,alice,pw-a,198.51.100.20")
 expect_eq "alice from her own prefix: 200 (the attacker's pair is not hers)" "$(statuses "$r")" 200
 
