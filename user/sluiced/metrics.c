@@ -383,9 +383,10 @@ void metrics_daemon(struct evbuffer *out, const struct metrics_daemon *d)
 /* ---- table occupancy -------------------------------------------------------------------- */
 
 /* Ghost sets read per scrape, at most: a table no larger is read whole (exact), a larger one
- * is sampled, a window of this many sets moving on at each scrape. The sets are indexed by a
- * keyed hash, so any window is a uniform sample: ~1.6 % standard error at 4096 sets of four
- * ways. One batched syscall of 128 KiB. */
+ * through a window of this many sets that moves on at each scrape (every set read once in
+ * sets / 4096 scrapes), scaled up. The sets are indexed by a keyed hash, so a window is a
+ * uniform sample: its relative error is about 1 / sqrt(the live ways it holds). One batched
+ * syscall of 256 KiB (~1 ms measured). */
 #define GHOST_SAMPLE_SETS 4096u
 
 struct metrics_tables {
