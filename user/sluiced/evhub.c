@@ -32,20 +32,28 @@ struct evhub {
 	uint64_t events, dropped;
 	void (*tap)(void *arg, const struct sl_event *e);
 	void *tap_arg;
+	/* Class names by id, read from the maps at most once a tick (a reload may rename). */
+	bool cls_known[256];
+	char cls_name[256][SL_CLASS_NAME_LEN + 8];
 	uint64_t n_hist;                  /* events ever put in hist */
 	struct sl_event hist[EVHUB_HISTORY];
 };
 
-static void class_of(const struct evhub *h, uint8_t id, char *buf, size_t n)
+static void class_of(struct evhub *h, uint8_t id, char *buf, size_t n)
 {
 	struct sl_class_policy p;
+	char *c = h->cls_name[id];
 
-	if (id == SL_CLASS_NONE)
-		snprintf(buf, n, "none");
-	else if (sl_maps_read_class(h->maps, id, &p) || !p.valid)
-		snprintf(buf, n, "class%u", id);
-	else
-		snprintf(buf, n, "%s", p.name);
+	if (!h->cls_known[id]) {
+		if (id == SL_CLASS_NONE)
+			snprintf(c, sizeof(h->cls_name[id]), "none");
+		else if (sl_maps_read_class(h->maps, id, &p) || !p.valid)
+			snprintf(c, sizeof(h->cls_name[id]), "class%u", id);
+		else
+			snprintf(c, sizeof(h->cls_name[id]), "%s", p.name);
+		h->cls_known[id] = true;
+	}
+	snprintf(buf, n, "%s", c);
 }
 
 /* Tell @r what it lost, if anything, when its queue has room again. */
@@ -146,6 +154,7 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	h->wall_off = sl_wall_offset_ns();
+	memset(h->cls_known, 0, sizeof(h->cls_known));
 	evhub_drain(h);
 }
 
