@@ -330,6 +330,14 @@ sed 1d <<<"$OUT" >"$NT_DIR/shown.conf"
 run config show --file "$NT_DIR/shown.conf"
 expect_eq "config show's text loads back to the same config (config show --file of it)" \
 	"$(sed 1d <<<"$OUT")" "$(cat "$NT_DIR/shown.conf")"
+# The shipped examples too (a gateway with clients, ceilings, tenants without edge budgets).
+for ex in sluice.conf gateway.conf; do
+	run config show --file "$ROOT/examples/$ex"
+	sed 1d <<<"$OUT" >"$NT_DIR/shown-$ex"
+	run config show --file "$NT_DIR/shown-$ex"
+	expect_eq "config show --file examples/$ex: its text loads back to the same config" \
+		"$(sed 1d <<<"$OUT")" "$(cat "$NT_DIR/shown-$ex")"
+done
 # A reloaded change shows up.
 write_conf 2.5 100.0
 run reload

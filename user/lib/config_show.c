@@ -344,6 +344,7 @@ static void show_gateway(struct show *s, const struct sl_config *c)
 	integer(s, "max_connections_per_parent", g->max_conns_parent);
 	integer(s, "max_requests_per_connection", g->max_requests_conn);
 	integer(s, "request_timeout_ms", g->request_timeout_ms);
+	integer(s, "drain_ms", g->drain_ms);
 	integer(s, "token_ttl_s", g->token_ttl_s);
 	if (g->session_key[0])
 		str(s, "session_key", g->session_key);
@@ -357,7 +358,10 @@ static void show_gateway(struct show *s, const struct sl_config *c)
 		str(s, "delivery_log", g->delivery_log);
 	else
 		absent(s, "delivery_log", "none");
-	str(s, "link_base", g->link_base);
+	if (g->link_base[0])
+		str(s, "link_base", g->link_base);
+	else
+		absent(s, "link_base", "none (links are bare paths)");
 	boolean(s, "login_uniform", g->login_uniform);
 	integer(s, "active_tenants", g->active_tenants);
 	list(s, "ceilings");
