@@ -26,9 +26,11 @@ set -euo pipefail
 
 declare -A SET=(
 	[build]="make gcc clang bpftool pkg-config libbpf-dev libxdp-dev libelf-dev zlib1g-dev
-		libevent-dev libconfig-dev libhiredis-dev libargon2-dev libsodium-dev libmaxminddb-dev"
+		libevent-dev libconfig-dev libhiredis-dev libargon2-dev libsodium-dev libmaxminddb-dev
+		libssl-dev"
 	[test]="libcmocka-dev iproute2 python3 python3-scapy python3-prometheus-client curl procps
-		util-linux openssl tcpdump ethtool groff-base man-db redis-server redis-tools tmux"
+		util-linux openssl tcpdump ethtool groff-base man-db redis-server redis-tools tmux
+		nginx-light"
 	[demo]="iproute2 python3 python3-scapy python3-prometheus-client curl procps util-linux
 		openssl gnuplot-nox nginx-light redis-server redis-tools xdp-tools"
 )

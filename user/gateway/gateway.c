@@ -182,6 +182,8 @@ struct gateway *gateway_start(struct event_base *base, const struct sl_config *c
 	if (!g->cw_ev || event_add(g->cw_ev, NULL))
 		goto fail;
 
+	if (gw_upstreams_start(g, c))
+		goto fail;
 	if (gw_http_listen(g))
 		goto fail;
 	g->tick = event_new(base, -1, EV_PERSIST, gw_on_tick, g);
@@ -233,6 +235,7 @@ void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepa
 	gateway_prepared_free(p);
 	gw_sched_configure(g->sched, g->cfg, gw_now_ns());
 	g->sched->workers = g->pool.n;
+	gw_upstreams_apply(g, g->cfg);
 	gw_ladder_set_levels(g->ladder, c->retry_after, c->n_retry, c->streak_decay_s);
 	sync_stats(g);
 	gw_http_limits(g);
@@ -313,6 +316,7 @@ void gateway_stop(struct gateway *g)
 		gw_send_now(r);
 	}
 	gw_conn_flush_all(g);
+	gw_upstreams_stop(g);
 	if (g->http)
 		evhttp_free(g->http);
 	gw_conn_close_all(g);

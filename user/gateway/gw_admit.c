@@ -95,7 +95,9 @@ void gw_dispatch(struct gateway *g)
 {
 	struct gw_drops d = { .n = 0 };
 
-	while (g->pool.busy < g->pool.n) {
+	/* Upstream mode: a forward waits for a free connection to its upstream as a hash waits
+	 * for a worker. The queue starts work while both have room (gw_upstream.h). */
+	while (g->pool.busy < g->pool.n && gw_upstreams_room(g)) {
 		uint64_t now = gw_now_ns();
 		struct gw_job *j = gw_sched_next(g->sched, now, &d);
 		struct gw_req *r;
@@ -112,6 +114,10 @@ void gw_dispatch(struct gateway *g)
 		}
 		gw_hist_add(&g->ts[j->tenant].wait, now - j->admit_ns);
 		r->work.deadline_ns = g->sched->admission ? j->deadline_ns : 0;
+		if (r->kind == K_PROXY) {
+			gw_upstream_forward(r);
+			continue;
+		}
 		gw_endpoints[r->kind]->work(r);
 		gw_pool_submit(&g->pool, &r->work);
 	}

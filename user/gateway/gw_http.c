@@ -64,7 +64,7 @@ const char BODY_UNAUTHORIZED_CLIENT[] = "{\"error\":\"unauthorized_client\"}";
 
 /* ---- what is served --------------------------------------------------------------------- */
 
-const struct gw_endpoint *const gw_endpoints[K__MAX] = {
+const struct gw_endpoint *const gw_endpoints[K__ALL] = {
 	[K_LOGIN] = &gw_endpoint_login,
 	[K_VALIDATE] = &gw_endpoint_validate,
 	[K_INTROSPECT] = &gw_endpoint_introspect,
@@ -74,9 +74,31 @@ const struct gw_endpoint *const gw_endpoints[K__MAX] = {
 	[K_RESET] = &gw_endpoint_reset,
 	[K_REGISTER] = &gw_endpoint_register,
 	[K_MAGIC] = &gw_endpoint_magic,
+	[K_PROXY] = &gw_endpoint_proxy,
 };
 
-/* Which endpoint serves @path; K__MAX if none. */
+/* Upstream mode: admitted like any route, then forwarded when the scheduler starts it. The
+ * body is not parsed: it goes upstream as it came (bounded by gateway.max_body). */
+static void proxy_start(struct gw_req *r)
+{
+	gw_admit(r);
+}
+
+static void proxy_run(struct gw_req *r)
+{
+	/* Never: a forward is always "pooled" (it waits for a connection to the upstream). */
+	gw_respond(r, 502, "Bad Gateway", BODY_503, 0, false, false);
+}
+
+const struct gw_endpoint gw_endpoint_proxy = {
+	.path = "(upstream)",
+	.pooled = true,
+	.body_optional = true,
+	.start = proxy_start,
+	.run = proxy_run,
+};
+
+/* Which built-in endpoint serves @path; -1 if none. */
 static int kind_of(const char *path)
 {
 	int k;
@@ -89,7 +111,7 @@ static int kind_of(const char *path)
 				!strcmp(path, e->path))
 			return k;
 	}
-	return K__MAX;
+	return -1;
 }
 
 /* ---- replies ---------------------------------------------------------------------------- */
@@ -148,6 +170,7 @@ static void req_free(struct gw_req *r)
 	if (r->in_line)
 		line_leave(r);
 	gw_chain_detach(r);
+	gw_upstream_cancel(r);
 	if (r->prev)
 		r->prev->next = r->next;
 	else
@@ -180,7 +203,8 @@ void gw_send_now(struct gw_req *r)
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	char ra[16];
 
-	add_common_headers(req);
+	if (!r->raw)
+		add_common_headers(req);
 	if (r->retry_after) {
 		snprintf(ra, sizeof(ra), "%u", r->retry_after);
 		evhttp_add_header(h, "Retry-After", ra);
@@ -650,7 +674,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 	const char *path;
 	uint32_t dl_ms = c->gw.default_deadline_ms;
 	uint64_t now = gw_now_ns();
-	int method, ti, slot, ri, kind, hr;
+	int method, ti, slot, ri, kind, hr, up;
 
 	g->st.requests++;
 	gw_conn_request(g, req);
@@ -687,15 +711,17 @@ static void on_request(struct evhttp_request *req, void *arg)
 		reply_plain(g, req, 404, "Not Found", "no_route", "no route for this method and path");
 		return;
 	}
-	kind = kind_of(path);
-	if (kind == K__MAX) {
+	up = gw_upstream_of_route(g, ri);
+	kind = up >= 0 ? K_PROXY : kind_of(path);
+	if (kind < 0) {
 		reply_plain(g, req, 404, "Not Found", "no_handler", "this gateway serves /login, "
 			    "/token, /token/validate, /introspect, /mfa/send, /mfa/verify, "
 			    "/password-reset, /register and /magic/{token}");
 		return;
 	}
 	e = gw_endpoints[kind];
-	if (method != e->method && !(e->method2 && method == e->method2)) {
+	/* A forward takes whatever method its route matched. */
+	if (kind != K_PROXY && method != e->method && !(e->method2 && method == e->method2)) {
 		reply_plain(g, req, 405, "Method Not Allowed", "method_not_allowed", NULL);
 		return;
 	}
@@ -721,6 +747,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 	r->req = req;
 	r->arrival_ns = now;
 	r->kind = kind;
+	r->up = up;
 	r->method = method;
 	snprintf(r->tenant, sizeof(r->tenant), "%s", c->tenants[ti].name);
 	r->tenant_idx = ti;

@@ -46,6 +46,7 @@
 #include "gw_pool.h"
 #include "gw_sched.h"
 #include "gw_token.h"
+#include "gw_upstream.h"
 #include "gw_vault.h"
 
 #define TICK_MS 10
@@ -64,7 +65,9 @@ enum gw_kind {
 	K_RESET,
 	K_REGISTER,
 	K_MAGIC,
-	K__MAX
+	K__MAX,                /* the built-in endpoints end here */
+	K_PROXY = K__MAX,      /* upstream mode: forwarded (gw_upstream.h) */
+	K__ALL
 };
 
 /* One answer: status, reason phrase, body. */
@@ -104,10 +107,11 @@ struct gw_endpoint {
 };
 
 /* By enum gw_kind (gw_http.c); each entry lives in its room. */
-extern const struct gw_endpoint *const gw_endpoints[K__MAX];
+extern const struct gw_endpoint *const gw_endpoints[K__ALL];
 extern const struct gw_endpoint gw_endpoint_login, gw_endpoint_validate,
 	gw_endpoint_introspect, gw_endpoint_token, gw_endpoint_mfa_send,
-	gw_endpoint_mfa_verify, gw_endpoint_reset, gw_endpoint_register, gw_endpoint_magic;
+	gw_endpoint_mfa_verify, gw_endpoint_reset, gw_endpoint_register, gw_endpoint_magic,
+	gw_endpoint_proxy;
 
 /* The bodies (gw_http.c): one per outcome, whatever the cause. */
 extern const char BODY_401[], BODY_401_TOKEN[], BODY_429[], BODY_503[], BODY_STEP_UP[];
@@ -210,6 +214,11 @@ struct gw_req {
 	int rl_ctr;                    /* > 0: a 429 carries RateLimit headers for this */
 	double rl_rate, rl_burst;
 	const char *ctype;             /* NULL: JSON */
+	/* upstream mode (gw_upstream.c) */
+	int up;                        /* the upstream that serves it */
+	struct gw_upconn *upc;         /* its forward, while one is out */
+	uint64_t up_start_ns;
+	bool raw;                      /* the answer is the upstream's: headers and body as set */
 	/* the answer, kept while held */
 	int code;
 	const char *reason;
@@ -231,6 +240,7 @@ struct gateway {
 	struct gw_cwriter *cw;          /* sign-ups, appended off the loop */
 	struct event *cw_ev;
 	struct gw_ladder *ladder;
+	struct gw_upstreams *ups;      /* upstream mode (gw_upstream.c); NULL: none */
 	uint8_t key[GW_TOKEN_KEY_BYTES];
 	char dummy_phc[GW_PHC_MAX];
 	struct gw_tstats *ts;          /* by scheduler slot */

@@ -546,6 +546,7 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 	double room = s->cap_cpu - res_rate;
 	int i, k, code;
 
+	gw_upstreams_metrics(g, out);
 #define EACH_TENANT for (i = 0; i < GW_MAX_TENANTS; i++) if (s->t[i].used)
 #define TLABEL(metric) do { evbuffer_add_printf(out, "%s{tenant=\"", metric); \
 		prom_label(out, s->t[i].name); } while (0)

@@ -38,6 +38,7 @@ static const char *const shed_names[GW_SHED__MAX] = {
 	[GW_SHED_ACCOUNT_BLOCKED] = "account_blocked",
 	[GW_SHED_COUNTER] = "endpoint_counter",
 	[GW_SHED_CEILING] = "ceiling",
+	[GW_SHED_UPSTREAM_DOWN] = "upstream_down",
 };
 
 const char *gw_shed_name(int reason)

@@ -66,6 +66,7 @@ enum gw_shed {
 	GW_SHED_ACCOUNT_BLOCKED, /* no longer given: the ladder's top is a step-up (issue 14) */
 	GW_SHED_COUNTER,      /* an endpoint's counter (token, MFA, reset, register, magic) */
 	GW_SHED_CEILING,      /* the tenant is at its ceiling (tenants[].ceiling) */
+	GW_SHED_UPSTREAM_DOWN,/* upstream mode: the upstream refuses connections */
 	GW_SHED__MAX
 };
 

@@ -386,6 +386,10 @@ void sl_config_defaults(struct sl_config *c)
 	c->gw.max_requests_conn = 100;
 	c->gw.request_timeout_ms = 10000;
 	c->gw.drain_ms = 5000;
+	c->gw.up.concurrency = 64;
+	c->gw.up.timeout_ms = 10000;
+	c->gw.up.max_response = 1 << 20;
+	c->gw.up.down_ms = 500;
 	c->gw.token_ttl_s = 3600;
 	c->redis.timeout_ms = 5;
 	c->redis.breaker_failures = 3;
@@ -1224,7 +1228,8 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 
 static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
-	static const char *const keys[] = { "name", "method", "path", "cpu", "db", NULL };
+	static const char *const keys[] = { "name", "method", "path", "cpu", "db", "upstream",
+		NULL };
 	const config_setting_t *list = config_setting_get_member(root, "routes");
 	int i, j, n;
 
@@ -1282,6 +1287,19 @@ static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_
 			r->cpu = d;
 		if (get_num(x, g, where, "db", false, 0.0, 1e6, &d))
 			r->db = d;
+		p = get_str(x, g, where, "upstream", false);
+		if (p) {
+			char host[64];
+			uint16_t port;
+			const char *why = NULL;
+
+			if (strcmp(p, "builtin") &&
+			    sl_upstream_parse(p, host, sizeof(host), &port, &why))
+				bad(x, config_setting_get_member(g, "upstream"), "%s.upstream: '%.80s' "
+				    "%s (or \"builtin\")", where, p, why);
+			else
+				snprintf(r->upstream, sizeof(r->upstream), "%s", p);
+		}
 		for (j = 0; j < c->n_routes; j++)
 			if (c->routes[j].method == r->method && !strcmp(c->routes[j].path, r->path))
 				bad(x, g, "%s: %s %s is listed twice", where, m ? m : "?", r->path);
@@ -1310,8 +1328,10 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 		"drain_ms",
 		"token_ttl_s", "session_key", "refresh_ttl_s", "otp_ttl_s", "magic_ttl_s",
 		"delivery", "delivery_log", "link_base", "login_uniform", "active_tenants",
-		"clients", "ceilings", NULL };
+		"clients", "ceilings", "upstream", NULL };
 	static const char *const cap_keys[] = { "cpu", "db", NULL };
+	static const char *const up_keys[] = { "url", "concurrency", "timeout_ms",
+		"max_response", "down_ms", NULL };
 	static const char *const q_keys[] = { "target_wait_ms", "lifo_after_ms",
 		"codel_interval_ms", "default_deadline_ms", "max_deadline_ms", "max_depth", NULL };
 	static const char *const a_keys[] = { "m_cost_kib", "t_cost", "parallelism",
@@ -1431,6 +1451,29 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 	gw->request_timeout_ms = get_u32_or(x, g, "gateway", "request_timeout_ms", 100, 600000,
 					    gw->request_timeout_ms);
 	gw->drain_ms = get_u32_or(x, g, "gateway", "drain_ms", 0, 600000, gw->drain_ms);
+	sub = config_setting_get_member(g, "upstream");
+	if (sub && !config_setting_is_group(sub)) {
+		bad(x, sub, "gateway.upstream: expected a group { url = \"http://ADDR:PORT\"; ... }");
+	} else if (sub) {
+		char host[64];
+		const char *why = NULL;
+
+		check_keys(x, sub, "gateway.upstream", up_keys);
+		str = get_str(x, sub, "gateway.upstream", "url", true);
+		if (str && sl_upstream_parse(str, host, sizeof(host), &port, &why))
+			bad(x, config_setting_get_member(sub, "url"), "gateway.upstream.url: '%.80s' %s",
+			    str, why);
+		else if (str)
+			snprintf(gw->up.url, sizeof(gw->up.url), "%s", str);
+		gw->up.concurrency = get_u32_or(x, sub, "gateway.upstream", "concurrency", 1, 4096,
+						gw->up.concurrency);
+		gw->up.timeout_ms = get_u32_or(x, sub, "gateway.upstream", "timeout_ms", 10, 600000,
+					       gw->up.timeout_ms);
+		gw->up.max_response = get_u32_or(x, sub, "gateway.upstream", "max_response", 256,
+						 64 << 20, gw->up.max_response);
+		gw->up.down_ms = get_u32_or(x, sub, "gateway.upstream", "down_ms", 0, 60000,
+					    gw->up.down_ms);
+	}
 	gw->token_ttl_s = get_u32_or(x, g, "gateway", "token_ttl_s", 60, 30 * 86400,
 				     gw->token_ttl_s);
 	str = get_str(x, g, "gateway", "session_key", false);
@@ -2469,4 +2512,56 @@ int sl_config_peek(const char *path, char *pin_path, size_t pn, char *sock, size
 	}
 	config_destroy(&cfg);
 	return ok ? 0 : -EINVAL;
+}
+
+int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *port,
+		      const char **why)
+{
+	const char *h, *end, *colon;
+	unsigned char a[16];
+	char *e;
+	size_t n;
+	long p;
+
+	if (strncmp(url, "http://", 7)) {
+		*why = "is not http://ADDR:PORT (https and unix: sockets are not supported yet)";
+		return -EINVAL;
+	}
+	h = url + 7;
+	if (*h == '[') {
+		end = strchr(h, ']');
+		if (!end || end[1] != ':') {
+			*why = "has no closing ']' then ':PORT'";
+			return -EINVAL;
+		}
+		n = (size_t)(end - h - 1);
+		colon = end + 1;
+		h++;
+	} else {
+		colon = strchr(h, ':');
+		if (!colon) {
+			*why = "has no :PORT";
+			return -EINVAL;
+		}
+		n = (size_t)(colon - h);
+	}
+	if (!n || n >= hostlen) {
+		*why = "has no address, or one too long";
+		return -EINVAL;
+	}
+	memcpy(host, h, n);
+	host[n] = '\0';
+	if (inet_pton(strchr(host, ':') ? AF_INET6 : AF_INET, host, a) != 1) {
+		*why = "needs an IPv4 or [IPv6] address, not a name (a name would be resolved on "
+		       "the event loop)";
+		return -EINVAL;
+	}
+	errno = 0;
+	p = strtol(colon + 1, &e, 10);
+	if (errno || e == colon + 1 || (*e && strcmp(e, "/")) || p < 1 || p > 65535) {
+		*why = "needs a port 1..65535 and no path";
+		return -EINVAL;
+	}
+	*port = (uint16_t)p;
+	return 0;
 }

@@ -54,6 +54,7 @@ struct sl_port_cfg {
 #define SL_MAX_ROUTES 64
 #define SL_ROUTE_PATH_LEN 64
 #define SL_ROUTE_NAME_LEN 32
+#define SL_UPSTREAM_URL_LEN 80
 
 /* A route: method + path prefix -> cost in each budget. One cost unit is 100 us of CPU. */
 struct sl_route_cfg {
@@ -62,6 +63,9 @@ struct sl_route_cfg {
 	char path[SL_ROUTE_PATH_LEN];  /* prefix, starting with '/' */
 	double cpu;                    /* cost units (the edge charges these) */
 	double db;                     /* concurrent database slots (the gateway) */
+	/* upstream mode: "" serves it as gateway.upstream says (the built-in endpoint when
+	 * there is none); "builtin": the built-in endpoint; else "http://ADDR:PORT" */
+	char upstream[SL_UPSTREAM_URL_LEN];
 };
 
 #define SL_MAX_TENANT_HOSTS 8
@@ -89,6 +93,14 @@ struct sl_gateway_cfg {
 	uint32_t max_requests_conn;    /* requests a connection carries; then it is closed */
 	uint32_t request_timeout_ms;   /* a whole request must arrive within this */
 	uint32_t drain_ms;             /* SIGTERM/SIGQUIT: what is in flight has this long */
+	/* upstream mode (gw_upstream.c): admitted requests are forwarded here */
+	struct {
+		char url[SL_UPSTREAM_URL_LEN]; /* "http://ADDR:PORT"; "": built-in endpoints */
+		uint32_t concurrency;  /* forwards in flight at once, per upstream: its pool */
+		uint32_t timeout_ms;   /* a whole answer within (and within the deadline) */
+		uint32_t max_response; /* bytes of an answer's body; more: 502 */
+		uint32_t down_ms;      /* after a refused connect, shed (429) this long */
+	} up;
 	uint32_t token_ttl_s;          /* session token lifetime */
 	char session_key[PATH_MAX];    /* 64 hex chars (32-byte MAC key); empty: random */
 	/* the endpoints beyond /login (docs/endpoints.md) */
@@ -373,5 +385,10 @@ uint32_t sl_edge_max_cost(const struct sl_config *c);
 const char *sl_mode_name(uint8_t mode);
 const char *sl_action_name(uint8_t action);
 const char *sl_front_name(uint8_t front);
+
+/* "http://ADDR:PORT" (ADDR an IPv4 literal or [IPv6]; no names: they would be resolved on the
+ * event loop) into @host and @port; 0, or -EINVAL with why in @why. */
+int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *port,
+		      const char **why);
 
 #endif

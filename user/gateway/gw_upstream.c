@@ -1,0 +1,553 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * Upstream mode (gw_upstream.h): forwarding what the scheduler starts to the identity
+ * service behind the gateway, over a fixed set of keep-alive connections per upstream.
+ * libevent's evhttp client does the HTTP/1.1: one request at a time per connection, so a
+ * connection is a slot, taken by a forward until its answer (or its failure) comes back.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/queue.h>
+
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#include "gw_internal.h"
+#include "gw_upstream.h"
+#include "log.h"
+
+struct gw_upconn {
+	struct gw_up *up;
+	struct evhttp_connection *evcon;
+	struct gw_req *r;              /* the forward it carries; NULL: free */
+	int err;                       /* the error evhttp reported for it, or -1 */
+};
+
+struct gw_up {
+	char url[SL_UPSTREAM_URL_LEN];
+	char host[64];
+	uint16_t port;
+	bool live;                     /* named by the running config */
+	uint32_t slots, busy;
+	struct gw_upconn *c;
+	uint32_t timeout_ms, max_response, down_ms;
+	uint64_t down_until_ns;
+	bool down_logged;
+	uint64_t forwarded, results[GW_UP__N];
+	struct gw_hist service;
+};
+
+struct gw_upstreams {
+	struct gw_up u[GW_MAX_UPSTREAMS];
+	int n;
+	int8_t of_route[SL_MAX_ROUTES];
+};
+
+static const char *const result_names[GW_UP__N] = {
+	[GW_UP_2XX] = "2xx", [GW_UP_3XX] = "3xx", [GW_UP_4XX] = "4xx", [GW_UP_5XX] = "5xx",
+	[GW_UP_DOWN] = "down", [GW_UP_TIMEOUT] = "timeout", [GW_UP_BAD] = "bad_response",
+	[GW_UP_TOO_BIG] = "too_big", [GW_UP_SHED_DOWN] = "shed_down",
+};
+
+const char *gw_up_result_name(int r)
+{
+	return r >= 0 && r < GW_UP__N ? result_names[r] : "?";
+}
+
+static const char BODY_502[] = "{\"error\":\"bad_gateway\"}";
+static const char BODY_504[] = "{\"error\":\"upstream_timeout\"}";
+
+/* ---- the table -------------------------------------------------------------------------- */
+
+static int up_find(struct gw_upstreams *u, const char *url)
+{
+	int i;
+
+	for (i = 0; i < u->n; i++)
+		if (!strcmp(u->u[i].url, url))
+			return i;
+	return -1;
+}
+
+static void up_settings(struct gw_up *up, const struct sl_gateway_cfg *gw)
+{
+	up->timeout_ms = gw->up.timeout_ms;
+	up->max_response = gw->up.max_response;
+	up->down_ms = gw->up.down_ms;
+}
+
+static int up_add(struct gw_upstreams *u, const char *url, const struct sl_gateway_cfg *gw)
+{
+	struct gw_up *up;
+	const char *why = "";
+	int i = up_find(u, url);
+
+	if (i >= 0)
+		return i;
+	if (u->n >= GW_MAX_UPSTREAMS) {
+		log_error("gateway: more than %d upstreams; %s is not served", GW_MAX_UPSTREAMS, url);
+		return -1;
+	}
+	up = &u->u[u->n];
+	memset(up, 0, sizeof(*up));
+	if (sl_upstream_parse(url, up->host, sizeof(up->host), &up->port, &why)) {
+		log_error("gateway: upstream %s: %s", url, why);
+		return -1;
+	}
+	snprintf(up->url, sizeof(up->url), "%s", url);
+	/* The slots are fixed at start (a reload's new concurrency waits for the next start,
+	 * like the Argon2id workers): a connection may be carrying a forward. */
+	up->slots = gw->up.concurrency ? gw->up.concurrency : 1;
+	up->c = calloc(up->slots, sizeof(*up->c));
+	if (!up->c)
+		return -1;
+	for (i = 0; i < (int)up->slots; i++) {
+		up->c[i].up = up;
+		up->c[i].err = -1;
+	}
+	up_settings(up, gw);
+	return u->n++;
+}
+
+/* Every route's upstream under @c; the upstreams @c names are live. */
+static int map_routes(struct gateway *g, const struct sl_config *c)
+{
+	struct gw_upstreams *u = g->ups;
+	int i, ri, ret = 0;
+
+	for (i = 0; i < u->n; i++)
+		u->u[i].live = false;
+	for (ri = 0; ri < SL_MAX_ROUTES; ri++)
+		u->of_route[ri] = -1;
+	for (ri = 0; ri < c->n_routes; ri++) {
+		const char *url = c->routes[ri].upstream[0] ? c->routes[ri].upstream : c->gw.up.url;
+
+		if (!url[0] || !strcmp(url, "builtin"))
+			continue;
+		i = up_add(u, url, &c->gw);
+		if (i < 0) {
+			ret = -1;
+			continue;
+		}
+		u->u[i].live = true;
+		up_settings(&u->u[i], &c->gw);
+		u->of_route[ri] = (int8_t)i;
+	}
+	return ret;
+}
+
+/* In pure upstream mode (gateway.upstream.url, no built-in route) the queue's "workers"
+ * are the upstream's connections: the depth limit (measured service rate x target wait)
+ * counts them. */
+static void set_workers(struct gateway *g, const struct sl_config *c)
+{
+	int ri;
+	uint32_t n = 0;
+
+	for (ri = 0; ri < c->n_routes; ri++)
+		if (g->ups->of_route[ri] < 0)
+			return; /* a built-in route: the Argon2id pool's count stays */
+	for (ri = 0; ri < g->ups->n; ri++)
+		if (g->ups->u[ri].live)
+			n += g->ups->u[ri].slots;
+	if (n)
+		g->sched->workers = n;
+}
+
+int gw_upstreams_start(struct gateway *g, const struct sl_config *c)
+{
+	int i;
+
+	g->ups = calloc(1, sizeof(*g->ups));
+	if (!g->ups)
+		return -1;
+	if (map_routes(g, c))
+		return -1;
+	set_workers(g, c);
+	for (i = 0; i < g->ups->n; i++)
+		log_info("gateway: upstream %s: %u connections, answers within %u ms, at most %u "
+			 "bytes", g->ups->u[i].url, g->ups->u[i].slots, g->ups->u[i].timeout_ms,
+			 g->ups->u[i].max_response);
+	return 0;
+}
+
+void gw_upstreams_apply(struct gateway *g, const struct sl_config *c)
+{
+	if (!g->ups)
+		return;
+	if (map_routes(g, c))
+		log_error("gateway: some upstreams could not be set up (logged above); their "
+			  "routes are served by the built-in endpoints");
+	if (c->gw.up.concurrency != g->started.up.concurrency)
+		log_warn("gateway.upstream.concurrency changes take effect at the next start");
+	set_workers(g, c);
+}
+
+void gw_upstreams_stop(struct gateway *g)
+{
+	int i;
+	uint32_t k;
+
+	if (!g->ups)
+		return;
+	for (i = 0; i < g->ups->n; i++) {
+		struct gw_up *up = &g->ups->u[i];
+
+		for (k = 0; up->c && k < up->slots; k++) {
+			up->c[k].r = NULL;
+			if (up->c[k].evcon)
+				evhttp_connection_free(up->c[k].evcon);
+		}
+		free(up->c);
+	}
+	free(g->ups);
+	g->ups = NULL;
+}
+
+int gw_upstream_of_route(struct gateway *g, int ri)
+{
+	if (!g->ups || ri < 0 || ri >= SL_MAX_ROUTES)
+		return -1;
+	return g->ups->of_route[ri];
+}
+
+bool gw_upstreams_room(struct gateway *g)
+{
+	int i;
+
+	if (!g->ups)
+		return true;
+	for (i = 0; i < g->ups->n; i++)
+		if (g->ups->u[i].live && g->ups->u[i].busy >= g->ups->u[i].slots)
+			return false;
+	return true;
+}
+
+/* ---- a forward ---------------------------------------------------------------------------- */
+
+/* Is @name among the tokens of a Connection header's value @conn? */
+static bool in_connection(const char *conn, const char *name)
+{
+	size_t n = strlen(name);
+	const char *p = conn;
+
+	while (p && *p) {
+		const char *e;
+		size_t l;
+
+		while (*p == ' ' || *p == '\t' || *p == ',')
+			p++;
+		e = p;
+		while (*e && *e != ',' && *e != ' ' && *e != '\t')
+			e++;
+		l = (size_t)(e - p);
+		if (l == n && !strncasecmp(p, name, n))
+			return true;
+		p = e;
+	}
+	return false;
+}
+
+/* RFC 9110 7.6.1: not forwarded either way. Content-Length is evhttp's to set from the
+ * body it sends. */
+static bool hop_by_hop(const char *k, const char *conn)
+{
+	static const char *const hop[] = { "Connection", "Keep-Alive", "Proxy-Connection", "TE",
+		"Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", NULL };
+	int i;
+
+	for (i = 0; hop[i]; i++)
+		if (!strcasecmp(k, hop[i]))
+			return true;
+	return conn && in_connection(conn, k);
+}
+
+static void up_release(struct gw_upconn *uc)
+{
+	struct gw_up *up = uc->up;
+
+	uc->r = NULL;
+	uc->err = -1;
+	if (up->busy)
+		up->busy--;
+}
+
+/* The forward of @r is over with @res: count it, and answer @r unless that is done. */
+static void up_fail(struct gw_req *r, struct gw_up *up, int res, uint64_t now)
+{
+	struct gateway *g = r->g;
+
+	up->results[res]++;
+	r->upc = NULL;
+	switch (res) {
+	case GW_UP_DOWN:
+	case GW_UP_SHED_DOWN:
+		/* Never reached the upstream: nothing was spent there. A capacity event. */
+		gw_sched_release(g->sched, &r->job, now);
+		gw_shed(r, GW_SHED_UPSTREAM_DOWN);
+		return;
+	case GW_UP_TIMEOUT:
+		gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
+			      now - r->up_start_ns, now);
+		gw_respond(r, 504, "Gateway Timeout", BODY_504, 0, false, false);
+		return;
+	default:
+		gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
+			      now - r->up_start_ns, now);
+		gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
+		return;
+	}
+}
+
+static void mark_down(struct gw_up *up, uint64_t now)
+{
+	up->down_until_ns = now + (uint64_t)up->down_ms * 1000000ull;
+	if (!up->down_logged)
+		log_warn("gateway: upstream %s refuses connections: its requests are shed (429) "
+			 "for %u ms at a time until it answers", up->url, up->down_ms);
+	up->down_logged = true;
+}
+
+static void on_up_error(enum evhttp_request_error err, void *arg)
+{
+	struct gw_upconn *uc = arg;
+
+	uc->err = (int)err;
+}
+
+/* The answer (or, with @oreq NULL or its status 0, the failure) of @arg's forward. */
+static void on_up_done(struct evhttp_request *oreq, void *arg)
+{
+	struct gw_upconn *uc = arg;
+	struct gw_up *up = uc->up;
+	struct gw_req *r = uc->r;
+	struct gateway *g;
+	struct evkeyvalq *in, *out;
+	struct evkeyval *kv;
+	const char *conn;
+	uint64_t now = gw_now_ns();
+	int code, err = uc->err, res;
+
+	if (!r) { /* cancelled: the gateway answered it already */
+		up_release(uc);
+		return;
+	}
+	g = r->g;
+	up_release(uc);
+	code = oreq ? evhttp_request_get_response_code(oreq) : 0;
+	if (!oreq || code <= 0) {
+		if (err == EVREQ_HTTP_TIMEOUT) {
+			res = GW_UP_TIMEOUT;
+		} else if (err == EVREQ_HTTP_DATA_TOO_LONG) {
+			res = GW_UP_TOO_BIG;
+		} else if (err < 0 && oreq) {
+			/* evhttp gave up connecting (refused, unreachable) and says nothing more */
+			res = GW_UP_DOWN;
+			mark_down(up, now);
+		} else {
+			res = GW_UP_BAD;
+		}
+		up_fail(r, up, res, now);
+		gw_dispatch(g);
+		return;
+	}
+	if (code < 100 || code > 599) {
+		up_fail(r, up, GW_UP_BAD, now);
+		gw_dispatch(g);
+		return;
+	}
+	up->down_logged = false;
+	res = code < 300 ? GW_UP_2XX : code < 400 ? GW_UP_3XX : code < 500 ? GW_UP_4XX : GW_UP_5XX;
+	up->results[res]++;
+	gw_hist_add(&up->service, now - r->up_start_ns);
+	gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
+		      now - r->up_start_ns, now);
+	r->upc = NULL;
+
+	/* The answer as it came, but for the hops. */
+	in = evhttp_request_get_input_headers(oreq);
+	out = evhttp_request_get_output_headers(r->req);
+	conn = evhttp_find_header(in, "Connection");
+	TAILQ_FOREACH(kv, in, next)
+		if (!hop_by_hop(kv->key, conn))
+			evhttp_add_header(out, kv->key, kv->value);
+	evbuffer_add_buffer(evhttp_request_get_output_buffer(r->req),
+			    evhttp_request_get_input_buffer(oreq));
+	r->raw = true;
+	r->body = NULL;
+	r->retry_after = 0;
+	r->code = code;
+	/* evhttp copies the reason phrase; @oreq lives until this returns. */
+	r->reason = evhttp_request_get_response_code_line(oreq);
+	if (!r->reason || !*r->reason)
+		r->reason = "Upstream";
+	gw_send_now(r);
+	gw_dispatch(g);
+}
+
+/* X-Forwarded-For for the upstream: the client's own, when its proxies are trusted
+ * (gateway.trusted_hops), then the socket's peer; without trusted hops what the client
+ * wrote is dropped (anyone can write it). */
+static void add_xff(struct gw_req *r, struct evkeyvalq *oh, const char *client_xff)
+{
+	struct evhttp_connection *ec = evhttp_request_get_connection(r->req);
+	char *peer = NULL, v[1024];
+	ev_uint16_t port = 0;
+
+	if (ec)
+		evhttp_connection_get_peer(ec, &peer, &port);
+	if (!peer)
+		return;
+	if (client_xff && r->g->cfg->gw.trusted_hops &&
+	    strlen(client_xff) + strlen(peer) + 3 < sizeof(v))
+		snprintf(v, sizeof(v), "%s, %s", client_xff, peer);
+	else
+		snprintf(v, sizeof(v), "%s", peer);
+	evhttp_add_header(oh, "X-Forwarded-For", v);
+}
+
+void gw_upstream_forward(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_up *up;
+	struct gw_upconn *uc = NULL;
+	struct evhttp_request *oreq;
+	struct evkeyvalq *ih, *oh;
+	struct evkeyval *kv;
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
+	const char *conn, *query;
+	char target[2048], v[32];
+	uint64_t now = gw_now_ns(), left_ms;
+	struct timeval tv;
+	uint32_t k, tmo;
+
+	if (!g->ups || r->up < 0 || r->up >= g->ups->n) {
+		gw_sched_release(g->sched, &r->job, now);
+		gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
+		return;
+	}
+	up = &g->ups->u[r->up];
+	if (now < up->down_until_ns) {
+		up_fail(r, up, GW_UP_SHED_DOWN, now);
+		return;
+	}
+	for (k = 0; k < up->slots; k++)
+		if (!up->c[k].r) {
+			uc = &up->c[k];
+			break;
+		}
+	left_ms = r->job.deadline_ns > now ? (r->job.deadline_ns - now) / 1000000ull : 0;
+	if (!uc || (r->job.deadline_ns && !left_ms)) {
+		/* No slot (the dispatcher checks first), or the deadline is as good as gone:
+		 * never forwarded. */
+		gw_sched_release(g->sched, &r->job, now);
+		gw_shed(r, uc ? GW_SHED_EXPIRED : GW_SHED_QUEUE_FULL);
+		return;
+	}
+	if (!uc->evcon) {
+		uc->evcon = evhttp_connection_base_new(g->base, NULL, up->host, up->port);
+		if (!uc->evcon) {
+			gw_sched_release(g->sched, &r->job, now);
+			gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
+			return;
+		}
+		/* No retries: a login is not idempotent, and a retry would spend the client's
+		 * deadline on a dead upstream. */
+		evhttp_connection_set_retries(uc->evcon, 0);
+		evhttp_connection_set_max_headers_size(uc->evcon, 65536);
+	}
+	evhttp_connection_set_max_body_size(uc->evcon, up->max_response);
+	tmo = up->timeout_ms;
+	if (r->job.deadline_ns && left_ms < tmo)
+		tmo = (uint32_t)left_ms;
+	tv.tv_sec = (time_t)(tmo / 1000);
+	tv.tv_usec = (suseconds_t)(tmo % 1000) * 1000;
+	evhttp_connection_set_timeout_tv(uc->evcon, &tv);
+
+	oreq = evhttp_request_new(on_up_done, uc);
+	if (!oreq) {
+		gw_sched_release(g->sched, &r->job, now);
+		gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
+		return;
+	}
+	evhttp_request_set_error_cb(oreq, on_up_error);
+	ih = evhttp_request_get_input_headers(r->req);
+	oh = evhttp_request_get_output_headers(oreq);
+	conn = evhttp_find_header(ih, "Connection");
+	TAILQ_FOREACH(kv, ih, next) {
+		if (hop_by_hop(kv->key, conn) || !strcasecmp(kv->key, "X-Forwarded-For") ||
+		    !strcasecmp(kv->key, "X-Forwarded-Proto") ||
+		    !strcasecmp(kv->key, "X-Request-Deadline-Ms"))
+			continue;
+		evhttp_add_header(oh, kv->key, kv->value);
+	}
+	add_xff(r, oh, evhttp_find_header(ih, "X-Forwarded-For"));
+	evhttp_add_header(oh, "X-Forwarded-Proto", "http");
+	if (r->job.deadline_ns) {
+		snprintf(v, sizeof(v), "%llu", (unsigned long long)left_ms);
+		evhttp_add_header(oh, "X-Request-Deadline-Ms", v);
+	}
+	evbuffer_add_buffer(evhttp_request_get_output_buffer(oreq),
+			    evhttp_request_get_input_buffer(r->req));
+	query = evhttp_uri_get_query(uri);
+	snprintf(target, sizeof(target), "%s%s%s", evhttp_uri_get_path(uri), query ? "?" : "",
+		 query ? query : "");
+	uc->r = r;
+	uc->err = -1;
+	r->upc = uc;
+	r->up_start_ns = now;
+	up->busy++;
+	up->forwarded++;
+	if (evhttp_make_request(uc->evcon, oreq, evhttp_request_get_command(r->req), target)) {
+		/* evhttp freed @oreq */
+		up_release(uc);
+		r->upc = NULL;
+		up->forwarded--;
+		gw_sched_release(g->sched, &r->job, now);
+		gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
+	}
+}
+
+void gw_upstream_cancel(struct gw_req *r)
+{
+	if (r->upc) {
+		r->upc->r = NULL;
+		r->upc = NULL;
+	}
+}
+
+void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
+{
+	int i, k;
+
+	if (!g->ups || !g->ups->n)
+		return;
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_requests_total Forwards to an "
+			    "upstream by result: its answer's status class, or what failed "
+			    "(down: connect refused, 429; timeout: 504; bad_response, too_big: "
+			    "502; shed_down: never sent, the upstream being down).\n"
+			    "# TYPE sluice_gateway_upstream_requests_total counter\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_UP__N; k++)
+			evbuffer_add_printf(out, "sluice_gateway_upstream_requests_total{upstream=\"%s\","
+					    "result=\"%s\"} %llu\n", g->ups->u[i].url, result_names[k],
+					    (unsigned long long)g->ups->u[i].results[k]);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_in_flight Forwards waiting for "
+			    "their answer, of the upstream's connections (slots).\n"
+			    "# TYPE sluice_gateway_upstream_in_flight gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		evbuffer_add_printf(out, "sluice_gateway_upstream_in_flight{upstream=\"%s\"} %u\n",
+				    g->ups->u[i].url, g->ups->u[i].busy);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_slots Connections the upstream "
+			    "is given (gateway.upstream.concurrency).\n"
+			    "# TYPE sluice_gateway_upstream_slots gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		evbuffer_add_printf(out, "sluice_gateway_upstream_slots{upstream=\"%s\"} %u\n",
+				    g->ups->u[i].url, g->ups->u[i].slots);
+}
