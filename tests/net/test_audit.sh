@@ -142,6 +142,11 @@ specs=$(for i in $(seq 1 12); do echo "alice.liddell,Guess-u$i-xyzzy,198.51.100.
 st=$($PY "$NT_DIR/req.py" "$PORT" 1 $specs)
 expect_eq "under login_uniform every guess is answered 401, the locked-out ones too" \
 	"$(tr ' ' '\n' <<<"$st" | grep -c '^401$')" 12
+# A spray: one password at 20 accounts, from 20 /32s; the stream job's password_accounts fires.
+sleep 3 # the bucket refills (15 lines): the detector's line is not the one dropped
+specs=$(for i in $(seq 1 20); do echo "spray$i,Summer2026-spray,192.0.2.$i"; done)
+$PY "$NT_DIR/req.py" "$PORT" 1 $specs >/dev/null
+sleep 1
 # The support desk unlocks her (sluicectl clear account, where this build has it).
 has_clear_account=0
 gctl help clear 2>&1 | grep -q "clear account" && has_clear_account=1
@@ -167,10 +172,12 @@ expect_eq "  ... each with the account as its keyed hash (BLAKE2b under the sess
 	"$(count "$A" "r['reason']=='account_lockout' and r['account']!='$acct'")" 0
 expect_ge "the flood's refusals are there: capacity reasons, 429, after the lockout" \
 	"$(count "$A" "r['event']=='refusal' and r['decision']=='429' and r['reason'] in ('queue_full','pushed_out','pool_empty','codel','expired','tenant_logins','ceiling') and r['account'] is not None")" 5
+expect_eq "the spray fired password_accounts: a detector line from the stream job (step_up)" \
+	"$(count "$A" "r['event']=='detector' and r['source']=='stream' and r['reason']=='password_accounts' and r['decision']=='step_up' and r['tenant']=='default' and r['detail'].startswith('password ')")" 1
 expect_eq "no raw account name anywhere in the file" \
-	"$(grep -c -e 'alice' -e 'user17"' "$NT_DIR/gw-audit.log")" 0
+	"$(grep -c -e 'alice' -e 'user17"' -e 'spray1' "$NT_DIR/gw-audit.log")" 0
 expect_eq "no password anywhere in the file" \
-	"$(grep -c -e 'Guess-' -e 'pw-Alice' -e 'xyzzy' -e 'pw-1' "$NT_DIR/gw-audit.log")" 0
+	"$(grep -c -e 'Guess-' -e 'pw-Alice' -e 'xyzzy' -e 'pw-1' -e 'Summer2026' "$NT_DIR/gw-audit.log")" 0
 drop_m=$(metric sluice_audit_dropped_total)
 lines_m=$(metric sluice_audit_lines_total)
 expect_ge "the rate limit dropped lines (sluice_audit_dropped_total)" "${drop_m:-0}" 100
