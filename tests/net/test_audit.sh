@@ -12,7 +12,9 @@
 #   - the edge (XDP on a veth pair): a real client shed with 429s appears as the sampled edge
 #     refusals; `clear prefix --reason` appears with its operator and reason; `verdict add` and
 #     `verdict del` as verdict lines; logrotate (move the file, SIGHUP) loses nothing; the daemon
-#     log in JSON (daemon.log_format) is one object per line.
+#     log in JSON (daemon.log_format) is one object per line;
+#   - a node with both: 60 accounts failed from one /24 fire the stream job's prefix_accounts,
+#     which writes a block verdict into the edge's map: a detector line and a verdict line.
 # Every line of every audit file must parse and carry every field, with a dated ISO time.
 # SL_DEBUG=1 leaves everything up.
 set -u
@@ -286,4 +288,47 @@ for l in open(sys.argv[1]):
 print(bad)' "$NT_DIR/sluiced.log")
 expect_eq "daemon.log_format json: every daemon log line is one JSON record" "$badj" 0
 expect_ge "  ... and there are some" "$(wc -l <"$NT_DIR/sluiced.log")" 3
+
+# ---- the stream job's own verdicts (a node with both an edge and a gateway) ----------------
+nt_stop_sluiced TERM
+cat >"$NT_DIR/sluice.conf" <<EOF
+edge: {
+  interfaces = ["vs"];
+  ports = ( { port = 8081; front = "syn"; cost = 1; } );
+  state_entries = 4096;
+  asn_table = "$NT_DIR/asn.csv";
+  pin_path = "$PIN";
+};
+classes = ( { name = "residential"; rate = 100.0; burst = 100.0; },
+            { name = "unknown"; rate = 100.0; burst = 100.0; } );
+tenants = ( { name = "default"; reservation = 100.0; } );
+routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = 10.0; } );
+gateway: {
+  listen = "127.0.0.1:18080";
+  credentials = "creds.txt";
+  capacity = { cpu = 1000000.0; };
+  argon2 = { m_cost_kib = 256; t_cost = 1; parallelism = 1; memory_budget_mib = 1; };
+  trusted_hops = 1;
+  reject_floor_ms = 5;
+  session_key = "session.key";
+};
+cluster: { node = "both-audit-1"; };
+daemon: { control_socket = "$SOCK"; };
+audit: { output = "$NT_DIR/stream-audit.log"; rate = 0; };
+EOF
+nt_start_sluiced || { echo "Bail out! sluiced (edge and gateway) did not start"; exit 1; }
+# 60 accounts failed from one /24 (one /32 each: no pair is locked): prefix_accounts (50).
+specs=$(for i in $(seq 1 60); do echo "victim$i,pw-$i-zz,198.51.100.$i"; done)
+ip netns exec "$NS_S" $PY "$NT_DIR/req.py" 18080 4 $specs >/dev/null
+sleep 0.5
+S=$($PY "$NT_DIR/check.py" "$NT_DIR/stream-audit.log")
+expect_eq "every line of the stream job's audit log parses, with every field" \
+	"$(jget "$S" bad_json) $(jget "$S" missing) $(jget "$S" bad_time)" "0 0 0"
+expect_eq "prefix_accounts fired: a detector line (block, the /24, the tenant)" \
+	"$(count "$S" "r['event']=='detector' and r['source']=='stream' and r['reason']=='prefix_accounts' and r['decision']=='block' and r['prefix']=='198.51.100.0/24' and r['tenant']=='default'")" 1
+expect_eq "  ... and the verdict it wrote into the edge's map is a verdict line" \
+	"$(count "$S" "r['event']=='verdict' and r['source']=='stream' and r['decision']=='block' and r['prefix']=='198.51.100.0/24' and 'accounts failed' in r['reason'] and 'prefix_accounts' in r['detail'] and r['node']=='both-audit-1'")" 1
+expect_match "  ... which verdict list shows" "$(sluicectl verdict list)" "198.51.100.0/24"
+expect_eq "no account name or password in it" \
+	"$(grep -c -e 'victim' -e 'pw-' "$NT_DIR/stream-audit.log")" 0
 tap_done
