@@ -15,6 +15,7 @@
 #      and what it printed plus what it lost is the whole flood;
 #   3. a reader killed while stopped, with its queue full, leaves nothing: sluiced's fd count
 #      is back where it was, its memory does not grow over repeated stalls and kills;
+#   (status counts the readers and what they lost;)
 #   4. a careless or hostile client: `events bogus` refused; readers past the cap refused,
 #      the daemon and the readers it has unaffected; no daemon: `events` says it reads the
 #      pinned ring itself.
@@ -99,6 +100,8 @@ pa=$!
 pb=$!
 wait_stream $pa && wait_stream $pb
 expect_eq "two readers streaming: sluiced holds two more fds" "$(nfd)" $((fd0 + 2))
+expect_eq "  ... and status --json counts 2 readers" \
+	"$(jget "$(sluicectl status --json)" events.readers)" 2
 # top asks for the top shed prefixes every 0.5 s throughout (it used to drain the ring).
 "$BUILD/sluicectl" -c "$NT_DIR/sluice.conf" top --json --interval 0.5 -n 40 >"$NT_DIR/top" \
 	2>"$NT_DIR/top.err" &
@@ -174,6 +177,12 @@ expect_eq "  ... what it printed ($ev_c) and what it lost add up to the flood" \
 expect_match "  ... and says so on stderr at the end" "$(cat "$NT_DIR/c.err")" \
 	"this reader fell behind and lost $lost_c events"
 expect_eq "  ... A lost none" "$(grep -c '"dropped"' "$NT_DIR/a")" 0
+st=$(sluicectl status --json)
+expect_eq "status --json: events.dropped is what C lost ($lost_c)" "$(jget "$st" events.dropped)" \
+	"$lost_c"
+expect_eq "  ... no readers left" "$(jget "$st" events.readers)" 0
+expect_match "  ... the text says so too" "$(sluicectl status)" \
+	"^events: +[0-9]+ read off the ring, 0 readers now, $lost_c lost by readers that fell behind$"
 
 # ---- 3. a reader killed while stopped leaves nothing behind ----------------------------------------
 stall_and_kill() {

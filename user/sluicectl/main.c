@@ -961,6 +961,14 @@ static int cmd_status(const struct ctl *c)
 		} else {
 			json_null(&j, "store");
 		}
+		/* The event fan-out: read off the ring, readers now, what slow ones lost. */
+		if (running && ctl_call(c, "events-stats", store, sizeof(store)) == 1 &&
+		    store[3] == '{') {
+			strip_nl(store);
+			json_raw(&j, "events", store + 3);
+		} else {
+			json_null(&j, "events");
+		}
 		json_obj_end(&j);
 		json_end(&j);
 	} else {
@@ -1001,6 +1009,15 @@ static int cmd_status(const struct ctl *c)
 			       sl_fmt_rate(1e9 / (double)r->emission_ns, rate, sizeof(rate)),
 			       (double)r->tolerance_ns / (double)r->emission_ns,
 			       t.mode == SL_MODE_MONITOR ? " (monitor)" : "");
+		}
+		if (running && ctl_call(c, "events-stats", store, sizeof(store)) == 1) {
+			unsigned long long rd = 0, dr = 0;
+			unsigned int n = 0;
+
+			if (sscanf(store, "ok {\"read\":%llu,\"readers\":%u,\"dropped\":%llu}", &rd,
+				   &n, &dr) == 3)
+				printf("events:      %llu read off the ring, %u reader%s now, %llu lost "
+				       "by readers that fell behind\n", rd, n, n == 1 ? "" : "s", dr);
 		}
 		if (running && ctl_call(c, "store text", store, sizeof(store)) == 1)
 			printf("counters:    %s", store + 3);

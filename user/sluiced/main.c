@@ -1160,6 +1160,13 @@ static void on_ctl(void *arg, const char *line, struct evbuffer *out, struct ctl
 			topk_report_now(d, out, !strcmp(fmt, "json"), n);
 	} else if (!strcmp(line, "config") || !strcmp(line, "config json")) {
 		config_report(d, out, !strcmp(line, "config json"));
+	} else if (!strcmp(line, "events-stats")) {
+		struct evhub_stats es;
+
+		evhub_get_stats(d->evhub, &es);
+		evbuffer_add_printf(out, "ok {\"read\":%llu,\"readers\":%u,\"dropped\":%llu}\n",
+				    (unsigned long long)es.events, es.readers,
+				    (unsigned long long)es.dropped);
 	} else if (!strcmp(line, "events") || !strncmp(line, "events ", 7)) {
 		evhub_subscribe(d->evhub, line + 6, out, req, d->cfg.event_sample);
 	} else if (!strcmp(line, "store") || !strcmp(line, "store text")) {
