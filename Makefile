@@ -15,6 +15,8 @@ Q := $(if $(filter 1,$(V)),,@)
 msg = $(if $(filter 1,$(V)),,@printf '  %-8s %s\n' '$(1)' '$(2)';)
 
 BUILD   ?= build
+# Plain `make` builds the binaries, whatever rule comes first below.
+.DEFAULT_GOAL := all
 CC      ?= gcc
 CLANG   ?= clang
 BPFTOOL ?= bpftool
@@ -242,6 +244,13 @@ bench-attack: $(BINS) $(BUILD)/bench/h1load $(BUILD)/bench/synflood $(BUILD)/bpf
 .PHONY: bench-gateway
 bench-gateway: $(BINS) $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 	$(Q)BUILD=$(BUILD) bench/gateway.sh
+
+# Upstream mode (bench/proxy.sh): a cheap route through sluice against the same nginx
+# directly and through nginx as a proxy; and Monday through sluice against an unprotected
+# identity service.
+.PHONY: bench-proxy
+bench-proxy: $(BINS) $(BUILD)/bench/monday
+	$(Q)BUILD=$(BUILD) bench/proxy.sh
 
 # The counter store (bench/counters.sh): checks/s and latency in-process, by the Redis
 # script, and by a naive GET + SET; and how much the naive one over-admits under concurrency.

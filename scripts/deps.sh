@@ -32,7 +32,7 @@ declare -A SET=(
 		util-linux openssl tcpdump ethtool groff-base man-db redis-server redis-tools tmux
 		nginx-light"
 	[demo]="iproute2 python3 python3-scapy python3-prometheus-client curl procps util-linux
-		openssl gnuplot-nox nginx-light redis-server redis-tools xdp-tools"
+		openssl gnuplot-nox nginx-light redis-server redis-tools xdp-tools wrk"
 )
 # The services the packages above start on install: package -> unit.
 declare -A SERVICE_OF=([redis-server]=redis-server [nginx-light]=nginx)

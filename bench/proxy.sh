@@ -1,0 +1,302 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# Upstream mode's two figures (issue 15), each measured against its baseline in the same
+# invocation on loopback (the machine is shared: only ratios within one run mean anything):
+#
+#   overhead  two cheap routes served by nginx: /static (a fixed 200, ~20 us) and /check
+#             (HTTP Basic against SHA-512-crypt at 1,000 rounds, ~0.3 ms of CPU: the
+#             cheapest authenticated request), with wrk over 1 and 16 keep-alive
+#             connections: straight to nginx, through nginx as a reverse proxy (the
+#             reference proxy), and through sluiced in upstream mode; interleaved, ROUNDS
+#             rounds, medians compared as ratios to direct (bench/proxy_summary.py): p50,
+#             p99, requests/s. Goal (issue 15): p50 <= 1.1x direct.
+#   monday    an identity service whose logins are bounded by its Argon2id pool (a sluiced
+#             gateway with admission off: one unbounded FIFO, no deadlines, which is what an
+#             unprotected service is) offered 4x that capacity by bench/monday (3 s client
+#             deadline, an immediate retry on anything but a 200): goodput straight at it,
+#             and with a sluiced in upstream mode in front (admission on, the service's
+#             workers as its connections). Goodput as a fraction of the pool's capacity,
+#             measured with the same parameters before and after each run.
+#
+# Usage: bench/proxy.sh [overhead|monday|all]       (make bench-proxy runs all)
+# Knobs: ROUNDS (3), SECONDS_EACH (5), M_COST (16384), T_COST (2), WORKERS (2),
+#        WARMUP (5), DURATION (15). One JSON line per run in $BUILD/bench/proxy-results.jsonl.
+set -u
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+PY=/usr/bin/python3
+ROUNDS=${ROUNDS:-3}
+SECONDS_EACH=${SECONDS_EACH:-5}
+M_COST=${M_COST:-16384}
+T_COST=${T_COST:-2}
+WORKERS=${WORKERS:-2}
+WARMUP=${WARMUP:-5}
+DURATION=${DURATION:-15}
+WHAT=${1:-all}
+OUT=$BUILD/bench/proxy-results.jsonl
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+for b in sluiced sluicectl bench/monday; do
+	[ -x "$BUILD/$b" ] || { echo "bench/proxy.sh: build $BUILD/$b first (make bench-proxy)" >&2; exit 1; }
+done
+command -v wrk >/dev/null || { echo "bench/proxy.sh: wrk is missing (scripts/deps.sh demo)" >&2; exit 1; }
+[ -x "$NGINX" ] || { echo "bench/proxy.sh: nginx is missing (scripts/deps.sh demo)" >&2; exit 1; }
+
+DIR=$(mktemp -d /tmp/sluice-bench-proxy.XXXXXX)
+PIDS=()
+SVC_PID= FRONT_PID=
+cleanup() {
+	local p
+	for p in "${PIDS[@]}" $SVC_PID $FRONT_PID; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	[ "${KEEP:-0}" = 1 ] && echo "bench/proxy.sh: kept $DIR" >&2 || rm -rf "$DIR"
+}
+trap cleanup EXIT
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+j() { $PY -c 'import json,sys; v=json.loads(sys.argv[1])
+for k in sys.argv[2].split("."): v=v[int(k)] if isinstance(v,list) else v[k]
+print(v)' "$1" "$2"; }
+calc() { $PY -c "print($1)"; }
+wait_port() {
+	local i
+	for i in $(seq 1 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0
+		sleep 0.05
+	done
+	echo "bench/proxy.sh: nothing listens on $1" >&2
+	exit 1
+}
+record() { echo "$1" >>"$OUT"; }
+cpu_ticks() { # PID: its user + system time so far, in clock ticks (0 without a PID)
+	[ -n "$1" ] || { echo 0; return; }
+	awk '{print $14 + $15}' "/proc/$1/stat"
+}
+mkdir -p "$BUILD/bench"
+echo "# $(date -u +%FT%TZ) bench/proxy.sh $WHAT on $(nproc) CPUs" | tee -a "$OUT"
+
+# ---- overhead ------------------------------------------------------------------------------------
+# wrk's --latency output into JSON: p50, p99 (ms), requests/s, non-2xx.
+wrk_json() {
+	$PY -c '
+import json, re, sys
+t = sys.stdin.read()
+def ms(v):
+    n, u = re.match(r"([\d.]+)(us|ms|s)", v).groups()
+    return float(n) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[u]
+p = dict((m.group(1), ms(m.group(2))) for m in re.finditer(r"^\s+(50|99)%\s+(\S+)", t, re.M))
+rps = float(re.search(r"Requests/sec:\s+([\d.]+)", t).group(1))
+bad = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", t)
+err = re.search(r"Socket errors: (.*)", t)
+print(json.dumps({"label": sys.argv[1], "p50_ms": p["50"], "p99_ms": p["99"], "rps": rps,
+                  "non_2xx": int(bad.group(1)) if bad else 0, "socket_errors": err.group(1) if err else ""}))' "$1"
+}
+
+overhead() {
+	local ng np gw i r route c target port pid t0 t1
+	ng=$(free_port)
+	np=$(free_port)
+	gw=$(free_port)
+	mkdir -p "$DIR/ng/logs" "$DIR/ng/tmp"
+	chmod 755 "$DIR" "$DIR/ng"
+	# /check: HTTP Basic against SHA-512-crypt at its minimum, 1,000 rounds (~0.3 ms of CPU
+	# here): a stand-in for the platform's cheapest authenticated request.
+	$PY -c 'import crypt; print("u:" + crypt.crypt("p", crypt.mksalt(crypt.METHOD_SHA512, rounds=1000)))' \
+		2>/dev/null >"$DIR/ng/htpasswd"
+	chmod 644 "$DIR/ng/htpasswd"
+	cat >"$DIR/ng/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $DIR/ng/nginx.pid;
+error_log $DIR/ng/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $DIR/ng/tmp/body;
+  proxy_temp_path $DIR/ng/tmp/proxy;
+  fastcgi_temp_path $DIR/ng/tmp/fcgi;
+  uwsgi_temp_path $DIR/ng/tmp/uwsgi;
+  scgi_temp_path $DIR/ng/tmp/scgi;
+  server {
+    listen 127.0.0.1:$ng;
+    location = /static { default_type application/json; return 200 '{"active":true}'; }
+    location = /check {
+      auth_basic "idp"; auth_basic_user_file $DIR/ng/htpasswd;
+      try_files /nonexistent @ok;
+    }
+    location @ok { default_type application/json; return 200 '{"active":true}'; }
+  }
+}
+EOF
+	# The reference proxy: another nginx, its own process as sluiced is, keep-alive to the
+	# origin (in the origin's own process a proxy would skip a process hop sluice pays).
+	mkdir -p "$DIR/np/logs" "$DIR/np/tmp"
+	cat >"$DIR/np/nginx.conf" <<EOF
+daemon off;
+worker_processes 1;
+pid $DIR/np/nginx.pid;
+error_log $DIR/np/logs/error.log warn;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $DIR/np/tmp/body;
+  proxy_temp_path $DIR/np/tmp/proxy;
+  fastcgi_temp_path $DIR/np/tmp/fcgi;
+  uwsgi_temp_path $DIR/np/tmp/uwsgi;
+  scgi_temp_path $DIR/np/tmp/scgi;
+  upstream origin { server 127.0.0.1:$ng; keepalive 32; }
+  server {
+    listen 127.0.0.1:$np;
+    location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; }
+  }
+}
+EOF
+	"$NGINX" -p "$DIR/ng" -c "$DIR/ng/nginx.conf" >"$DIR/ng/out" 2>&1 &
+	PIDS+=($!)
+	"$NGINX" -p "$DIR/np" -c "$DIR/np/nginx.conf" >"$DIR/np/out" 2>&1 &
+	PIDS+=($!)
+	NP_MASTER=$!
+	cat >"$DIR/proxy.conf" <<EOF
+tenants = ( { name = "default"; reservation = 0.0; } );
+routes = ( { name = "static"; method = "GET"; path = "/static"; cpu = 1.0; },
+           { name = "check"; method = "GET"; path = "/check"; cpu = 3.0; } );
+gateway: {
+  listen = "127.0.0.1:$gw";
+  upstream = { url = "http://127.0.0.1:$ng"; concurrency = 32; };
+  capacity = { cpu = 10000000.0; };
+  max_requests_per_connection = 1000000000;
+  max_connections_per_prefix = 4096;
+  max_connections_per_parent = 4096;
+};
+counters: { login_failures = { enabled = false; }; login_successes = { enabled = false; }; };
+daemon: { control_socket = "$DIR/proxy.sock"; log_level = "warn"; };
+EOF
+	"$BUILD/sluiced" -c "$DIR/proxy.conf" -f >"$DIR/proxy.log" 2>&1 &
+	PIDS+=($!)
+	GW_PID=$!
+	wait_port "$ng"
+	wait_port "$np"
+	wait_port "$gw"
+	# The proxy's own CPU per request (user + system, from /proc): the figure a shared
+	# machine cannot skew much. nginx's work is in its worker, the master's child.
+	NP_WORKER=$(pgrep -P "$NP_MASTER" | head -1)
+	AUTH="Authorization: Basic $(printf u:p | base64)"
+	: >"$DIR/ov.jsonl"
+	for i in $(seq 1 "$ROUNDS"); do
+		for route in static check; do
+			for c in 1 16; do
+				for target in direct nginx sluice; do
+					case $target in
+					direct) port=$ng pid= ;;
+					nginx) port=$np pid=$NP_WORKER ;;
+					sluice) port=$gw pid=$GW_PID ;;
+					esac
+					t0=$(cpu_ticks "$pid")
+					r=$(wrk -t1 -c$c -d"${SECONDS_EACH}s" --latency -H "$AUTH" \
+						"http://127.0.0.1:$port/$route" | wrk_json "$route c$c $target")
+					t1=$(cpu_ticks "$pid")
+					r=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); n=r["rps"]*float(sys.argv[2])
+r["proxy_cpu_us_per_req"]=round((int(sys.argv[4])-int(sys.argv[3]))*1e6/float(sys.argv[5])/n, 1) if sys.argv[6] else None
+print(json.dumps(r))' "$r" "$SECONDS_EACH" "$t0" "$t1" "$(getconf CLK_TCK)" "$pid")
+					record "$r"
+					echo "$r" >>"$DIR/ov.jsonl"
+				done
+			done
+		done
+		echo "  round $i of $ROUNDS done"
+	done
+	$PY "$ROOT/bench/proxy_summary.py" "$DIR/ov.jsonl" | tee -a "$OUT"
+}
+
+# ---- monday through the proxy --------------------------------------------------------------------
+capacity() {
+	"$BUILD/bench/monday" --capacity --m-cost "$M_COST" --t-cost "$T_COST" --threads "$WORKERS" \
+		--seconds 3
+}
+
+monday_through() {
+	local up fr c0 cap ms clients cb ca r label port pid
+	up=$(free_port)
+	fr=$(free_port)
+	c0=$(capacity)
+	record "$c0"
+	cap=$(j "$c0" hashes_per_s)
+	ms=$(j "$c0" ms_per_hash)
+	clients=$(calc "int(round(4 * $cap))")
+	printf 'monday: the service hashes %.1f logins/s with %d worker(s) (%.1f ms each); %d clients, think 1 s, 3 s deadline, retry at once\n' \
+		"$cap" "$WORKERS" "$ms" "$clients"
+	# The identity service: built-in logins, admission off (no queue bound, no deadline).
+	cat >"$DIR/svc.conf" <<EOF
+tenants = ( { name = "default"; reservation = 0.0; } );
+routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = $(calc "round($ms * 10, 1)"); } );
+gateway: {
+  listen = "127.0.0.1:$up";
+  credentials = "$DIR/svc.creds";
+  capacity = { cpu = $((WORKERS * 10000)).0; };
+  argon2 = { m_cost_kib = $M_COST; t_cost = $T_COST; parallelism = 1;
+             memory_budget_mib = $((WORKERS * M_COST / 1024)); };
+  admission = false;
+  reject_floor_ms = 0;
+  max_connections = 8192;
+  max_connections_per_prefix = 8192;
+  max_connections_per_parent = 8192;
+};
+counters: { login_failures = { enabled = false; }; login_successes = { enabled = false; }; };
+daemon: { control_socket = "$DIR/svc.sock"; log_level = "warn"; };
+EOF
+	: >"$DIR/svc.creds"
+	chmod 600 "$DIR/svc.creds"
+	echo password | "$BUILD/sluicectl" -c "$DIR/svc.conf" user add default user >/dev/null ||
+		{ echo "bench/proxy.sh: user add failed" >&2; exit 1; }
+	# sluice in front: upstream mode, one connection per service worker, a forward's cost
+	# its measured time (a worker busy all the time is 10,000 units/s).
+	cat >"$DIR/front.conf" <<EOF
+tenants = ( { name = "default"; reservation = 0.0; } );
+routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = $(calc "round($ms * 10, 1)"); } );
+gateway: {
+  listen = "127.0.0.1:$fr";
+  upstream = { url = "http://127.0.0.1:$up"; concurrency = $WORKERS; timeout_ms = 3000; };
+  capacity = { cpu = $((WORKERS * 10000)).0; };
+  reject_floor_ms = 250;
+  max_connections = 8192;
+  max_connections_per_prefix = 8192;
+  max_connections_per_parent = 8192;
+  max_held = 8192;
+};
+counters: { login_failures = { enabled = false; }; login_successes = { enabled = false; }; };
+daemon: { control_socket = "$DIR/front.sock"; log_level = "warn"; };
+EOF
+	for label in "without sluice" "with sluice"; do
+		"$BUILD/sluiced" -c "$DIR/svc.conf" -f >"$DIR/svc.log" 2>&1 &
+		SVC_PID=$!
+		wait_port "$up"
+		port=$up
+		if [ "$label" = "with sluice" ]; then
+			"$BUILD/sluiced" -c "$DIR/front.conf" -f >"$DIR/front.log" 2>&1 &
+			FRONT_PID=$!
+			wait_port "$fr"
+			port=$fr
+		fi
+		cb=$(capacity)
+		r=$(nice -n 19 "$BUILD/bench/monday" --port "$port" --clients "$clients" --think 1 \
+			--deadline 3 --warmup "$WARMUP" --duration "$DURATION" --label "$label")
+		for pid in $FRONT_PID $SVC_PID; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
+		FRONT_PID= SVC_PID=
+		ca=$(capacity)
+		cap=$(calc "($(j "$cb" hashes_per_s) + $(j "$ca" hashes_per_s)) / 2")
+		record "$cb"; record "$r"; record "$ca"
+		printf '  %-15s goodput %6.1f/s = %5.1f%% of %.1f logins/s  (ok p99 %s ms, %s 429s, %s timeouts, %s attempts)\n' \
+			"$label" "$(j "$r" goodput_per_s)" "$(calc "100 * $(j "$r" goodput_per_s) / $cap")" \
+			"$cap" "$(j "$r" ok_p99_ms)" "$(j "$r" status_429)" "$(j "$r" timeouts)" "$(j "$r" attempts)"
+	done
+}
+
+case "$WHAT" in
+overhead) overhead ;;
+monday) monday_through ;;
+all) overhead; monday_through ;;
+*) echo "usage: bench/proxy.sh [overhead|monday|all]" >&2; exit 2 ;;
+esac
