@@ -155,6 +155,8 @@ static struct gw_job *dq_last(const struct gw_deque *q, bool lifo)
 
 /* ---- DRR active list -------------------------------------------------------------------- */
 
+static void unlink_queued(struct gw_sched *s, struct gw_job *j);
+
 static void active_add(struct gw_sched *s, int slot)
 {
 	struct gw_tstate *t = &s->t[slot];
@@ -193,6 +195,97 @@ static void active_remove(struct gw_sched *s, int slot)
 			active_remove_at(s, i);
 			return;
 		}
+}
+
+/* The reserved lane's tenants: those with reserved work queued, in arrival order (the order
+ * of the lane's round robin). */
+static void resv_add(struct gw_sched *s, int slot)
+{
+	struct gw_tstate *t = &s->t[slot];
+
+	if (t->in_resv)
+		return;
+	t->in_resv = 1;
+	t->res_given = 0;
+	t->res_deficit = 0;
+	s->resv[s->n_resv++] = (uint16_t)slot;
+}
+
+static void resv_remove(struct gw_sched *s, int slot)
+{
+	int i;
+
+	for (i = 0; i < s->n_resv; i++)
+		if (s->resv[i] == slot) {
+			/* As in DRR: an emptied sub-queue forfeits its deficit. */
+			s->t[slot].in_resv = 0;
+			s->t[slot].res_given = 0;
+			s->t[slot].res_deficit = 0;
+			memmove(&s->resv[i], &s->resv[i + 1], (size_t)(s->n_resv - i - 1) *
+				sizeof(s->resv[0]));
+			s->n_resv--;
+			if (i < s->resv_rr)
+				s->resv_rr--;
+			return;
+		}
+}
+
+/* The reserved lane: deficit round robin over the tenants' reserved sub-queues, each visit
+ * worth the largest job scaled by the tenant's reservation against the largest reservation
+ * queued. Every tenant with reserved work is served within one round whatever backlog the
+ * others hold, and when the pool delivers less than the reservations promise, each gets its
+ * reservation's share of what it does deliver: the tenant sending beyond that share is the
+ * one whose jobs wait (and, the lane full, are pushed out). */
+static struct gw_job *resv_pop(struct gw_sched *s)
+{
+	double top = 1.0;
+	int i, guard = 0;
+
+	for (i = 0; i < s->n_resv; i++)
+		if (s->t[s->resv[i]].reservation > top)
+			top = s->t[s->resv[i]].reservation;
+	while (s->n_resv > 0) {
+		struct gw_tstate *t;
+		struct gw_job *h;
+
+		if (s->resv_rr >= s->n_resv)
+			s->resv_rr = 0;
+		t = &s->t[s->resv[s->resv_rr]];
+		if (!t->res_given) {
+			t->res_deficit += s->quantum *
+					  (t->reservation > 1.0 ? t->reservation : 1.0) / top;
+			t->res_given = 1;
+		}
+		h = t->resq.head;
+		/* The guard bounds a dequeue's work when one tenant's weight is tiny next to
+		 * another's: its head is served rather than spinning through more rounds. */
+		if (h->cost <= t->res_deficit || ++guard > 4 * GW_MAX_TENANTS) {
+			t->res_deficit -= h->cost;
+			unlink_queued(s, h);
+			return h;
+		}
+		t->res_given = 0;
+		s->resv_rr++;
+	}
+	return NULL;
+}
+
+/* The tenant with reserved work queued furthest above its reservation, or -1. */
+static int resv_most_over(struct gw_sched *s, uint64_t now, double *ratio)
+{
+	double best = -1.0;
+	int i, slot = -1;
+
+	for (i = 0; i < s->n_resv; i++) {
+		double r = gw_sched_overage(s, s->resv[i], now);
+
+		if (r > best) {
+			best = r;
+			slot = s->resv[i];
+		}
+	}
+	*ratio = best;
+	return slot;
 }
 
 /* A new DRR round visits tenants from the least to the most over their reservation: under
@@ -356,6 +449,8 @@ void gw_sched_configure(struct gw_sched *s, const struct sl_config *c, uint64_t 
 	s->quantum = max_cost;
 	if (s->svc_ns <= 0)
 		s->svc_ns = max_cost * UNIT_NS;
+	if (s->svc_units <= 0)
+		s->svc_units = max_cost; /* until measured: a worker delivers one unit per unit */
 
 	/* The capacity bucket holds a tenth of a second, and at least two of the largest
 	 * jobs so a burst job can always start once the reservations leave room. */
@@ -378,6 +473,7 @@ void gw_sched_configure(struct gw_sched *s, const struct sl_config *c, uint64_t 
 		s->t[i].live = 0;
 		s->slot_of_cfg[i] = -1;
 	}
+	s->res_total = 0;
 	for (i = 0; i < c->n_tenants && i < GW_MAX_TENANTS; i++) {
 		const struct sl_tenant_cfg *tc = &c->tenants[i];
 		int slot = find_tenant(s, tc->name);
@@ -397,6 +493,7 @@ void gw_sched_configure(struct gw_sched *s, const struct sl_config *c, uint64_t 
 		}
 		t->live = 1;
 		t->reservation = tc->reservation;
+		s->res_total += tc->reservation;
 		/* One second of the reservation, and room for one of the largest jobs: a
 		 * tenant reserved below one login per second still gets its login. */
 		burst = tc->reservation;
@@ -455,31 +552,101 @@ uint32_t gw_sched_depth_limit(const struct gw_sched *s)
 	return (uint32_t)d;
 }
 
-uint64_t gw_sched_queue_wait(const struct gw_sched *s, uint64_t now)
+double gw_sched_delivered(const struct gw_sched *s)
 {
-	uint64_t oldest = UINT64_MAX;
-	int i;
-
-	if (s->reserved.head)
-		oldest = s->reserved.head->admit_ns;
-	for (i = 0; i < s->n_active; i++) {
-		const struct gw_job *h = s->t[s->active[i]].burst.head;
-
-		if (h && h->admit_ns < oldest)
-			oldest = h->admit_ns;
-	}
-	return oldest == UINT64_MAX || now <= oldest ? 0 : now - oldest;
+	return s->svc_ns > 0 ? (double)s->workers * s->svc_units * (double)GW_NS / s->svc_ns : 0;
 }
 
-/* FIFO while the oldest job is fresh; LIFO once it has waited past lifo_after, so the
- * job served is the one whose client is most likely still there. */
+/* The reservations are a promise the pool keeps while it delivers what they add up to; below
+ * that, each keeps its reservation's share of what is delivered. */
+double gw_sched_reserve_scale(const struct gw_sched *s)
+{
+	double d = gw_sched_delivered(s);
+
+	if (!(s->res_total > 0) || d >= s->res_total)
+		return 1.0;
+	/* Never below a hundredth: a stalled pool's first hash must not zero every promise. */
+	return d / s->res_total > 0.01 ? d / s->res_total : 0.01;
+}
+
+/* The oldest job a tenant has queued, in either lane, or NULL. */
+static const struct gw_job *tenant_oldest(const struct gw_tstate *t)
+{
+	const struct gw_job *a = t->resq.head, *b = t->burst.head;
+
+	if (!a)
+		return b;
+	return b && b->admit_ns < a->admit_ns ? b : a;
+}
+
+static uint64_t tenant_wait(const struct gw_tstate *t, uint64_t now)
+{
+	const struct gw_job *o = tenant_oldest(t);
+
+	return !o || now <= o->admit_ns ? 0 : now - o->admit_ns;
+}
+
+uint64_t gw_sched_queue_wait(const struct gw_sched *s, uint64_t now)
+{
+	uint64_t w = 0;
+	int i;
+
+	for (i = 0; i < s->n_resv; i++) {
+		uint64_t x = tenant_wait(&s->t[s->resv[i]], now);
+
+		w = x > w ? x : w;
+	}
+	for (i = 0; i < s->n_active; i++) {
+		uint64_t x = tenant_wait(&s->t[s->active[i]], now);
+
+		w = x > w ? x : w;
+	}
+	return w;
+}
+
+/* One tenant's burst sub-queue: FIFO while its own oldest burst job is fresh; LIFO once that
+ * job has waited past lifo_after, so the job served is the one whose client is most likely
+ * still there. Decided on the tenant's own jobs only: a neighbour's backlog never turns a
+ * quiet tenant's queue around. The reserved lane is always FIFO: its depth is bounded (twice
+ * the Little's-law depth, shared by overage), so FIFO bounds its waits well inside any
+ * deadline, and LIFO there would only make a tenant inside its reservation watch its oldest
+ * logins wait while newer ones are served. */
+static void tenant_mode(struct gw_sched *s, int slot, uint64_t now)
+{
+	struct gw_tstate *t = &s->t[slot];
+	const struct gw_job *h = t->burst.head;
+	bool lifo = s->admission && h && now > h->admit_ns && now - h->admit_ns > s->lifo_after_ns;
+
+	if (lifo && !t->lifo)
+		s->lifo_switches++;
+	t->lifo = lifo;
+	s->lifo = s->lifo || lifo;
+}
+
 static void update_mode(struct gw_sched *s, uint64_t now)
 {
-	bool lifo = s->admission && gw_sched_queue_wait(s, now) > s->lifo_after_ns;
+	int i;
 
-	if (lifo && !s->lifo)
-		s->lifo_switches++;
-	s->lifo = lifo;
+	s->lifo = false;
+	for (i = 0; i < s->n_active; i++)
+		tenant_mode(s, s->active[i], now);
+}
+
+/* The reservation bucket refills at the reservation scaled to what the workers deliver, and
+ * holds at most one second of that (never less than one of the largest jobs). */
+static void res_refill(struct gw_sched *s, struct gw_tstate *t, uint64_t now)
+{
+	double f = gw_sched_reserve_scale(s), top;
+
+	if (now > t->res.t_ns) {
+		t->res.tokens += t->res.rate * f * (double)(now - t->res.t_ns) / (double)GW_NS;
+		t->res.t_ns = now;
+	}
+	top = t->res.burst * f;
+	if (top < s->quantum)
+		top = t->res.burst < s->quantum ? t->res.burst : s->quantum;
+	if (t->res.tokens > top)
+		t->res.tokens = top;
 }
 
 /* ---- charges ---------------------------------------------------------------------------- */
@@ -551,8 +718,10 @@ static void enqueue(struct gw_sched *s, struct gw_job *j)
 	struct gw_tstate *t = &s->t[j->tenant];
 
 	if (j->lane == GW_LANE_RESERVED) {
-		dq_push(&s->reserved, j);
+		dq_push(&t->resq, j);
 		t->queued_reserved++;
+		s->n_reserved++;
+		resv_add(s, j->tenant);
 	} else {
 		dq_push(&t->burst, j);
 		active_add(s, j->tenant);
@@ -566,13 +735,18 @@ static void unlink_queued(struct gw_sched *s, struct gw_job *j)
 	struct gw_tstate *t = &s->t[j->tenant];
 
 	if (j->lane == GW_LANE_RESERVED) {
-		dq_unlink(&s->reserved, j);
+		dq_unlink(&t->resq, j);
 		t->queued_reserved--;
+		s->n_reserved--;
+		if (!t->resq.n)
+			resv_remove(s, j->tenant);
 	} else {
 		dq_unlink(&t->burst, j);
 		if (!t->burst.n)
 			active_remove(s, j->tenant);
 	}
+	if (!t->burst.n)
+		t->lifo = 0;
 	s->depth--;
 	j->state = GW_JOB_NEW;
 }
@@ -587,7 +761,7 @@ void gw_sched_release(struct gw_sched *s, struct gw_job *j, uint64_t now)
 		unlink_queued(s, j);
 	if (s->admission) {
 		if (j->lane == GW_LANE_RESERVED) {
-			gw_bucket_refill(&t->res, now);
+			res_refill(s, t, now);
 			bucket_adjust(&t->res, j->cost);
 		}
 		if (j->pool_charged) {
@@ -632,7 +806,7 @@ int gw_sched_admit(struct gw_sched *s, struct gw_job *j, uint64_t now, struct gw
 		goto admitted;
 	}
 
-	gw_bucket_refill(&t->res, now);
+	res_refill(s, t, now);
 	gw_bucket_refill(&s->pool, now);
 	if (!db_take(s, j))
 		return GW_SHED_DB_FULL;
@@ -669,6 +843,19 @@ int gw_sched_admit(struct gw_sched *s, struct gw_job *j, uint64_t now, struct gw
 		if (v < 0 && j->lane == GW_LANE_RESERVED && s->depth < 2 * lim &&
 		    s->depth < s->max_depth)
 			goto enqueue;
+		/* Past that, the reserved work of the tenant furthest above its own reservation
+		 * makes room for a tenant less far above: one tenant's reserved backlog does not
+		 * lock the others' reservations out. */
+		if (v < 0 && j->lane == GW_LANE_RESERVED) {
+			v = resv_most_over(s, now, &vr);
+			if (v >= 0 && v != j->tenant && mine < vr) {
+				out = s->t[v].resq.tail; /* FIFO: its newest is served last */
+				gw_sched_release(s, out, now);
+				*victim = out;
+				goto enqueue;
+			}
+			v = -1;
+		}
 		/* Room is made only at the expense of a tenant further above its reservation
 		 * than the arrival's; reserved work outranks all burst work. */
 		if (v < 0 || (j->lane == GW_LANE_BURST && (v == j->tenant || mine >= vr))) {
@@ -677,7 +864,7 @@ int gw_sched_admit(struct gw_sched *s, struct gw_job *j, uint64_t now, struct gw
 			db_release(s, j);
 			return GW_SHED_QUEUE_FULL;
 		}
-		out = dq_last(&s->t[v].burst, s->lifo);
+		out = dq_last(&s->t[v].burst, s->t[v].lifo);
 		gw_sched_release(s, out, now);
 		*victim = out;
 	}
@@ -721,7 +908,7 @@ static struct gw_job *drr_pop(struct gw_sched *s, uint64_t now)
 			t->deficit += s->quantum;
 			t->quantum_given = 1;
 		}
-		h = dq_peek(&t->burst, s->lifo);
+		h = dq_peek(&t->burst, t->lifo);
 		/* The guard only matters when an estimate grew past every quantum: serve the
 		 * head rather than spin. */
 		if (h->cost <= t->deficit || ++guard > 4 * GW_MAX_TENANTS) {
@@ -743,9 +930,8 @@ struct gw_job *gw_sched_next(struct gw_sched *s, uint64_t now, struct gw_drops *
 		if (d->n >= GW_DROP_BATCH)
 			return NULL;
 		update_mode(s, now);
-		if (s->reserved.n) {
-			j = dq_peek(&s->reserved, s->lifo);
-			unlink_queued(s, j);
+		if (s->n_resv) {
+			j = resv_pop(s);
 		} else if (s->n_active) {
 			/* Burst work runs only while the capacity bucket has room: that room is
 			 * the burst pool. */
@@ -780,26 +966,39 @@ bool gw_sched_maintain(struct gw_sched *s, uint64_t now, struct gw_drops *d)
 	if (!s->admission)
 		return false;
 	update_mode(s, now);
-	/* CoDel on the queue's standing wait: if even its best moment over a whole interval
-	 * was above target, the queue is not absorbing a burst, it is a backlog. */
-	wait = gw_sched_queue_wait(s, now);
-	if (wait < s->target_wait_ns) {
-		s->first_above_ns = 0;
-		s->dropping = false;
-	} else if (!s->first_above_ns) {
-		s->first_above_ns = now + s->codel_interval_ns;
-	} else if (now >= s->first_above_ns && !s->dropping) {
-		s->dropping = true;
-		s->codel_episodes++;
+	/* CoDel on each tenant's standing wait: if even its oldest job's best moment over a
+	 * whole interval was above target, that tenant's queue is not absorbing a burst, it is
+	 * a backlog. Decided per tenant, so only the tenant with the backlog is shed. */
+	s->dropping = false;
+	for (i = 0; i < GW_MAX_TENANTS; i++) {
+		struct gw_tstate *t = &s->t[i];
+
+		if (!t->used)
+			continue;
+		wait = tenant_wait(t, now);
+		if (wait < s->target_wait_ns) {
+			t->first_above_ns = 0;
+			t->dropping = 0;
+		} else if (!t->first_above_ns) {
+			t->first_above_ns = now + s->codel_interval_ns;
+		} else if (now >= t->first_above_ns && !t->dropping) {
+			t->dropping = 1;
+			s->codel_episodes++;
+		}
+		s->dropping = s->dropping || t->dropping;
 	}
 
-	for (j = s->reserved.head; j; j = nx) {
-		nx = j->next;
-		if (j->deadline_ns && now >= j->deadline_ns) {
-			if (d->n >= GW_DROP_BATCH)
-				return true;
-			gw_sched_release(s, j, now);
-			add_drop(d, j, GW_SHED_EXPIRED);
+	for (i = s->n_resv - 1; i >= 0; i--) {
+		if (i >= s->n_resv)
+			continue;
+		for (j = s->t[s->resv[i]].resq.head; j; j = nx) {
+			nx = j->next;
+			if (j->deadline_ns && now >= j->deadline_ns) {
+				if (d->n >= GW_DROP_BATCH)
+					return true;
+				gw_sched_release(s, j, now); /* may remove it from the list */
+				add_drop(d, j, GW_SHED_EXPIRED);
+			}
 		}
 	}
 	for (i = s->n_active - 1; i >= 0; i--) {
@@ -814,7 +1013,7 @@ bool gw_sched_maintain(struct gw_sched *s, uint64_t now, struct gw_drops *d)
 			nx = j->next;
 			if (j->deadline_ns && now >= j->deadline_ns)
 				why = GW_SHED_EXPIRED;
-			else if (s->dropping && now - j->admit_ns > s->target_wait_ns)
+			else if (t->dropping && now - j->admit_ns > s->target_wait_ns)
 				why = GW_SHED_CODEL;
 			if (why == GW_SHED_NONE)
 				continue;
@@ -842,7 +1041,7 @@ void gw_sched_done(struct gw_sched *s, struct gw_job *j, double measured, uint64
 	 * paid, so over a few seconds every bucket converges on what the work really cost. */
 	if (s->admission) {
 		if (j->lane == GW_LANE_RESERVED) {
-			gw_bucket_refill(&t->res, now);
+			res_refill(s, t, now);
 			bucket_adjust(&t->res, -delta);
 		}
 		if (j->pool_charged) {
@@ -857,8 +1056,11 @@ void gw_sched_done(struct gw_sched *s, struct gw_job *j, double measured, uint64
 		k->samples++;
 		k->sum_abs_err += fabs(delta);
 	}
-	if (j->pooled && service_ns)
+	if (j->pooled && service_ns) {
 		s->svc_ns += EWMA_ALPHA * ((double)service_ns - s->svc_ns);
+		if (measured >= 0)
+			s->svc_units += EWMA_ALPHA * (measured - s->svc_units);
+	}
 	db_release(s, j);
 	t->inflight--;
 	j->pool_charged = 0;

@@ -13,15 +13,25 @@
  *  - db: concurrent slots; each tenant owns a share in proportion to its reservation, the
  *    rest is shared first come.
  *
- * The queue in front of the pool has two lanes. The reserved lane is served first. The burst
- * lane is one sub-queue per tenant, served by deficit round robin with the job's cost as the
- * packet size, each round visiting tenants from the least to the most over their own
- * reservation. Depth is bounded by Little's law (measured service rate x target wait). When
- * full, the job that would be served last of the tenant furthest above its reservation is
- * pushed out (or the arrival is refused when that tenant is the arrival's own).
- * FIFO while healthy, LIFO once the oldest job has waited lifo_after; CoDel-style shedding
- * of burst work once the queue's wait has stayed above target for a whole interval. Every
- * job carries a deadline, re-checked when it is dequeued: expired work is dropped unhashed.
+ * The queue in front of the pool has two lanes, each one sub-queue per tenant, so that no
+ * tenant's backlog sits in front of another's. The reserved lane is served first, the tenant
+ * least above its own reservation first. The burst lane is served by deficit round robin
+ * with the job's cost as the packet size, each round visiting tenants from the least to the
+ * most over their own reservation. Depth is bounded by Little's law (measured service rate x
+ * target wait). When full, the job that would be served last of the tenant furthest above
+ * its reservation is pushed out (or the arrival is refused when that tenant is the
+ * arrival's own).
+ * Each tenant's queue is FIFO while its own oldest job is fresh and LIFO once that job has
+ * waited lifo_after; CoDel-style shedding of a tenant's burst work once its own oldest job's
+ * wait has stayed above target for a whole interval. One tenant's backlog never changes the
+ * order in which another's work is served. Every job carries a deadline, re-checked when it
+ * is dequeued: expired work is dropped unhashed.
+ *
+ * Delivered capacity: the workers' measured rate (workers x measured units per second of a
+ * hash's wall time) may fall below capacity.cpu (the CPUs are shared, the pool slows), and
+ * below what the reservations add up to. The reservations then shrink in proportion, so that
+ * together they fit what the pool really does; what a tenant sends beyond its scaled share
+ * is burst work, the first shed.
  *
  * admission = false turns all of it off: one FIFO, no deadline check (the benchmark's
  * "before" picture), bounded only by GW_UNBOUNDED_DEPTH so memory stays finite.
@@ -122,8 +132,15 @@ struct gw_tstate {
 	struct gw_bucket res;
 	struct gw_meter cons;      /* everything admitted, reconciled to measured cost */
 	struct gw_deque burst;     /* its burst-lane sub-queue */
+	struct gw_deque resq;      /* its reserved-lane sub-queue */
 	double deficit;            /* DRR deficit, units */
-	uint32_t queued_reserved;  /* its jobs in the reserved lane */
+	uint32_t queued_reserved;  /* its jobs in the reserved lane (resq.n) */
+	uint8_t in_resv;           /* in the reserved lane's list */
+	uint8_t res_given;         /* reserved lane: got its quantum this visit */
+	double res_deficit;        /* reserved lane: DRR deficit, units */
+	uint8_t lifo;              /* its own oldest job waited past lifo_after */
+	uint8_t dropping;          /* CoDel: its own wait stood above target an interval */
+	uint64_t first_above_ns;   /* CoDel: when its wait first stood above */
 	uint32_t inflight;         /* admitted, not yet finished or released */
 	double db_share;           /* slots reserved for it */
 	double db_used_share, db_used_shared;
@@ -142,6 +159,7 @@ struct gw_sched {
 	/* settings (gw_sched_configure) */
 	int admission;
 	double cap_cpu, cap_db;
+	double res_total;                      /* the live tenants' reservations, units/s */
 	uint64_t target_wait_ns, lifo_after_ns, codel_interval_ns;
 	uint32_t max_depth, workers;
 	double quantum;
@@ -151,7 +169,9 @@ struct gw_sched {
 	struct gw_class cls[GW_MAX_CLASSES];
 	int16_t class_of_route[GW_MAX_CLASSES]; /* config route index -> class slot */
 
-	struct gw_deque reserved;
+	uint16_t resv[GW_MAX_TENANTS];         /* tenants with reserved work queued */
+	int n_resv, resv_rr;
+	uint32_t n_reserved;                   /* queued jobs, reserved lane */
 	uint32_t depth;                        /* queued jobs, both lanes */
 	struct gw_bucket pool;                 /* the cpu capacity */
 	double db_shared_cap, db_shared_used;
@@ -161,9 +181,9 @@ struct gw_sched {
 	bool new_round;                        /* sort before the next visit */
 
 	double svc_ns;                         /* EWMA wall time of one pooled job */
-	uint64_t first_above_ns;               /* CoDel: when the wait first stood above */
-	bool dropping;                         /* CoDel: shedding stale burst work */
-	bool lifo;
+	double svc_units;                      /* EWMA measured units of one pooled job */
+	bool dropping;                         /* CoDel: some tenant's stale burst work */
+	bool lifo;                             /* some tenant's queue is LIFO */
 	uint64_t codel_episodes, lifo_switches;
 	uint64_t reserved_units, burst_units;  /* charged, cumulative (for utilization) */
 	struct gw_meter reserved_rate, burst_rate;
@@ -232,6 +252,11 @@ uint32_t gw_sched_depth_limit(const struct gw_sched *s);
 double gw_sched_service_rate(const struct gw_sched *s);
 /* Age of the oldest queued job (0 when empty). */
 uint64_t gw_sched_queue_wait(const struct gw_sched *s, uint64_t now);
+/* Units/s the workers deliver at the measured rate (workers x measured units per second of
+ * wall time of a pooled job), and the factor (0..1] the reservations are scaled by: what is
+ * delivered over what the reservations add up to, 1 while the workers deliver that much. */
+double gw_sched_delivered(const struct gw_sched *s);
+double gw_sched_reserve_scale(const struct gw_sched *s);
 
 /* Tenant slot's consumption (units/s) and how far above its reservation it is, as a ratio
  * (consumption / max(reservation, 1)): the order in which tenants are shed. */
