@@ -4,7 +4,7 @@
  * one table per counter and tenant bounded by max_keys, refilled slots reused, a flood of
  * fresh keys that never makes a spent key full, a table that grows), the fallbacks when the
  * configured Redis cannot be reached (fail open at limit / N, fail closed at the static
- * budget, the breaker), and the keyed hash. The Redis paths against a real server are in
+ * budget, the breaker), the keyed hash, and Redis Cluster's key slots. The Redis paths against a real server are in
  * tests/net/test_store.sh and test_counters.sh.
  */
 #include "unit.h"
@@ -404,6 +404,81 @@ static void keyed_hash_is_fixed_width_and_separates_parts(void **state)
 	assert_string_not_equal(h1, h4); /* another key, another hash */
 }
 
+
+/* Redis Cluster's key slots: CRC16-XMODEM mod 16384 of the hash tag, as the cluster
+ * specification has it ("123456789" is the CRC16's check value, 0x31C3 = 12739). The same
+ * keys against a real cluster's CLUSTER KEYSLOT: tests/net/test_redis_cluster.sh. */
+static void keyslot_matches_the_cluster_specification(void **state)
+{
+	static const struct { const char *key; uint16_t slot; } v[] = {
+		{ "123456789", 12739 },
+		{ "foo", 12182 },
+		{ "bar", 5061 },
+		{ "{123456789}", 12739 },       /* the tag alone */
+		{ "x{123456789}y", 12739 },
+		{ "foo{bar}{zap}", 5061 },      /* the first tag: "bar" */
+		/* What redis-server 7.0's CLUSTER KEYSLOT answered for these: */
+		{ "{bar", 4015 },               /* no closing brace: the whole key */
+		{ "foo{}{bar}", 8363 },         /* an empty first tag: the whole key */
+		{ "foo{{bar}}zap", 4015 },      /* the tag is "{bar" */
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		assert_int_equal(sl_store_keyslot(v[i].key, strlen(v[i].key)), v[i].slot);
+	/* Every key of one tenant shares the tenant's slot: the GCRA script's two keys. */
+	assert_int_equal(sl_store_keyslot("sluice:{acme}:login_fail:00ff", 29),
+			 sl_store_keyslot("sluice:{acme}:login_fail:live", 29));
+	assert_int_equal(sl_store_keyslot("sluice:{acme}:lease", 19),
+			 sl_store_keyslot("acme", 4));
+}
+
+static void cluster_addresses_parse(void **state)
+{
+	struct sl_redis_target t;
+
+	(void)state;
+	assert_int_equal(sl_store_target_parse("cluster:127.0.0.1:7000,[::1]:7001,r3:7002", &t),
+			 0);
+	assert_true(t.cluster);
+	assert_false(t.sentinel);
+	assert_int_equal(t.n_sentinels, 3);
+	assert_string_equal(t.sentinel_at[1].host, "::1");
+	assert_int_equal(t.sentinel_at[2].port, 7002);
+	assert_int_not_equal(sl_store_target_parse("cluster:", &t), 0);
+	assert_int_not_equal(sl_store_target_parse("cluster:127.0.0.1", &t), 0);
+	assert_int_not_equal(sl_store_target_parse("cluster:127.0.0.1:7000,", &t), 0);
+	assert_int_not_equal(sl_store_target_parse("cluster:h:0", &t), 0);
+}
+
+/* A cluster whose seeds do not answer: no slot map, so every check takes its fallback at
+ * once (never waits), fail open at limit / N; status says not connected. */
+static void unreachable_cluster_fails_open_at_once(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct sl_store *s = store_new(base, "cluster:127.0.0.1:1,127.0.0.1:2", 2);
+	struct sl_limit l = { .name = "login_fail", .rate = 0.001, .burst = 4,
+			      .fail = SL_FAIL_OPEN };
+	struct answers a = { 0 };
+	struct sl_store_stats st;
+	struct sl_store_node nodes[4];
+
+	(void)state;
+	charge(s, &l, "acme", "pair", 1, 5, &a);
+	assert_int_equal(a.admitted, 2);
+	assert_int_equal(a.last_answer, SL_ANS_LOCAL);
+	sl_store_get_stats(s, &st);
+	assert_true(st.redis);
+	assert_true(st.cluster);
+	assert_false(st.connected);
+	assert_int_equal(st.slots_covered, 0);
+	assert_int_equal(st.short_circuits, 5);
+	assert_int_equal(sl_store_nodes(s, nodes, 4), 0); /* no master known */
+	sl_store_free(s);
+	event_base_free(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -418,6 +493,9 @@ int main(void)
 		cmocka_unit_test(unreachable_redis_fails_open_at_limit_over_n),
 		cmocka_unit_test(unreachable_redis_fails_closed_at_the_static_budget),
 		cmocka_unit_test(keyed_hash_is_fixed_width_and_separates_parts),
+		cmocka_unit_test(keyslot_matches_the_cluster_specification),
+		cmocka_unit_test(cluster_addresses_parse),
+		cmocka_unit_test(unreachable_cluster_fails_open_at_once),
 	};
 
 	log_set_level(LOG_LVL_ERROR);

@@ -1912,13 +1912,53 @@ static void load_redis_sentinels(struct vctx *x, const config_setting_t *r,
 	snprintf(c->redis.address, sizeof(c->redis.address), "%s", addr);
 }
 
+/* redis.cluster, written into redis.address as "cluster:HOST:PORT,HOST:PORT,...": seed nodes
+ * of a Redis Cluster, whose slot map names its masters (store.h, sl_store_target_parse). */
+static void load_redis_cluster(struct vctx *x, const config_setting_t *list,
+			       struct sl_config *c)
+{
+	char addr[sizeof(c->redis.address)];
+	size_t used;
+	int i, n;
+
+	if (!config_setting_is_array(list) && !config_setting_is_list(list)) {
+		bad(x, list, "redis.cluster: expected [\"HOST:PORT\", ...] (seed nodes)");
+		return;
+	}
+	n = config_setting_length(list);
+	if (n < 1 || n > SL_REDIS_MAX_SENTINELS) {
+		bad(x, list, "redis.cluster: 1..%d seed nodes", SL_REDIS_MAX_SENTINELS);
+		return;
+	}
+	used = (size_t)snprintf(addr, sizeof(addr), "cluster:");
+	for (i = 0; i < n; i++) {
+		const config_setting_t *e = config_setting_get_elem(list, (unsigned)i);
+		const char *hp = config_setting_type(e) == CONFIG_TYPE_STRING ?
+				 config_setting_get_string(e) : NULL;
+
+		if (!hp || !host_port_ok(hp) || strpbrk(hp, ",@ ")) {
+			bad(x, e, "redis.cluster: '%s' is not \"HOST:PORT\"", hp ? hp : "?");
+			return;
+		}
+		used += (size_t)snprintf(addr + (used < sizeof(addr) ? used : sizeof(addr)),
+					 used < sizeof(addr) ? sizeof(addr) - used : 0, "%s%s",
+					 i ? "," : "", hp);
+	}
+	if (used >= sizeof(addr)) {
+		bad(x, list, "redis.cluster: too long together (%zu bytes at most)",
+		    sizeof(addr) - 1);
+		return;
+	}
+	snprintf(c->redis.address, sizeof(c->redis.address), "%s", addr);
+}
+
 static void load_redis(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "address", "timeout_ms", "breaker_failures",
 		"breaker_open_ms", "key_prefix", "user", "password", "password_file",
-		"sentinels", "master_name", NULL };
+		"sentinels", "master_name", "cluster", NULL };
 	const config_setting_t *r = config_setting_get_member(root, "redis");
-	const config_setting_t *sent;
+	const config_setting_t *sent, *clu;
 	const char *s;
 	long v;
 
@@ -1930,7 +1970,15 @@ static void load_redis(struct vctx *x, const config_setting_t *root, struct sl_c
 	}
 	check_keys(x, r, "redis", keys);
 	sent = config_setting_get_member(r, "sentinels");
-	if (sent && config_setting_get_member(r, "address"))
+	clu = config_setting_get_member(r, "cluster");
+	if (clu && (sent || config_setting_get_member(r, "address"))) {
+		bad(x, clu, "redis: cluster excludes address and sentinels (a cluster's seed "
+		    "nodes name its masters)");
+		return;
+	}
+	if (clu)
+		load_redis_cluster(x, clu, c);
+	else if (sent && config_setting_get_member(r, "address"))
 		bad(x, sent, "redis: address and sentinels are exclusive (the sentinels name "
 		    "the master)");
 	else if (sent)
@@ -1938,7 +1986,7 @@ static void load_redis(struct vctx *x, const config_setting_t *root, struct sl_c
 	else if (config_setting_get_member(r, "master_name"))
 		bad(x, config_setting_get_member(r, "master_name"),
 		    "redis.master_name: only with redis.sentinels");
-	s = sent ? NULL : get_str(x, r, "redis", "address", true);
+	s = sent || clu ? NULL : get_str(x, r, "redis", "address", true);
 	if (s) {
 		if (!strncmp(s, "unix:", 5) ? s[5] != '/' :
 		    !strncmp(s, "sentinel:", 9) || !host_port_ok(s))

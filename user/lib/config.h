@@ -158,7 +158,8 @@ struct sl_tenant_cfg {
 #define SL_REDIS_MAX_SENTINELS 8
 struct sl_redis_cfg {
 	char address[256];          /* "unix:/path" or "HOST:PORT"; empty: in-process only;
-				     * with redis.sentinels, "sentinel:MASTER@HOST:PORT,..."
+				     * with redis.sentinels, "sentinel:MASTER@HOST:PORT,...";
+				     * with redis.cluster, "cluster:HOST:PORT,..." (seeds)
 				     * (sl_store_target_parse reads all three) */
 	char user[64];              /* ACL user; empty: AUTH with the password alone */
 	char password[256];         /* AUTH on every connection; never logged or shown */

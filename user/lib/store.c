@@ -148,6 +148,41 @@ struct jent {
 	char str[];
 };
 
+/*
+ * One Redis server the store talks to, with its own connection, breaker and scripts: the one
+ * server (or the master the sentinels name) in node[0], or each master of a Redis Cluster.
+ */
+#define MAX_NODES 16        /* masters of a Redis Cluster */
+#define NSLOTS 16384
+#define NO_NODE 0xff
+
+struct rnode {
+	struct sl_store *s;
+	char name[80];        /* in the log, the metrics and status: "IP:PORT" (a cluster's) */
+	char host[200];       /* where it is, numeric (a cluster's master) */
+	int port;
+	bool used;            /* a cluster's: a master of the map (or named by a MOVED) */
+	redisAsyncContext *ac;
+	bool connected, connecting; /* connected: the handshake answered */
+	bool dropping;        /* a disconnect asked for is under way */
+	uint64_t connect_started; /* ns */
+	uint64_t last_reply;  /* ns: the connection last answered anything */
+	uint8_t breaker;
+	uint32_t failures;
+	uint64_t open_until;  /* ns */
+	bool loaded[MAX_SCRIPTS]; /* SCRIPT LOAD answered on this connection */
+	uint32_t slots;       /* a cluster's: slots the map gives it */
+	uint64_t calls, errors, timeouts;
+};
+
+/* A Redis Cluster's slot map: each slot's master, an index into at[]. */
+struct slotmap {
+	int n;
+	struct { char host[64]; int port; } at[MAX_NODES];
+	uint8_t slot[NSLOTS];
+	uint32_t covered;     /* slots with a master */
+};
+
 struct sl_store {
 	struct event_base *base;
 	struct sl_store_opts o;
@@ -155,20 +190,17 @@ struct sl_store {
 	char prefix[64];
 	struct sl_redis_target target; /* redis_addr, parsed */
 	char user[64], password[256];  /* AUTH; the password is never logged */
-	char located[256];    /* where the connection goes: "IP:PORT" */
-	struct locate_job *job; /* a lookup out on its thread */
+	char located[256];    /* where node[0]'s connection goes: "IP:PORT" */
+	struct locate_job *job; /* a lookup (or a cluster's slot map) out on its thread */
 	struct event *job_ev;
-	redisAsyncContext *ac;
-	bool connected, connecting; /* connected: the handshake answered */
-	bool dropping;        /* a disconnect asked for is under way */
-	uint64_t connect_started; /* ns */
-	uint64_t last_reply;  /* ns: the connection last answered anything */
+	struct rnode node[MAX_NODES]; /* node[0] alone unless target.cluster */
+	uint8_t slot[NSLOTS]; /* a cluster's: each slot's node, NO_NODE when none */
+	bool map_known;       /* a cluster's slot map has been read */
+	bool map_stale;       /* a MOVED, a lost master: read it again soon */
+	uint64_t map_at, map_retry_at; /* ns: read last; not to be asked before */
 	char conn_msg[512];   /* the last connection problem logged, and when */
 	uint64_t conn_logged;
 	uint32_t conn_repeats;
-	uint8_t breaker;
-	uint32_t failures;
-	uint64_t open_until;  /* ns */
 	struct event *tick;
 	struct script scripts[MAX_SCRIPTS];
 	int n_scripts;
@@ -184,7 +216,17 @@ struct sl_store {
 
 struct pending {
 	struct sl_store *s;
+	struct rnode *n;      /* where it went (last) */
 	struct event *timer;
+	uint8_t hops;         /* MOVED, ASK and TRYAGAIN followed (MAX_HOPS at most) */
+	bool nocap;           /* a GCRA call on a slot being migrated: sent without the
+			       * live-key set (send_to) */
+	int script;
+	int nkeys, nargs;     /* its keys, then its arguments, copied (a redirect sends them
+			       * again) */
+	const char *av[16];
+	size_t al[16];
+	char *abuf;
 	bool done;
 	bool raw;
 	bool probe;           /* the breaker's own PING: no user waits, not counted */
@@ -1003,9 +1045,12 @@ static struct jent *answer_fallback(struct sl_store *s, const struct sl_limit *l
 	return cost > 0 ? j : NULL;
 }
 
-/* Forget what the fail-open fallbacks hold: Redis answers again, and the next outage starts
- * from the mirror (which Redis keeps current), not from what the last one left. */
-static void fallbacks_reset(struct sl_store *s)
+static uint16_t tenant_slot(const char *tenant);
+
+/* Forget what the fail-open fallbacks of the tenants @n serves hold: @n answers again, and
+ * the next outage starts from the mirror (which Redis keeps current), not from what the
+ * last one left. */
+static void fallbacks_reset(struct sl_store *s, const struct rnode *n)
 {
 	size_t i;
 
@@ -1013,6 +1058,8 @@ static void fallbacks_reset(struct sl_store *s)
 		struct table *t = s->dir[i];
 
 		if (!t || t->kind != TK_LOCAL)
+			continue;
+		if (s->target.cluster && s->slot[tenant_slot(t->tenant)] != (uint8_t)(n - s->node))
 			continue;
 		s->st.local_keys -= t->used;
 		t->used = 0;
@@ -1025,45 +1072,56 @@ static void fallbacks_reset(struct sl_store *s)
 	}
 }
 
-/* ---- the breaker ------------------------------------------------------------------- */
+/* ---- the breaker (one per server: a cluster's masters fail alone) ------------------ */
 
-static void breaker_failure(struct sl_store *s)
+static void breaker_failure(struct rnode *n)
 {
-	if (s->breaker == SL_BREAKER_HALF_OPEN ||
-	    ++s->failures >= (s->o.breaker_failures ? s->o.breaker_failures : 3)) {
+	struct sl_store *s = n->s;
+
+	if (n->breaker == SL_BREAKER_HALF_OPEN ||
+	    ++n->failures >= (s->o.breaker_failures ? s->o.breaker_failures : 3)) {
 		/* Said once per outage: a failed probe (half-open) reopens it quietly. */
-		if (s->breaker == SL_BREAKER_CLOSED)
-			log_warn("redis %s: breaker open after %u failure(s); counters fall back "
-				 "for %u ms at a time, probed in between", s->redis_addr,
-				 s->failures, s->o.breaker_open_ms);
-		else if (s->breaker == SL_BREAKER_HALF_OPEN)
-			log_debug("redis %s: the probe failed; breaker open again", s->redis_addr);
-		s->breaker = SL_BREAKER_OPEN;
-		s->open_until = now_ns() + (uint64_t)s->o.breaker_open_ms * 1000000ull;
+		if (n->breaker == SL_BREAKER_CLOSED)
+			log_warn("redis %s: breaker open after %u failure(s); counters%s fall back "
+				 "for %u ms at a time, probed in between", n->name, n->failures,
+				 s->target.cluster ? " of the tenants on its slots" : "",
+				 s->o.breaker_open_ms);
+		else if (n->breaker == SL_BREAKER_HALF_OPEN)
+			log_debug("redis %s: the probe failed; breaker open again", n->name);
+		n->breaker = SL_BREAKER_OPEN;
+		n->open_until = now_ns() + (uint64_t)s->o.breaker_open_ms * 1000000ull;
+		if (s->target.cluster)
+			s->map_stale = true; /* a failover may have moved its slots */
 	}
 }
 
-static void breaker_success(struct sl_store *s)
+static void breaker_success(struct rnode *n)
 {
-	if (s->breaker != SL_BREAKER_CLOSED) {
-		log_info("redis %s: answering again; breaker closed", s->redis_addr);
-		fallbacks_reset(s);
+	if (n->breaker != SL_BREAKER_CLOSED) {
+		log_info("redis %s: answering again; breaker closed", n->name);
+		fallbacks_reset(n->s, n);
 	}
-	s->breaker = SL_BREAKER_CLOSED;
-	s->failures = 0;
+	n->breaker = SL_BREAKER_CLOSED;
+	n->failures = 0;
 }
 
-static void connect_redis(struct sl_store *s);
+static void connect_node(struct rnode *n);
 
-/* May a user's call go to Redis now? Only with the breaker closed: the probes of an open
+/* May a user's call go to @n now? Only with its breaker closed: the probes of an open
  * breaker are the store's own (on_tick), so no user pays a probe's timeout (issue 16), and
- * an idle node's breaker closes as soon as Redis answers. */
-static bool breaker_allows(struct sl_store *s)
+ * an idle node's breaker closes as soon as Redis answers. NULL (a slot no master serves,
+ * a cluster's map not read yet): no. */
+static bool breaker_allows(struct sl_store *s, struct rnode *n)
 {
-	if (s->breaker != SL_BREAKER_CLOSED)
+	if (!n) {
+		if (s->target.cluster)
+			s->map_stale = true;
 		return false;
-	if (!s->connected) {
-		connect_redis(s);
+	}
+	if (n->breaker != SL_BREAKER_CLOSED)
+		return false;
+	if (!n->connected) {
+		connect_node(n);
 		return false;
 	}
 	return true;
@@ -1109,6 +1167,26 @@ int sl_store_target_parse(const char *a, struct sl_redis_target *t)
 		t->unix_sock = true;
 		snprintf(t->host, sizeof(t->host), "%s", a + 5);
 		return 0;
+	}
+	if (!strncmp(a, "cluster:", 8)) {
+		const char *p, *comma;
+
+		t->cluster = true;
+		/* Every element a HOST:PORT: an empty one (a trailing comma) is refused. */
+		for (p = a + 8;; p = comma + 1) {
+			comma = strchr(p, ',');
+			if (!comma)
+				comma = p + strlen(p);
+			if (t->n_sentinels >= SL_STORE_MAX_SENTINELS ||
+			    !split_host_port(p, (size_t)(comma - p),
+					     t->sentinel_at[t->n_sentinels].host,
+					     sizeof(t->sentinel_at[0].host),
+					     &t->sentinel_at[t->n_sentinels].port))
+				return -EINVAL;
+			t->n_sentinels++;
+			if (!*comma)
+				return 0;
+		}
 	}
 	if (!strncmp(a, "sentinel:", 9)) {
 		const char *at = strchr(a + 9, '@'), *p, *comma;
@@ -1187,6 +1265,15 @@ int sl_store_locate(const struct sl_redis_target *t, uint32_t timeout_ms, char *
 		snprintf(host, hostlen, "%s", t->host);
 		*port = 0;
 		return 0;
+	}
+	if (t->cluster) {
+		/* A seed to start from (the slot map names the masters: cluster_fetch). */
+		for (i = 0; i < t->n_sentinels; i++) {
+			*port = t->sentinel_at[i].port;
+			if (!resolve(t->sentinel_at[i].host, host, hostlen, err, errlen))
+				return 0;
+		}
+		return -EHOSTUNREACH;
 	}
 	if (!t->sentinel) {
 		*port = t->port;
@@ -1267,29 +1354,23 @@ static int auth_argv(const char *user, const char *password, const char **argv)
 	return n;
 }
 
-redisContext *sl_store_connect_sync(const char *address, const char *user,
-				    const char *password, uint32_t timeout_ms,
-				    char *err, size_t errlen)
+/* Blocking: a connection to @host:@port (or the Unix socket @host), authenticated, INFO
+ * checked: a master, a Cluster node exactly when @cluster. NULL with @err set. */
+static redisContext *connect_one(const char *host, int port, bool unix_sock, bool cluster,
+				 const char *user, const char *password, uint32_t timeout_ms,
+				 char *err, size_t errlen)
 {
 	struct timeval tv = { .tv_sec = timeout_ms / 1000,
 			      .tv_usec = (long)(timeout_ms % 1000) * 1000 };
-	struct sl_redis_target t;
 	const char *argv[3];
-	char host[200];
 	redisContext *c;
 	redisReply *r;
-	int port, n;
+	int n;
 
-	if (sl_store_target_parse(address, &t)) {
-		snprintf(err, errlen, "'%s' is not a Redis address", address);
-		return NULL;
-	}
-	if (sl_store_locate(&t, timeout_ms, host, sizeof(host), &port, err, errlen))
-		return NULL;
-	c = t.unix_sock ? redisConnectUnixWithTimeout(host, tv) :
-			  redisConnectWithTimeout(host, port, tv);
+	c = unix_sock ? redisConnectUnixWithTimeout(host, tv) :
+			redisConnectWithTimeout(host, port, tv);
 	if (!c || c->err || redisSetTimeout(c, tv) != REDIS_OK) {
-		snprintf(err, errlen, "%s", c ? c->errstr : "out of memory");
+		snprintf(err, errlen, "%s:%d: %s", host, port, c ? c->errstr : "out of memory");
 		if (c)
 			redisFree(c);
 		return NULL;
@@ -1308,17 +1389,23 @@ redisContext *sl_store_connect_sync(const char *address, const char *user,
 		}
 		freeReplyObject(r);
 	}
-	/* What the store's handshake checks (on_hello): a master, not a Cluster node. */
+	/* What the store's handshake checks (on_hello): a master, a Cluster node or not as
+	 * configured. */
 	r = redisCommand(c, "INFO");
 	if (!r || r->type == REDIS_REPLY_ERROR || r->type != REDIS_REPLY_STRING) {
 		snprintf(err, errlen, "INFO: %s", r && r->type == REDIS_REPLY_ERROR ? r->str :
 			 c->errstr[0] ? c->errstr : "no answer");
 	} else {
 		char v[32];
+		bool is_cluster = info_field(r->str, "cluster_enabled", v, sizeof(v)) &&
+				  !strcmp(v, "1");
 
-		if (info_field(r->str, "cluster_enabled", v, sizeof(v)) && !strcmp(v, "1"))
+		if (is_cluster && !cluster)
 			snprintf(err, errlen, "a Redis Cluster node (cluster_enabled:1): not "
-				 "supported");
+				 "supported as redis.address (list the nodes in redis.cluster)");
+		else if (!is_cluster && cluster)
+			snprintf(err, errlen, "%s:%d is not a Redis Cluster node (no "
+				 "cluster_enabled:1)", host, port);
 		else if (info_field(r->str, "role", v, sizeof(v)) && strcmp(v, "master"))
 			snprintf(err, errlen, "%s:%d is a replica (role:%s)", host, port, v);
 		else
@@ -1331,6 +1418,196 @@ redisContext *sl_store_connect_sync(const char *address, const char *user,
 		return NULL;
 	}
 	return c;
+}
+
+redisContext *sl_store_connect_sync(const char *address, const char *user,
+				    const char *password, uint32_t timeout_ms,
+				    char *err, size_t errlen)
+{
+	struct sl_redis_target t;
+	char host[200];
+	int port;
+
+	if (sl_store_target_parse(address, &t)) {
+		snprintf(err, errlen, "'%s' is not a Redis address", address);
+		return NULL;
+	}
+	if (t.cluster) {
+		snprintf(err, errlen, "a Redis Cluster: one connection cannot serve it");
+		return NULL;
+	}
+	if (sl_store_locate(&t, timeout_ms, host, sizeof(host), &port, err, errlen))
+		return NULL;
+	return connect_one(host, port, t.unix_sock, false, user, password, timeout_ms, err,
+			   errlen);
+}
+
+/* ---- Redis Cluster: slots and the slot map ----------------------------------------- */
+
+/* CRC16-CCITT as XMODEM has it (polynomial 0x1021, initial 0, no reflection): Redis
+ * Cluster's key hash. Bitwise: a key is under 200 bytes, and this is no hot loop. */
+static uint16_t crc16_xmodem(const char *buf, size_t len)
+{
+	uint16_t crc = 0;
+	size_t i;
+	int b;
+
+	for (i = 0; i < len; i++) {
+		crc ^= (uint16_t)((uint8_t)buf[i] << 8);
+		for (b = 0; b < 8; b++)
+			crc = (crc & 0x8000) ? (uint16_t)((crc << 1) ^ 0x1021) : (uint16_t)(crc << 1);
+	}
+	return crc;
+}
+
+uint16_t sl_store_keyslot(const char *key, size_t len)
+{
+	const char *open = memchr(key, '{', len), *close;
+
+	/* The hash tag: from the first '{' to the first '}' after it, if not empty. */
+	if (open) {
+		close = memchr(open + 1, '}', len - (size_t)(open + 1 - key));
+		if (close && close > open + 1)
+			return crc16_xmodem(open + 1, (size_t)(close - open - 1)) & (NSLOTS - 1);
+	}
+	return crc16_xmodem(key, len) & (NSLOTS - 1);
+}
+
+/* The slot of every key of @tenant ("...:{tenant}:..."). */
+static uint16_t tenant_slot(const char *tenant)
+{
+	char k[80];
+	int n = snprintf(k, sizeof(k), "{%s}", tenant);
+
+	return sl_store_keyslot(k, n > 0 && (size_t)n < sizeof(k) ? (size_t)n : strlen(k));
+}
+
+/* A CLUSTER SLOTS reply into @m; @asked names the node that answered (a master listed with
+ * an empty address is that one). 0, or -EPROTO/-E2BIG with @err set. */
+static int slotmap_parse(const redisReply *r, const char *asked, int asked_port,
+			 struct slotmap *m, char *err, size_t errlen)
+{
+	size_t i;
+
+	memset(m, 0, sizeof(*m));
+	memset(m->slot, NO_NODE, sizeof(m->slot));
+	if (r->type != REDIS_REPLY_ARRAY) {
+		snprintf(err, errlen, "CLUSTER SLOTS: %s", r->type == REDIS_REPLY_ERROR ?
+			 r->str : "not an array");
+		return -EPROTO;
+	}
+	for (i = 0; i < r->elements; i++) {
+		const redisReply *e = r->element[i], *mr;
+		const char *ip;
+		long long lo, hi, k;
+		int port, j;
+
+		if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+		    e->element[0]->type != REDIS_REPLY_INTEGER ||
+		    e->element[1]->type != REDIS_REPLY_INTEGER ||
+		    e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2)
+			goto bad;
+		mr = e->element[2];
+		if (mr->element[0]->type != REDIS_REPLY_STRING ||
+		    mr->element[1]->type != REDIS_REPLY_INTEGER)
+			goto bad;
+		lo = e->element[0]->integer;
+		hi = e->element[1]->integer;
+		ip = mr->element[0]->str[0] ? mr->element[0]->str : asked;
+		port = mr->element[1]->integer > 0 && mr->element[1]->integer < 65536 ?
+		       (int)mr->element[1]->integer : asked_port;
+		if (lo < 0 || hi >= NSLOTS || lo > hi || strlen(ip) >= sizeof(m->at[0].host))
+			goto bad;
+		for (j = 0; j < m->n; j++)
+			if (m->at[j].port == port && !strcmp(m->at[j].host, ip))
+				break;
+		if (j == m->n) {
+			if (m->n >= MAX_NODES) {
+				snprintf(err, errlen, "CLUSTER SLOTS: more than %d masters",
+					 MAX_NODES);
+				return -E2BIG;
+			}
+			snprintf(m->at[j].host, sizeof(m->at[j].host), "%s", ip);
+			m->at[j].port = port;
+			m->n++;
+		}
+		for (k = lo; k <= hi; k++) {
+			if (m->slot[k] == NO_NODE)
+				m->covered++;
+			m->slot[k] = (uint8_t)j;
+		}
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "CLUSTER SLOTS: an entry is not [start, end, [ip, port, ...]]");
+	return -EPROTO;
+}
+
+/* Blocking: the slot map, from the first node that gives one: @known's masters first (the
+ * cluster as last seen), then @t's seeds. Each node gets @timeout_ms. */
+static int cluster_fetch(const struct sl_redis_target *t, const struct slotmap *known,
+			 const char *user, const char *password, uint32_t timeout_ms,
+			 struct slotmap *out, char *err, size_t errlen)
+{
+	char why[256] = "", ip[200];
+	int i, nk = known ? known->n : 0;
+
+	for (i = 0; i < nk + t->n_sentinels; i++) {
+		const char *h = i < nk ? known->at[i].host : t->sentinel_at[i - nk].host;
+		int port = i < nk ? known->at[i].port : t->sentinel_at[i - nk].port;
+		redisContext *c;
+		redisReply *r;
+		int rc;
+
+		if (resolve(h, ip, sizeof(ip), why, sizeof(why)))
+			continue;
+		c = connect_one(ip, port, false, true, user, password, timeout_ms, why,
+				sizeof(why));
+		if (!c)
+			continue;
+		r = redisCommand(c, "CLUSTER SLOTS");
+		if (!r) {
+			snprintf(why, sizeof(why), "%s:%d: CLUSTER SLOTS: %s", ip, port,
+				 c->errstr[0] ? c->errstr : "no answer");
+			redisFree(c);
+			continue;
+		}
+		rc = slotmap_parse(r, ip, port, out, why, sizeof(why));
+		freeReplyObject(r);
+		redisFree(c);
+		if (!rc && out->covered)
+			return 0;
+		if (!rc)
+			snprintf(why, sizeof(why), "%s:%d: no slot has a master yet", ip, port);
+	}
+	snprintf(err, errlen, "no cluster node gave its slot map (last: %s)",
+		 why[0] ? why : "none asked");
+	return -EHOSTUNREACH;
+}
+
+/* "MOVED 3999 127.0.0.1:6381" / "ASK ...": the slot and where it went. */
+static bool parse_redirect(const char *str, bool *moved, int *slot, char *host, size_t hostlen,
+			   int *port)
+{
+	const char *p, *sp;
+	char *end;
+	long v;
+
+	if (!strncmp(str, "MOVED ", 6)) {
+		*moved = true;
+		p = str + 6;
+	} else if (!strncmp(str, "ASK ", 4)) {
+		*moved = false;
+		p = str + 4;
+	} else {
+		return false;
+	}
+	v = strtol(p, &end, 10);
+	if (end == p || *end != ' ' || v < 0 || v >= NSLOTS)
+		return false;
+	*slot = (int)v;
+	sp = end + 1;
+	return split_host_port(sp, strlen(sp), host, hostlen, port);
 }
 
 static struct {
@@ -1359,6 +1636,281 @@ void sl_store_auth_lookup(const char *address, const char **user, const char **p
 	pthread_mutex_unlock(&auth_reg.mu);
 }
 
+/* ---- a blocking client that routes by key (the stream job's) ----------------------- */
+
+#define SYNC_DOWN_NS (1ull * 1000000000ull) /* a master that failed is not asked for this long */
+
+struct sync_cmd {
+	int node;            /* an index into map.at, or -1: no master to ask */
+	char *cmd;           /* formatted, for a redirect */
+	int len;
+};
+
+struct sl_sync {
+	redisContext *one;   /* not a cluster */
+	struct sl_redis_target t;
+	char user[64], password[256];
+	uint32_t timeout_ms;
+	struct slotmap map;
+	bool stale;          /* a MOVED: read the map again before the next batch */
+	struct { redisContext *c; uint64_t down_until; } node[MAX_NODES];
+	struct sync_cmd *q;
+	size_t qhead, qn, qcap;
+	char err[256];
+};
+
+struct sl_sync *sl_sync_connect(const char *address, const char *user, const char *password,
+				uint32_t timeout_ms, char *err, size_t errlen)
+{
+	struct sl_sync *c = calloc(1, sizeof(*c));
+
+	if (!c) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	if (sl_store_target_parse(address, &c->t)) {
+		snprintf(err, errlen, "'%s' is not a Redis address", address);
+		free(c);
+		return NULL;
+	}
+	if (!c->t.cluster) {
+		c->one = sl_store_connect_sync(address, user, password, timeout_ms, err, errlen);
+		if (!c->one) {
+			free(c);
+			return NULL;
+		}
+		return c;
+	}
+	snprintf(c->user, sizeof(c->user), "%s", user ? user : "");
+	snprintf(c->password, sizeof(c->password), "%s", password ? password : "");
+	c->timeout_ms = timeout_ms;
+	if (cluster_fetch(&c->t, NULL, c->user, c->password, timeout_ms, &c->map, err, errlen)) {
+		sl_sync_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+/* Master @i's connection, made when first needed; NULL while it is down. */
+static redisContext *sync_node(struct sl_sync *c, int i)
+{
+	uint64_t now = now_ns();
+
+	if (i < 0 || i >= c->map.n)
+		return NULL;
+	if (c->node[i].c)
+		return c->node[i].c;
+	if (now < c->node[i].down_until)
+		return NULL;
+	c->node[i].c = connect_one(c->map.at[i].host, c->map.at[i].port, false, true, c->user,
+				   c->password, c->timeout_ms, c->err, sizeof(c->err));
+	if (!c->node[i].c)
+		c->node[i].down_until = now + SYNC_DOWN_NS;
+	return c->node[i].c;
+}
+
+static void sync_node_down(struct sl_sync *c, int i)
+{
+	if (c->node[i].c) {
+		snprintf(c->err, sizeof(c->err), "%s:%d: %s", c->map.at[i].host, c->map.at[i].port,
+			 c->node[i].c->errstr[0] ? c->node[i].c->errstr : "no reply");
+		redisFree(c->node[i].c);
+	}
+	c->node[i].c = NULL;
+	c->node[i].down_until = now_ns() + SYNC_DOWN_NS;
+	c->stale = true;
+}
+
+/* Read the map again (a MOVED said it changed); the masters' connections follow it. */
+static void sync_refresh(struct sl_sync *c)
+{
+	struct slotmap m;
+	char why[256];
+	int i, j;
+
+	if (cluster_fetch(&c->t, &c->map, c->user, c->password, c->timeout_ms, &m, why,
+			  sizeof(why))) {
+		snprintf(c->err, sizeof(c->err), "%s", why);
+		return;
+	}
+	/* Keep the connections of masters still in the map, at their new index. */
+	for (i = 0; i < c->map.n; i++) {
+		for (j = 0; j < m.n; j++)
+			if (m.at[j].port == c->map.at[i].port && !strcmp(m.at[j].host, c->map.at[i].host))
+				break;
+		if (j == m.n && c->node[i].c) {
+			redisFree(c->node[i].c);
+			c->node[i].c = NULL;
+		}
+		if (j < m.n && j != i) {
+			redisContext *t = c->node[j].c;
+			uint64_t d = c->node[j].down_until;
+
+			c->node[j].c = c->node[i].c;
+			c->node[j].down_until = c->node[i].down_until;
+			c->node[i].c = t;
+			c->node[i].down_until = d;
+		}
+	}
+	c->map = m;
+	c->stale = false;
+}
+
+/* A reply saying @why, for a command no master could be asked. */
+static redisReply *sync_error(const char *why)
+{
+	redisReply *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->type = REDIS_REPLY_ERROR;
+	r->str = strdup(why);
+	if (!r->str) {
+		free(r);
+		return NULL;
+	}
+	r->len = strlen(why);
+	return r;
+}
+
+int sl_sync_append(struct sl_sync *c, const char *key, int argc, const char **argv,
+		   const size_t *lens)
+{
+	struct sync_cmd *e;
+	redisContext *nc;
+	char *cmd = NULL;
+	int len;
+
+	if (c->one)
+		return redisAppendCommandArgv(c->one, argc, argv, lens);
+	if (c->qhead == c->qn) {
+		c->qhead = c->qn = 0;
+		if (c->stale)
+			sync_refresh(c);
+	}
+	if (c->qn == c->qcap) {
+		size_t ncap = c->qcap ? c->qcap * 2 : 64;
+		struct sync_cmd *nq = realloc(c->q, ncap * sizeof(*nq));
+
+		if (!nq)
+			return REDIS_ERR;
+		c->q = nq;
+		c->qcap = ncap;
+	}
+	len = redisFormatCommandArgv(&cmd, argc, argv, lens);
+	if (len < 0 || !cmd)
+		return REDIS_ERR;
+	e = &c->q[c->qn++];
+	e->node = c->map.slot[sl_store_keyslot(key, strlen(key))];
+	if (e->node == NO_NODE)
+		e->node = -1;
+	e->cmd = cmd;
+	e->len = len;
+	nc = sync_node(c, e->node);
+	if (!nc || redisAppendFormattedCommand(nc, cmd, (size_t)len) != REDIS_OK)
+		e->node = -1;
+	return REDIS_OK;
+}
+
+/* Follow a MOVED or ASK for @e on a connection of its own (the target's pipelined replies
+ * are not this one's), once. */
+static redisReply *sync_redirect(struct sl_sync *c, struct sync_cmd *e, const char *str)
+{
+	char host[200], why[256];
+	redisReply *r = NULL, *a = NULL;
+	redisContext *t;
+	bool moved;
+	int slot, port, i;
+
+	if (!parse_redirect(str, &moved, &slot, host, sizeof(host), &port))
+		return NULL;
+	if (moved) {
+		c->stale = true;
+		for (i = 0; i < c->map.n; i++)
+			if (c->map.at[i].port == port && !strcmp(c->map.at[i].host, host))
+				c->map.slot[slot] = (uint8_t)i;
+	}
+	t = connect_one(host, port, false, true, c->user, c->password, c->timeout_ms, why,
+			sizeof(why));
+	if (!t)
+		return sync_error("NODEDOWN the redirect's target does not answer");
+	if (!moved)
+		redisAppendCommand(t, "ASKING");
+	redisAppendFormattedCommand(t, e->cmd, (size_t)e->len);
+	if (!moved && redisGetReply(t, (void **)&a) == REDIS_OK)
+		freeReplyObject(a);
+	if (redisGetReply(t, (void **)&r) != REDIS_OK)
+		r = NULL;
+	redisFree(t);
+	return r ? r : sync_error("NODEDOWN the redirect's target does not answer");
+}
+
+int sl_sync_reply(struct sl_sync *c, redisReply **reply)
+{
+	struct sync_cmd *e;
+	redisReply *r = NULL;
+	int i;
+
+	*reply = NULL;
+	if (c->one)
+		return redisGetReply(c->one, (void **)reply);
+	if (c->qhead == c->qn) {
+		snprintf(c->err, sizeof(c->err), "no command to read a reply of");
+		return REDIS_ERR;
+	}
+	e = &c->q[c->qhead++];
+	i = e->node;
+	if (i >= 0 && c->node[i].c) {
+		if (redisGetReply(c->node[i].c, (void **)&r) != REDIS_OK || !r) {
+			sync_node_down(c, i);
+			r = NULL;
+		}
+	}
+	if (r && r->type == REDIS_REPLY_ERROR &&
+	    (!strncmp(r->str, "MOVED ", 6) || !strncmp(r->str, "ASK ", 4))) {
+		redisReply *f = sync_redirect(c, e, r->str);
+
+		if (f) {
+			freeReplyObject(r);
+			r = f;
+		}
+	} else if (r && r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "CLUSTERDOWN", 11)) {
+		c->stale = true;
+	}
+	if (!r)
+		r = sync_error("NODEDOWN the slot's master does not answer");
+	free(e->cmd);
+	e->cmd = NULL;
+	*reply = r;
+	return r ? REDIS_OK : REDIS_ERR;
+}
+
+const char *sl_sync_errstr(const struct sl_sync *c)
+{
+	if (c->one)
+		return c->one->errstr;
+	return c->err;
+}
+
+void sl_sync_free(struct sl_sync *c)
+{
+	size_t k;
+	int i;
+
+	if (!c)
+		return;
+	if (c->one)
+		redisFree(c->one);
+	for (i = 0; i < MAX_NODES; i++)
+		if (c->node[i].c)
+			redisFree(c->node[i].c);
+	for (k = c->qhead; k < c->qn; k++)
+		free(c->q[k].cmd);
+	free(c->q);
+	sodium_memzero(c->password, sizeof(c->password));
+	free(c);
+}
+
 /* ---- the Redis client ------------------------------------------------------------- */
 
 /*
@@ -1367,12 +1919,25 @@ void sl_store_auth_lookup(const char *address, const char **user, const char **p
  * thread (struct locate_job) that posts the numeric address back through a pipe; a
  * connection is made by address only, and only ever to what was located for it, so a name
  * is resolved again at every reconnect and a failover is followed. A connection is up once
- * its handshake answered: AUTH first when a password is set, then INFO (a Cluster node or a
- * replica is refused). Until then every check takes its fallback at once, and the tick gives
- * a connection (locating included) one second before it counts as a failure. A resolver or
- * sentinel that does not answer is a Redis that does not answer: the breaker and the
- * fallbacks, never the loop.
+ * its handshake answered: AUTH first when a password is set, then INFO (a replica is
+ * refused, and a Cluster node unless a cluster is configured). Until then every check takes
+ * its fallback at once, and the tick gives a connection (locating included) one second
+ * before it counts as a failure. A resolver or sentinel that does not answer is a Redis that
+ * does not answer: the breaker and the fallbacks, never the loop.
+ *
+ * A Redis Cluster (issue 16): the same thread reads the slot map (CLUSTER SLOTS, from the
+ * masters last seen, then the seeds), and each master gets a connection of its own with its
+ * own breaker (struct rnode), so a master that fails sends only its slots' tenants to their
+ * fallbacks. A check goes to its key's slot's master; a MOVED updates that slot, asks for
+ * the map again and sends the call to the new master once; an ASK (a slot being migrated)
+ * sends ASKING and the call to the target once, leaving the map alone. Either way within
+ * the call's one timeout (the timer runs from the first send): a redirect costs a round
+ * trip, never a second timeout. The map is read again after a MOVED, a master's breaker
+ * opening, a CLUSTERDOWN, and every MAP_REFRESH_NS.
  */
+#define MAP_REFRESH_NS (5ull * 1000000000ull)
+#define MAP_RETRY_NS (500ull * 1000000ull) /* after a read no node answered */
+
 struct locate_job {
 	int refs;                 /* the thread's and the store's */
 	int fd[2];                /* the thread writes one byte when done */
@@ -1381,6 +1946,9 @@ struct locate_job {
 	int rc, port;
 	char host[200];
 	char err[256];
+	/* A cluster's: the map it read, from the masters last seen (known) or the seeds. */
+	char user[64], password[256];
+	struct slotmap known, map;
 };
 
 static void job_put(struct locate_job *j)
@@ -1389,6 +1957,7 @@ static void job_put(struct locate_job *j)
 		return;
 	close(j->fd[0]);
 	close(j->fd[1]);
+	sodium_memzero(j->password, sizeof(j->password));
 	free(j);
 }
 
@@ -1397,8 +1966,12 @@ static void *locate_thread(void *arg)
 	struct locate_job *j = arg;
 	ssize_t w;
 
-	j->rc = sl_store_locate(&j->t, j->timeout_ms, j->host, sizeof(j->host), &j->port,
-				j->err, sizeof(j->err));
+	if (j->t.cluster)
+		j->rc = cluster_fetch(&j->t, &j->known, j->user, j->password, j->timeout_ms,
+				      &j->map, j->err, sizeof(j->err));
+	else
+		j->rc = sl_store_locate(&j->t, j->timeout_ms, j->host, sizeof(j->host),
+					&j->port, j->err, sizeof(j->err));
 	w = write(j->fd[1], "x", 1);
 	(void)w;
 	job_put(j);
@@ -1444,39 +2017,59 @@ conn_log(struct sl_store *s, bool error, const char *fmt, ...)
 static void on_script_loaded(redisAsyncContext *ac, void *r, void *priv)
 {
 	redisReply *reply = r;
-	struct sl_store *s = ac->data;
+	struct rnode *n = ac->data;
+	struct sl_store *s = n ? n->s : NULL;
 	long idx = (long)priv;
 
 	if (!s || !reply || reply->type != REDIS_REPLY_STRING || idx < 0 || idx >= s->n_scripts)
 		return;
 	snprintf(s->scripts[idx].sha, sizeof(s->scripts[idx].sha), "%s", reply->str);
+	n->loaded[idx] = true;
+}
+
+static void load_scripts(struct rnode *n)
+{
+	long i;
+
+	for (i = 0; i < n->s->n_scripts; i++) {
+		n->loaded[i] = false;
+		redisAsyncCommand(n->ac, on_script_loaded, (void *)i, "SCRIPT LOAD %s",
+				  n->s->scripts[i].lua);
+	}
 }
 
 /* Drop a connection whose handshake or reply said it is not the one to use; on_disconnect
  * follows (the breaker is told there). */
-static void drop_connection(struct sl_store *s)
+static void drop_connection(struct rnode *n)
 {
-	s->connected = false;
-	if (s->ac && !s->dropping) {
-		s->dropping = true;
-		redisAsyncDisconnect(s->ac);
+	n->connected = false;
+	if (n->ac && !n->dropping) {
+		n->dropping = true;
+		redisAsyncDisconnect(n->ac);
 	}
 }
 
 static void on_connect(const redisAsyncContext *ac, int status)
 {
-	struct sl_store *s = ac->data;
+	struct rnode *n = ac->data;
+	struct sl_store *s;
 
-	if (!s)
+	if (!n)
 		return;
+	s = n->s;
 	if (status != REDIS_OK) {
-		conn_log(s, false, "redis %s: cannot connect%s%s: %s", s->redis_addr,
-			 s->target.sentinel || !s->target.unix_sock ? " to " : "",
-			 s->target.unix_sock ? "" : s->located, ac->errstr);
-		s->connecting = false;
-		s->ac = NULL; /* hiredis frees it */
+		if (s->target.cluster)
+			conn_log(s, false, "redis cluster node %s: cannot connect: %s", n->name,
+				 ac->errstr);
+		else
+			conn_log(s, false, "redis %s: cannot connect%s%s: %s", s->redis_addr,
+				 s->target.sentinel || !s->target.unix_sock ? " to " : "",
+				 s->target.unix_sock ? "" : s->located, ac->errstr);
+		n->connecting = false;
+		n->ac = NULL; /* hiredis frees it */
 		s->st.errors++;
-		breaker_failure(s);
+		n->errors++;
+		breaker_failure(n);
 	}
 	/* Connected: up once the handshake has answered (on_hello). */
 }
@@ -1485,12 +2078,13 @@ enum { HELLO_AUTH = 1, HELLO_INFO = 2 };
 
 static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 {
-	struct sl_store *s = ac->data;
+	struct rnode *n = ac->data;
+	struct sl_store *s = n ? n->s : NULL;
 	redisReply *reply = r;
 	char v[32];
-	long i;
+	bool is_cluster;
 
-	if (!s || s->closing || s->dropping || s->ac != ac)
+	if (!s || s->closing || n->dropping || n->ac != ac)
 		return;
 	if (!reply) {
 		return; /* the connection went: on_disconnect */
@@ -1500,10 +2094,11 @@ static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 			/* Redis's reply never echoes the password, nor do we. */
 			conn_log(s, true, "redis %s: AUTH%s%s refused: %s; counters use their "
 				 "fallbacks until it is accepted (check redis.user and "
-				 "redis.password)", s->redis_addr, s->user[0] ? " as user " : "",
+				 "redis.password)", n->name, s->user[0] ? " as user " : "",
 				 s->user, reply->str);
 			s->st.errors++;
-			drop_connection(s);
+			n->errors++;
+			drop_connection(n);
 		}
 		return;
 	}
@@ -1511,72 +2106,91 @@ static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 		if (!strncmp(reply->str, "NOAUTH", 6))
 			conn_log(s, true, "redis %s: the server wants a password (%s); set "
 				 "redis.password (and redis.user for an ACL user); counters use "
-				 "their fallbacks", s->redis_addr, reply->str);
+				 "their fallbacks", n->name, reply->str);
 		else
-			conn_log(s, false, "redis %s: INFO: %s", s->redis_addr, reply->str);
+			conn_log(s, false, "redis %s: INFO: %s", n->name, reply->str);
 		s->st.errors++;
-		drop_connection(s);
+		n->errors++;
+		drop_connection(n);
 		return;
 	}
 	if (reply->type != REDIS_REPLY_STRING && reply->type != REDIS_REPLY_STATUS) {
-		drop_connection(s);
+		drop_connection(n);
 		return;
 	}
-	if (info_field(reply->str, "cluster_enabled", v, sizeof(v)) && !strcmp(v, "1")) {
+	is_cluster = info_field(reply->str, "cluster_enabled", v, sizeof(v)) && !strcmp(v, "1");
+	if (is_cluster && !s->target.cluster) {
 		conn_log(s, true, "redis %s is a Redis Cluster node (cluster_enabled:1): Redis "
-			 "Cluster is not supported; refusing it, counters use their fallbacks. "
-			 "Point redis.address at a standalone Redis, or use redis.sentinels",
-			 s->redis_addr);
+			 "Cluster is not supported on redis.address (it would answer MOVED); "
+			 "refusing it, counters use their fallbacks. List the cluster's nodes in "
+			 "redis.cluster instead", s->redis_addr);
 		s->st.errors++;
 		s->st.refused_cluster = true;
-		drop_connection(s);
+		drop_connection(n);
+		return;
+	}
+	if (!is_cluster && s->target.cluster) {
+		conn_log(s, true, "redis cluster node %s is not a Redis Cluster node (no "
+			 "cluster_enabled:1); refusing it", n->name);
+		s->st.errors++;
+		n->errors++;
+		drop_connection(n);
 		return;
 	}
 	if (info_field(reply->str, "role", v, sizeof(v)) && strcmp(v, "master")) {
 		conn_log(s, false, "redis %s: %s is a replica (role:%s), not the master; %s",
-			 s->redis_addr, s->target.unix_sock ? s->target.host : s->located, v,
+			 n->name, s->target.unix_sock ? s->target.host :
+			 s->target.cluster ? n->name : s->located, v,
 			 s->target.sentinel ? "asking the sentinels again" :
+			 s->target.cluster ? "reading the slot map again" :
 			 "counters use their fallbacks");
 		s->st.errors++;
-		drop_connection(s);
+		n->errors++;
+		s->map_stale = true;
+		drop_connection(n);
 		return;
 	}
-	s->connecting = false;
-	s->connected = true;
-	s->last_reply = now_ns();
+	n->connecting = false;
+	n->connected = true;
+	n->last_reply = now_ns();
 	s->conn_msg[0] = '\0';
 	s->st.refused_cluster = false;
-	if (s->target.sentinel)
+	if (s->target.cluster)
+		log_info("redis cluster node %s: connected (%u slots)", n->name, n->slots);
+	else if (s->target.sentinel)
 		log_info("redis %s: connected to master %s", s->redis_addr, s->located);
 	else
 		log_info("redis %s: connected", s->redis_addr);
-	for (i = 0; i < s->n_scripts; i++)
-		redisAsyncCommand(ac, on_script_loaded, (void *)i, "SCRIPT LOAD %s",
-				  s->scripts[i].lua);
+	load_scripts(n);
 	/* The handshake answered: that is the breaker's probe. */
-	breaker_success(s);
+	breaker_success(n);
 }
 
 static void on_disconnect(const redisAsyncContext *ac, int status)
 {
-	struct sl_store *s = ac->data;
+	struct rnode *n = ac->data;
+	struct sl_store *s;
 	bool was_up;
 	int i;
 
-	if (!s)
+	if (!n)
 		return;
-	was_up = s->connected;
+	s = n->s;
+	was_up = n->connected;
 	if (!s->closing && was_up)
-		log_warn("redis %s: disconnected%s%s", s->redis_addr, status ? ": " : "",
+		log_warn("redis %s: disconnected%s%s", n->name, status ? ": " : "",
 			 status ? ac->errstr : "");
-	s->ac = NULL;
-	s->connected = false;
-	s->connecting = false;
-	s->dropping = false;
-	for (i = 0; i < s->n_scripts; i++)
-		s->scripts[i].sha[0] = '\0';
-	if (!s->closing)
-		breaker_failure(s);
+	n->ac = NULL;
+	n->connected = false;
+	n->connecting = false;
+	n->dropping = false;
+	for (i = 0; i < MAX_SCRIPTS; i++)
+		n->loaded[i] = false;
+	if (!s->closing) {
+		breaker_failure(n);
+		if (s->target.cluster)
+			s->map_stale = true;
+	}
 }
 
 static void on_ignore(redisAsyncContext *ac, void *r, void *priv)
@@ -1586,47 +2200,144 @@ static void on_ignore(redisAsyncContext *ac, void *r, void *priv)
 	(void)priv;
 }
 
-/* Connect to what was located (s->located, or the Unix socket) and start the handshake. */
-static void connect_located(struct sl_store *s, const char *host, int port)
+/* Connect @n to @host:@port (or the Unix socket @host) and start the handshake. */
+static void connect_at(struct rnode *n, const char *host, int port)
 {
+	struct sl_store *s = n->s;
+	bool unix_sock = !s->target.cluster && s->target.unix_sock;
 	redisAsyncContext *ac;
 	const char *argv[3];
-	int n;
+	int k;
 
-	ac = s->target.unix_sock ? redisAsyncConnectUnix(host) : redisAsyncConnect(host, port);
+	n->connecting = true;
+	n->connect_started = now_ns();
+	ac = unix_sock ? redisAsyncConnectUnix(host) : redisAsyncConnect(host, port);
 	if (!ac || ac->err) {
-		conn_log(s, false, "redis %s: cannot connect: %s", s->redis_addr,
+		conn_log(s, false, "redis %s: cannot connect: %s", n->name,
 			 ac ? ac->errstr : "out of memory");
 		if (ac)
 			redisAsyncFree(ac);
-		s->connecting = false;
+		n->connecting = false;
 		s->st.errors++;
-		breaker_failure(s);
+		n->errors++;
+		breaker_failure(n);
 		return;
 	}
-	ac->data = s;
+	ac->data = n;
 	if (redisLibeventAttach(ac, s->base) != REDIS_OK) {
 		redisAsyncFree(ac);
-		s->connecting = false;
-		breaker_failure(s);
+		n->connecting = false;
+		breaker_failure(n);
 		return;
 	}
 	redisAsyncSetConnectCallback(ac, on_connect);
 	redisAsyncSetDisconnectCallback(ac, on_disconnect);
-	s->ac = ac;
-	s->dropping = false;
+	n->ac = ac;
+	n->dropping = false;
 	/* AUTH before anything else, then INFO; queuing them also arms hiredis 0.14's write
 	 * handler, the only place it reports a connection. */
-	n = auth_argv(s->user, s->password, argv);
-	if (n)
-		redisAsyncCommandArgv(ac, on_hello, (void *)(long)HELLO_AUTH, n, argv, NULL);
+	k = auth_argv(s->user, s->password, argv);
+	if (k)
+		redisAsyncCommandArgv(ac, on_hello, (void *)(long)HELLO_AUTH, k, argv, NULL);
 	redisAsyncCommand(ac, on_hello, (void *)(long)HELLO_INFO, "INFO");
 }
+
+/* The node of @host:@port, made (unused, unconnected) when it is new and there is room. */
+static struct rnode *node_get(struct sl_store *s, const char *host, int port, bool create)
+{
+	struct rnode *free_n = NULL;
+	int i;
+
+	for (i = 0; i < MAX_NODES; i++) {
+		struct rnode *n = &s->node[i];
+
+		if (n->name[0] && n->port == port && !strcmp(n->host, host))
+			return n;
+		if (!free_n && (!n->name[0] || (!n->used && !n->ac && !n->connecting)))
+			free_n = n;
+	}
+	if (!create || !free_n || strlen(host) >= sizeof(free_n->host))
+		return NULL;
+	memset(free_n, 0, sizeof(*free_n));
+	free_n->s = s;
+	snprintf(free_n->host, sizeof(free_n->host), "%s", host);
+	free_n->port = port;
+	snprintf(free_n->name, sizeof(free_n->name), "%s%s%s:%d", strchr(host, ':') ? "[" : "",
+		 host, strchr(host, ':') ? "]" : "", port);
+	return free_n;
+}
+
+/* A cluster's map as read: each slot's node, masters gone from it disconnected. */
+static void map_install(struct sl_store *s, const struct slotmap *m)
+{
+	uint8_t idx[MAX_NODES];
+	bool changed = !s->map_known;
+	char desc[512];
+	size_t used = 0;
+	int i, k;
+
+	for (i = 0; i < m->n; i++) {
+		struct rnode *n = node_get(s, m->at[i].host, m->at[i].port, true);
+
+		idx[i] = n ? (uint8_t)(n - s->node) : NO_NODE;
+		if (n && !n->used)
+			changed = true;
+		if (n)
+			n->used = true;
+	}
+	for (k = 0; k < NSLOTS; k++) {
+		uint8_t v = m->slot[k] == NO_NODE ? NO_NODE : idx[m->slot[k]];
+
+		if (s->slot[k] != v)
+			changed = true;
+		s->slot[k] = v;
+	}
+	for (i = 0; i < MAX_NODES; i++)
+		s->node[i].slots = 0;
+	for (k = 0; k < NSLOTS; k++)
+		if (s->slot[k] != NO_NODE)
+			s->node[s->slot[k]].slots++;
+	for (i = 0; i < MAX_NODES; i++) {
+		struct rnode *n = &s->node[i];
+
+		if (!n->used || n->slots)
+			continue;
+		/* No longer a master of any slot (resharded away, failed over, removed). */
+		n->used = false;
+		changed = true;
+		if (n->ac) {
+			redisAsyncContext *ac = n->ac;
+
+			n->ac = NULL;
+			n->connected = n->connecting = n->dropping = false;
+			ac->data = NULL;
+			redisAsyncFree(ac); /* its calls end with no reply: their fallbacks */
+		}
+		n->breaker = SL_BREAKER_CLOSED;
+		n->failures = 0;
+	}
+	s->map_known = true;
+	s->map_stale = false;
+	s->map_at = now_ns();
+	s->st.slots_covered = m->covered;
+	if (!changed)
+		return;
+	for (i = 0; i < MAX_NODES && used < sizeof(desc); i++)
+		if (s->node[i].used)
+			used += (size_t)snprintf(desc + used, sizeof(desc) - used, "%s%s %u",
+						 used ? ", " : "", s->node[i].name,
+						 s->node[i].slots);
+	log_info("redis cluster: slot map: %u of %d slots served (%s)", m->covered, NSLOTS,
+		 used ? desc : "no master");
+}
+
+static void start_locate(struct sl_store *s);
 
 static void on_located(evutil_socket_t fd, short what, void *arg)
 {
 	struct sl_store *s = arg;
 	struct locate_job *j = s->job;
+	struct rnode *n0 = &s->node[0];
 	char b;
 	ssize_t r;
 
@@ -1636,44 +2347,70 @@ static void on_located(evutil_socket_t fd, short what, void *arg)
 	event_free(s->job_ev);
 	s->job_ev = NULL;
 	s->job = NULL;
-	if (s->ac || s->connected) {
+	if (s->target.cluster) {
+		s->st.map_reads++;
+		if (j->rc) {
+			s->st.map_failures++;
+			s->map_retry_at = now_ns() + MAP_RETRY_NS;
+			conn_log(s, false, "redis cluster %s: %s", s->redis_addr, j->err);
+			s->st.errors++;
+		} else {
+			map_install(s, &j->map);
+		}
+		job_put(j);
+		return;
+	}
+	if (n0->ac || n0->connected) {
 		job_put(j);
 		return;
 	}
 	if (j->rc) {
 		conn_log(s, false, "redis %s: %s", s->redis_addr, j->err);
-		s->connecting = false;
+		n0->connecting = false;
 		s->st.errors++;
-		breaker_failure(s);
+		breaker_failure(n0);
 	} else {
 		snprintf(s->located, sizeof(s->located), "%s%s%s:%d", strchr(j->host, ':') ? "[" : "",
 			 j->host, strchr(j->host, ':') ? "]" : "", j->port);
-		s->connecting = true;
-		s->connect_started = now_ns();
-		connect_located(s, j->host, j->port);
+		connect_at(n0, j->host, j->port);
 	}
 	job_put(j);
 }
 
-/* Locate Redis off the loop: a worker thread, its answer posted back (on_located). */
+/* Locate Redis (or read a cluster's map) off the loop: a worker thread, its answer posted
+ * back (on_located). */
 static void start_locate(struct sl_store *s)
 {
 	struct locate_job *j = calloc(1, sizeof(*j));
 	pthread_attr_t attr;
 	pthread_t th;
-	int rc;
+	int rc, i;
 
 	if (!j || pipe2(j->fd, O_CLOEXEC | O_NONBLOCK)) {
 		free(j);
-		s->connecting = false;
-		breaker_failure(s);
-		return;
+		goto failed;
 	}
 	j->refs = 2;
 	j->t = s->target;
 	/* Each sentinel's share of the second a connection gets. */
 	j->timeout_ms = s->target.sentinel ?
 		(uint32_t)(800 / (s->target.n_sentinels ? s->target.n_sentinels : 1)) : 500;
+	if (s->target.cluster) {
+		/* Each node asked (the masters last seen, then the seeds) gets a share. */
+		j->known.n = 0;
+		for (i = 0; i < MAX_NODES; i++) {
+			struct rnode *n = &s->node[i];
+
+			if (!n->used || strlen(n->host) >= sizeof(j->known.at[0].host))
+				continue;
+			snprintf(j->known.at[j->known.n].host, sizeof(j->known.at[0].host), "%s",
+				 n->host);
+			j->known.at[j->known.n++].port = n->port;
+		}
+		j->timeout_ms = 200;
+		snprintf(j->user, sizeof(j->user), "%s", s->user);
+		snprintf(j->password, sizeof(j->password), "%s", s->password);
+	}
 	s->job_ev = event_new(s->base, j->fd[0], EV_READ, on_located, s);
 	if (!s->job_ev || event_add(s->job_ev, NULL)) {
 		if (s->job_ev)
@@ -1681,9 +2418,7 @@ static void start_locate(struct sl_store *s)
 		s->job_ev = NULL;
 		j->refs = 1;
 		job_put(j);
-		s->connecting = false;
-		breaker_failure(s);
-		return;
+		goto failed;
 	}
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
@@ -1695,33 +2430,91 @@ static void start_locate(struct sl_store *s)
 		s->job_ev = NULL;
 		j->refs = 1;
 		job_put(j);
-		s->connecting = false;
-		breaker_failure(s);
-		return;
+		goto failed;
 	}
 	s->job = j;
+	return;
+failed:
+	if (s->target.cluster) {
+		s->map_retry_at = now_ns() + MAP_RETRY_NS;
+		return;
+	}
+	s->node[0].connecting = false;
+	breaker_failure(&s->node[0]);
+}
+
+/* A cluster's map, read again when it is due and nothing else is out. */
+static void map_refresh(struct sl_store *s, bool force)
+{
+	uint64_t now = now_ns();
+
+	if (!s->target.cluster || s->job || s->closing || now < s->map_retry_at)
+		return;
+	if (!force && s->map_known && !s->map_stale && now - s->map_at < MAP_REFRESH_NS)
+		return;
+	start_locate(s);
 }
 
 static void connect_redis(struct sl_store *s)
 {
-	if (s->ac || s->connecting || s->closing || !s->redis_addr[0])
+	struct rnode *n = &s->node[0];
+
+	if (n->ac || n->connecting || s->closing || !s->redis_addr[0])
 		return;
-	s->connecting = true;
-	s->connect_started = now_ns();
+	n->connecting = true;
+	n->connect_started = now_ns();
 	if (s->job)
 		return; /* a lookup is still out (a resolver that hangs): its answer connects */
 	if (s->target.unix_sock || (!s->target.sentinel && is_numeric(s->target.host))) {
 		snprintf(s->located, sizeof(s->located), "%s", s->redis_addr);
-		connect_located(s, s->target.host, s->target.port);
+		connect_at(n, s->target.host, s->target.port);
 		return;
 	}
 	start_locate(s);
+}
+
+static void connect_node(struct rnode *n)
+{
+	struct sl_store *s = n->s;
+
+	if (!s->target.cluster) {
+		connect_redis(s);
+		return;
+	}
+	if (n->ac || n->connecting || s->closing || !n->used)
+		return;
+	connect_at(n, n->host, n->port);
+}
+
+/* The node that serves @key now: the one server, or its slot's master (NULL: none known). */
+static struct rnode *node_for(struct sl_store *s, const char *key)
+{
+	uint8_t i;
+
+	if (!s->target.cluster)
+		return &s->node[0];
+	if (!s->map_known)
+		return NULL;
+	i = s->slot[sl_store_keyslot(key, strlen(key))];
+	return i == NO_NODE ? NULL : &s->node[i];
+}
+
+/* Is any server answering? (A cluster's journal hands over what it can.) */
+static bool any_up(const struct sl_store *s)
+{
+	int i;
+
+	for (i = 0; i < MAX_NODES; i++)
+		if (s->node[i].connected && s->node[i].breaker == SL_BREAKER_CLOSED)
+			return true;
+	return false;
 }
 
 static void finish_pending(struct pending *p)
 {
 	if (p->timer)
 		event_free(p->timer);
+	free(p->abuf);
 	free(p);
 }
 
@@ -1792,13 +2585,66 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg)
 	if (p->done)
 		return;
 	p->done = true;
-	if (!p->probe)
+	if (!p->probe) {
 		p->s->st.timeouts++;
-	breaker_failure(p->s);
+		p->n->timeouts++;
+	}
+	breaker_failure(p->n);
 	pending_fail(p);
 	/* The reply, when it comes, frees p; until then Redis may still take the charge. */
 	if (p->fell)
 		p->fell->unsettled++;
+}
+
+static bool send_to(struct rnode *n, struct pending *p, bool asking);
+
+/* A call follows at most this many redirects: a TRYAGAIN resent alone (below), then the
+ * ASK that may bring. */
+#define MAX_HOPS 2
+
+/* A MOVED or ASK in reply to @p: followed once, to a master that is up, within @p's own
+ * timeout. True when @p went out again (its reply comes later). */
+static bool follow_redirect(struct sl_store *s, struct pending *p, const char *str)
+{
+	char host[200];
+	struct rnode *t;
+	bool moved;
+	int slot, port;
+
+	if (!s->target.cluster || !parse_redirect(str, &moved, &slot, host, sizeof(host), &port))
+		return false;
+	t = node_get(s, host, port, true);
+	if (moved) {
+		s->st.moved++;
+		if (t) {
+			if (s->slot[slot] != NO_NODE && s->node[s->slot[slot]].slots)
+				s->node[s->slot[slot]].slots--;
+			s->slot[slot] = (uint8_t)(t - s->node);
+			t->slots++;
+			t->used = true;
+		}
+		s->map_stale = true;
+		map_refresh(s, true);
+	} else {
+		s->st.ask++;
+	}
+	if (!t)
+		return false;
+	if (!t->connected) {
+		t->used = true;
+		connect_node(t);
+		return false;
+	}
+	if (p->done || p->hops >= MAX_HOPS || t->breaker != SL_BREAKER_CLOSED)
+		return false;
+	p->hops++;
+	/* ASK: the slot is being migrated, its keys split between the two masters, and a
+	 * script of two keys there gets TRYAGAIN until the move ends. A GCRA call goes with
+	 * its counter's key alone, uncapped: exact and atomic, the live-key cap relaxed for
+	 * new keys of this one slot while it moves (docs/operations.md, "Redis Cluster"). */
+	if (!moved && !p->raw && p->script == s->gcra && p->nkeys == 2)
+		p->nocap = true;
+	return send_to(t, p, !moved);
 }
 
 static void on_reply(redisAsyncContext *ac, void *r, void *priv)
@@ -1806,6 +2652,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 	struct pending *p = priv;
 	redisReply *reply = r;
 	struct sl_store *s = p->s;
+	struct rnode *n = p->n;
 	bool landed;
 
 	(void)ac;
@@ -1815,7 +2662,23 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 		return;
 	}
 	if (reply)
-		s->last_reply = now_ns();
+		n->last_reply = now_ns();
+	/* Before the journal is settled: a redirected call carries what it carried. */
+	if (reply && reply->type == REDIS_REPLY_ERROR && !p->done &&
+	    (!strncmp(reply->str, "MOVED ", 6) || !strncmp(reply->str, "ASK ", 4)) &&
+	    follow_redirect(s, p, reply->str))
+		return;
+	/* TRYAGAIN: a slot being migrated holds some of the call's keys and not the others
+	 * (Redis 7 says so on the source too). A GCRA call goes again to the same master with
+	 * its counter's key alone, uncapped (as after an ASK, follow_redirect). */
+	if (reply && reply->type == REDIS_REPLY_ERROR && !p->done && s->target.cluster &&
+	    !strncmp(reply->str, "TRYAGAIN", 8) && !p->raw && p->script == s->gcra &&
+	    p->nkeys == 2 && !p->nocap && p->hops < MAX_HOPS && n->connected) {
+		p->nocap = true;
+		p->hops++;
+		if (send_to(n, p, false))
+			return;
+	}
 	landed = !p->raw && reply && reply->type == REDIS_REPLY_ARRAY && reply->elements >= 4;
 	if (landed) {
 		long long debt = reply->element[3]->integer;
@@ -1839,39 +2702,56 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 			/* The server lost its scripts (SCRIPT FLUSH, a restart behind a proxy, a
 			 * failover): send them whole until they are loaded again. The server is
 			 * fine, so the breaker is not told; this one call takes the fallback. */
-			long i;
-
 			log_warn("redis %s: the server lost our scripts; loading them again",
-				 s->redis_addr);
-			for (i = 0; i < s->n_scripts; i++) {
-				s->scripts[i].sha[0] = '\0';
-				redisAsyncCommand(s->ac, on_script_loaded, (void *)i,
-						  "SCRIPT LOAD %s", s->scripts[i].lua);
-			}
+				 n->name);
+			if (n->ac)
+				load_scripts(n);
 			pending_fail(p);
 		} else if (reply && reply->type == REDIS_REPLY_ERROR &&
 			   (!strncmp(reply->str, "READONLY", 8) ||
 			    !strncmp(reply->str, "NOAUTH", 6))) {
 			/* A failover made our master a replica, or a restart brought a password:
 			 * reconnect, which locates the master again and authenticates. */
-			conn_log(s, false, "redis %s: %s from %s; reconnecting%s", s->redis_addr,
-				 reply->str, s->located, s->target.sentinel ?
-				 " to the master the sentinels name" : "");
+			conn_log(s, false, "redis %s: %s from %s; reconnecting%s", n->name,
+				 reply->str, s->target.cluster ? n->name : s->located,
+				 s->target.sentinel ? " to the master the sentinels name" :
+				 s->target.cluster ? " (and reading the slot map again)" : "");
 			s->st.errors++;
-			drop_connection(s);
+			n->errors++;
+			s->map_stale = true;
+			drop_connection(n);
+			pending_fail(p);
+		} else if (reply && reply->type == REDIS_REPLY_ERROR && s->target.cluster &&
+			   (!strncmp(reply->str, "MOVED ", 6) || !strncmp(reply->str, "ASK ", 4) ||
+			    !strncmp(reply->str, "TRYAGAIN", 8) ||
+			    !strncmp(reply->str, "CLUSTERDOWN", 11))) {
+			/* A slot on the move (a redirect not followed: its target is down, or
+			 * this was already one; TRYAGAIN: a migration split the call's keys),
+			 * or a cluster that lost a slot's master: this call takes the fallback;
+			 * the master is fine, so its breaker is not told. */
+			char what[16];
+
+			snprintf(what, sizeof(what), "%.*s", (int)strcspn(reply->str, " "),
+				 reply->str);
+			conn_log(s, false, "redis %s: %s for a slot on the move (or without a "
+				 "master); those checks take their fallbacks", n->name, what);
+			s->st.errors++;
+			n->errors++;
+			s->map_stale = true;
 			pending_fail(p);
 		} else if (!reply || reply->type == REDIS_REPLY_ERROR) {
 			if (reply && !s->closing)
-				log_warn("redis %s: %s", s->redis_addr, reply->str);
+				log_warn("redis %s: %s", n->name, reply->str);
 			s->st.errors++;
+			n->errors++;
 			if (!s->closing)
-				breaker_failure(s);
+				breaker_failure(n);
 			pending_fail(p);
 		} else if (p->raw) {
-			breaker_success(s);
+			breaker_success(n);
 			p->rcb(p->arg, reply);
 		} else if (landed) {
-			breaker_success(s);
+			breaker_success(n);
 			s->st.exact++;
 			if (p->sync) {
 				/* a hand-over: nobody waits */
@@ -1885,6 +2765,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 			}
 		} else {
 			s->st.errors++;
+			n->errors++;
 			pending_fail(p);
 		}
 		/* A fallback charged after the reply came has no late reply to wait for. */
@@ -1893,36 +2774,43 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 	finish_pending(p);
 }
 
-/* Send a script call; false when it could not be sent (the caller answers). */
-static bool send_script(struct sl_store *s, int script, struct pending *p, int nkeys,
-			const char **keys, int argc, const char **argv)
+/* Send @p's script call to @n (ASKING first when @asking): EVALSHA once @n has loaded it,
+ * the script itself until then. The timer runs from the first send. */
+static bool send_to(struct rnode *n, struct pending *p, bool asking)
 {
+	struct sl_store *s = n->s;
 	const char *args[16];
 	size_t lens[16];
 	char nk[8];
-	int n = 0, i;
+	int k = 0, i;
 
-	if (script < 0 || script >= s->n_scripts || nkeys + argc + 3 > 16)
+	if (!n->ac)
 		return false;
-	/* Until SCRIPT LOAD has answered, send the script itself. */
-	if (s->scripts[script].sha[0]) {
-		args[n++] = "EVALSHA";
-		args[n++] = s->scripts[script].sha;
+	if (n->loaded[p->script] && s->scripts[p->script].sha[0]) {
+		args[k++] = "EVALSHA";
+		args[k++] = s->scripts[p->script].sha;
 	} else {
-		args[n++] = "EVAL";
-		args[n++] = s->scripts[script].lua;
+		args[k++] = "EVAL";
+		args[k++] = s->scripts[p->script].lua;
 	}
-	snprintf(nk, sizeof(nk), "%d", nkeys);
-	args[n++] = nk;
-	for (i = 0; i < nkeys; i++)
-		args[n++] = keys[i];
-	for (i = 0; i < argc; i++)
-		args[n++] = argv[i];
-	for (i = 0; i < n; i++)
+	/* Without the cap's set: its one key only, and a cap of 0 (ARGV[4]). */
+	snprintf(nk, sizeof(nk), "%d", p->nocap ? 1 : p->nkeys);
+	args[k++] = nk;
+	for (i = 0; i < k; i++)
 		lens[i] = strlen(args[i]);
-	if (redisAsyncCommandArgv(s->ac, on_reply, p, n, args, lens) != REDIS_OK)
+	for (i = 0; i < p->nkeys + p->nargs; i++) {
+		if (p->nocap && i == 1)
+			continue;
+		args[k] = p->nocap && i == p->nkeys + 3 ? "0" : p->av[i];
+		lens[k++] = p->nocap && i == p->nkeys + 3 ? 1 : p->al[i];
+	}
+	if (asking && redisAsyncCommand(n->ac, on_ignore, NULL, "ASKING") != REDIS_OK)
 		return false;
-	if (p->sync)
+	if (redisAsyncCommandArgv(n->ac, on_reply, p, k, args, lens) != REDIS_OK)
+		return false;
+	p->n = n;
+	n->calls++;
+	if (p->sync || p->timer)
 		return true; /* a hand-over waits for its reply, whenever it comes */
 	p->timer = evtimer_new(s->base, on_timeout, p);
 	if (p->timer) {
@@ -1934,7 +2822,49 @@ static bool send_script(struct sl_store *s, int script, struct pending *p, int n
 	return true;
 }
 
-/* @p's GCRA call, with what this node knows of its key that Redis may not. */
+/* Send a script call to @n; false when it could not be sent (the caller answers). Its
+ * keys must share one slot (a cluster runs a script on one master): the store's keys do,
+ * by the tenant's hash tag; a call whose keys do not is refused here, loudly. */
+static bool send_script(struct sl_store *s, struct rnode *n, int script, struct pending *p,
+			int nkeys, const char **keys, int argc, const char **argv)
+{
+	size_t total = 0, off = 0;
+	int i;
+
+	if (script < 0 || script >= s->n_scripts || nkeys + argc + 3 > 16 || !n)
+		return false;
+	for (i = 1; i < nkeys; i++) {
+		if (sl_store_keyslot(keys[i], strlen(keys[i])) !=
+		    sl_store_keyslot(keys[0], strlen(keys[0]))) {
+			log_error("redis: a script call's keys '%s' and '%s' are in different "
+				  "slots; not sent (a bug: every key of a call carries the "
+				  "tenant's hash tag)", keys[0], keys[i]);
+			return false;
+		}
+	}
+	for (i = 0; i < nkeys + argc; i++)
+		total += strlen(i < nkeys ? keys[i] : argv[i - nkeys]) + 1;
+	free(p->abuf);
+	p->abuf = malloc(total ? total : 1);
+	if (!p->abuf)
+		return false;
+	for (i = 0; i < nkeys + argc; i++) {
+		const char *a = i < nkeys ? keys[i] : argv[i - nkeys];
+		size_t l = strlen(a);
+
+		memcpy(p->abuf + off, a, l + 1);
+		p->av[i] = p->abuf + off;
+		p->al[i] = l;
+		off += l + 1;
+	}
+	p->script = script;
+	p->nkeys = nkeys;
+	p->nargs = argc;
+	return send_to(n, p, false);
+}
+
+/* @p's GCRA call, with what this node knows of its key that Redis may not; false when
+ * its server cannot be asked now (what the journal gave it is put back). */
 static bool send_gcra(struct sl_store *s, struct pending *p)
 {
 	char k[KEY_MAX], zk[KEY_MAX], a[7][32];
@@ -1942,10 +2872,14 @@ static bool send_gcra(struct sl_store *s, struct pending *p)
 	const char *argv[7] = { a[0], a[1], a[2], a[3], a[4], a[5], a[6] };
 	uint64_t T = sl_gcra_emission(p->l.rate), now = now_ns();
 	uint64_t known = mirror_get(s, p->tenant, &p->l, p->key);
+	struct rnode *n;
 
-	journal_attach(s, p, now);
 	snprintf(k, sizeof(k), "%s:{%s}:%s:%s", s->prefix, p->tenant, p->l.name, p->key);
 	snprintf(zk, sizeof(zk), "%s:{%s}:%s:live", s->prefix, p->tenant, p->l.name);
+	n = node_for(s, k);
+	if (!breaker_allows(s, n))
+		return false;
+	journal_attach(s, p, now);
 	snprintf(a[0], sizeof(a[0]), "%.3f", (double)T / 1000.0);
 	snprintf(a[1], sizeof(a[1]), "%.3f",
 		 (double)sl_gcra_tolerance(p->l.burst, T) / 1000.0);
@@ -1955,8 +2889,13 @@ static bool send_gcra(struct sl_store *s, struct pending *p)
 		 (unsigned long long)(known > now ? (known - now) / 1000 : 0));
 	snprintf(a[5], sizeof(a[5]), "%llu", (unsigned long long)(p->pend_sent / 1000));
 	snprintf(a[6], sizeof(a[6]), "%d", p->clear_sent ? 1 : 0);
-	if (send_script(s, s->gcra, p, 2, keys, 7, argv))
+	/* The live-key set only when a cap uses it: a call of one key runs on a slot being
+	 * migrated (ASK), where one of two keys, missing on the target, gets TRYAGAIN. */
+	if (send_script(s, n, s->gcra, p, p->l.max_keys ? 2 : 1, keys, 7, argv))
 		return true;
+	s->st.errors++;
+	n->errors++;
+	breaker_failure(n);
 	journal_settle(s, p, false);
 	return false;
 }
@@ -1976,7 +2915,7 @@ static void journal_send(struct sl_store *s, struct jent *j)
 	snprintf(p->key, sizeof(p->key), "%s", j->key);
 	/* Not sent (send_gcra has put back what it carried): it waits for the next flush. */
 	if (!send_gcra(s, p))
-		free(p);
+		finish_pending(p);
 }
 
 /* Hand over what the journal holds, a few buckets a tick, while Redis answers. */
@@ -1984,8 +2923,8 @@ static void journal_flush(struct sl_store *s)
 {
 	uint32_t sent = 0, scanned = 0;
 
-	while (s->st.journal && s->connected && s->breaker == SL_BREAKER_CLOSED &&
-	       sent < FLUSH_PER_TICK && scanned < JOURNAL_BUCKETS) {
+	while (s->st.journal && any_up(s) && sent < FLUSH_PER_TICK &&
+	       scanned < JOURNAL_BUCKETS) {
 		struct jent *j = s->jb[s->jcur], *next;
 
 		for (; j; j = next) {
@@ -1995,6 +2934,16 @@ static void journal_flush(struct sl_store *s)
 			if (!j->clear && j->pend <= now_ns()) {
 				journal_tidy(s, j);
 				continue;
+			}
+			if (s->target.cluster) {
+				/* Only to a master that answers: the others' entries wait. */
+				char k[KEY_MAX];
+				struct rnode *n;
+
+				snprintf(k, sizeof(k), "{%s}", j->tenant);
+				n = node_for(s, k);
+				if (!n || !n->connected || n->breaker != SL_BREAKER_CLOSED)
+					continue;
 			}
 			journal_send(s, j);
 			sent++;
@@ -2019,11 +2968,6 @@ void sl_store_charge(struct sl_store *s, const struct sl_limit *l, const char *t
 		cb(arg, ok, retry, SL_ANS_EXACT);
 		return;
 	}
-	if (!breaker_allows(s)) {
-		s->st.short_circuits++;
-		answer_fallback(s, l, tenant, key, cost, cb, arg);
-		return;
-	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		answer_fallback(s, l, tenant, key, cost, cb, arg);
@@ -2037,9 +2981,10 @@ void sl_store_charge(struct sl_store *s, const struct sl_limit *l, const char *t
 	snprintf(p->tenant, sizeof(p->tenant), "%s", tenant);
 	snprintf(p->key, sizeof(p->key), "%s", key);
 	if (!send_gcra(s, p)) {
-		s->st.errors++;
-		breaker_failure(s);
-		free(p);
+		/* Its server's breaker is open, it is not connected, or the call could not
+		 * be sent (send_gcra told the breaker). */
+		s->st.short_circuits++;
+		finish_pending(p);
 		answer_fallback(s, l, tenant, key, cost, cb, arg);
 	}
 }
@@ -2070,41 +3015,57 @@ void sl_store_clear(struct sl_store *s, const struct sl_limit *l, const char *te
 	 * key, and is handed over later if Redis cannot take it now. */
 	j = journal_get(s, tenant, l, key, true);
 	if (!j) {
-		if (s->connected && s->breaker == SL_BREAKER_CLOSED) {
-			char k[KEY_MAX];
+		char k[KEY_MAX];
+		struct rnode *n;
 
-			snprintf(k, sizeof(k), "%s:{%s}:%s:%s", s->prefix, tenant, l->name, key);
-			redisAsyncCommand(s->ac, on_ignore, NULL, "DEL %s", k);
-		}
+		snprintf(k, sizeof(k), "%s:{%s}:%s:%s", s->prefix, tenant, l->name, key);
+		n = node_for(s, k);
+		if (n && n->connected && n->breaker == SL_BREAKER_CLOSED)
+			redisAsyncCommand(n->ac, on_ignore, NULL, "DEL %s", k);
 		return;
 	}
 	j->clear = true;
 	j->pend = 0;
-	if (s->connected && s->breaker == SL_BREAKER_CLOSED && !j->inflight && !j->unsettled)
-		journal_send(s, j);
+	if (!j->inflight && !j->unsettled) {
+		char k[KEY_MAX];
+		struct rnode *n;
+
+		snprintf(k, sizeof(k), "{%s}", tenant);
+		n = node_for(s, k);
+		if (n && n->connected && n->breaker == SL_BREAKER_CLOSED)
+			journal_send(s, j);
+	}
 }
 
 int sl_store_script(struct sl_store *s, const char *lua)
 {
+	int i;
+
 	if (s->n_scripts >= MAX_SCRIPTS)
 		return -ENOSPC;
 	s->scripts[s->n_scripts].lua = strdup(lua);
 	if (!s->scripts[s->n_scripts].lua)
 		return -ENOMEM;
 	s->scripts[s->n_scripts].sha[0] = '\0';
-	if (s->connected)
-		redisAsyncCommand(s->ac, on_script_loaded, (void *)(long)s->n_scripts,
-				  "SCRIPT LOAD %s", lua);
+	for (i = 0; i < MAX_NODES; i++) {
+		struct rnode *n = &s->node[i];
+
+		n->loaded[s->n_scripts] = false;
+		if (n->connected && n->ac)
+			redisAsyncCommand(n->ac, on_script_loaded, (void *)(long)s->n_scripts,
+					  "SCRIPT LOAD %s", lua);
+	}
 	return s->n_scripts++;
 }
 
 void sl_store_eval(struct sl_store *s, int script, const char *key, int argc,
 		   const char **argv, sl_store_raw_cb cb, void *arg)
 {
+	struct rnode *n = s->redis_addr[0] ? node_for(s, key) : NULL;
 	struct pending *p;
 
 	s->st.calls++;
-	if (!s->redis_addr[0] || !breaker_allows(s)) {
+	if (!s->redis_addr[0] || !breaker_allows(s, n)) {
 		if (s->redis_addr[0])
 			s->st.short_circuits++;
 		cb(arg, NULL);
@@ -2119,10 +3080,11 @@ void sl_store_eval(struct sl_store *s, int script, const char *key, int argc,
 	p->raw = true;
 	p->rcb = cb;
 	p->arg = arg;
-	if (!send_script(s, script, p, 1, &key, argc, argv)) {
+	if (!send_script(s, n, script, p, 1, &key, argc, argv)) {
 		s->st.errors++;
-		breaker_failure(s);
-		free(p);
+		n->errors++;
+		breaker_failure(n);
+		finish_pending(p);
 		cb(arg, NULL);
 	}
 }
@@ -2135,8 +3097,9 @@ static void on_probe(void *arg, redisReply *reply)
 
 /* Half-open: one PING of the store's own, with the checks' timeout (at least 20 ms, so a
  * busy host's scheduling alone does not keep the breaker open). */
-static void send_probe(struct sl_store *s)
+static void send_probe(struct rnode *n)
 {
+	struct sl_store *s = n->s;
 	struct pending *p = calloc(1, sizeof(*p));
 	uint32_t ms = s->o.timeout_ms < 20 ? 20 : s->o.timeout_ms;
 	struct timeval tv = { .tv_sec = ms / 1000, .tv_usec = (long)(ms % 1000) * 1000 };
@@ -2144,13 +3107,14 @@ static void send_probe(struct sl_store *s)
 	if (!p)
 		return;
 	p->s = s;
+	p->n = n;
 	p->raw = true;
 	p->probe = true;
 	p->rcb = on_probe;
-	s->breaker = SL_BREAKER_HALF_OPEN;
-	if (redisAsyncCommand(s->ac, on_reply, p, "PING") != REDIS_OK) {
+	n->breaker = SL_BREAKER_HALF_OPEN;
+	if (redisAsyncCommand(n->ac, on_reply, p, "PING") != REDIS_OK) {
 		free(p);
-		breaker_failure(s);
+		breaker_failure(n);
 		return;
 	}
 	p->timer = evtimer_new(s->base, on_timeout, p);
@@ -2158,61 +3122,78 @@ static void send_probe(struct sl_store *s)
 		evtimer_add(p->timer, &tv);
 }
 
-static void on_tick(evutil_socket_t fd, short what, void *arg)
+/* One server's share of the tick: a connection that does not come up, one gone silent,
+ * the breaker's probe, a reconnect. */
+static void node_tick(struct sl_store *s, struct rnode *n)
 {
-	struct sl_store *s = arg;
-
-	(void)fd;
-	(void)what;
 	/* A connection that has not come up in a second (located, connected, authenticated,
 	 * INFO answered) is given up and tried again; a lookup still out keeps its thread,
 	 * and its answer serves the next try. */
-	if (s->connecting && now_ns() - s->connect_started > 1000000000ull) {
-		redisAsyncContext *ac = s->ac;
+	if (n->connecting && now_ns() - n->connect_started > 1000000000ull) {
+		redisAsyncContext *ac = n->ac;
 
-		if (!ac && s->job)
+		if (!ac && s->job && !s->target.cluster)
 			conn_log(s, false, "redis %s: %s has not answered in 1 s; counters use "
 				 "their fallbacks", s->redis_addr, s->target.sentinel ?
 				 "no sentinel" : "the resolver");
 		else if (ac)
-			conn_log(s, false, "redis %s: no connection to %s in 1 s", s->redis_addr,
-				 s->located);
-		s->ac = NULL;
-		s->connecting = false;
-		s->dropping = false;
+			conn_log(s, false, "redis %s: no connection to %s in 1 s", n->name,
+				 s->target.cluster ? n->name : s->located);
+		n->ac = NULL;
+		n->connecting = false;
+		n->dropping = false;
 		if (ac) {
 			ac->data = NULL;
 			redisAsyncFree(ac);
 		}
 		s->st.errors++;
-		breaker_failure(s);
+		n->errors++;
+		breaker_failure(n);
 	}
 	/* A connection that has answered nothing for STALE_NS while the breaker is open is
 	 * dropped: a master that hangs or is cut off keeps its socket open, and only a new
 	 * connection asks the sentinels (or the resolver) again. Its unanswered calls end
 	 * here (their fallbacks have answered; the journal hands their charges over). */
-	if (s->connected && s->ac && s->breaker != SL_BREAKER_CLOSED &&
-	    now_ns() - s->last_reply > STALE_NS) {
-		redisAsyncContext *ac = s->ac;
+	if (n->connected && n->ac && n->breaker != SL_BREAKER_CLOSED &&
+	    now_ns() - n->last_reply > STALE_NS) {
+		redisAsyncContext *ac = n->ac;
 
 		conn_log(s, false, "redis %s: %s has answered nothing in %llu s; reconnecting",
-			 s->redis_addr, s->located, (unsigned long long)(STALE_NS / 1000000000ull));
+			 n->name, s->target.cluster ? n->name : s->located,
+			 (unsigned long long)(STALE_NS / 1000000000ull));
 		redisAsyncFree(ac); /* on_disconnect resets the state */
-		if (s->ac == ac) {
-			s->ac = NULL;
-			s->connected = false;
+		if (n->ac == ac) {
+			n->ac = NULL;
+			n->connected = false;
 		}
 	}
 	/* The breaker's probe, on the store's own time: a PING on a live connection, or a new
 	 * connection (whose handshake is the probe). */
-	if (s->breaker == SL_BREAKER_OPEN && now_ns() >= s->open_until) {
-		if (s->connected)
-			send_probe(s);
+	if (n->breaker == SL_BREAKER_OPEN && now_ns() >= n->open_until) {
+		if (n->connected)
+			send_probe(n);
 		else
-			s->breaker = SL_BREAKER_HALF_OPEN;
+			n->breaker = SL_BREAKER_HALF_OPEN;
 	}
-	if (!s->connected && !s->connecting && s->breaker != SL_BREAKER_OPEN)
-		connect_redis(s);
+	if (!n->connected && !n->connecting && n->breaker != SL_BREAKER_OPEN)
+		connect_node(n);
+}
+
+static void on_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct sl_store *s = arg;
+	int i;
+
+	(void)fd;
+	(void)what;
+	if (!s->target.cluster) {
+		node_tick(s, &s->node[0]);
+	} else {
+		for (i = 0; i < MAX_NODES; i++)
+			if (s->node[i].used)
+				node_tick(s, &s->node[i]);
+		map_refresh(s, false);
+	}
 	journal_flush(s);
 }
 
@@ -2238,6 +3219,9 @@ struct sl_store *sl_store_new(struct event_base *base, const struct sl_store_opt
 		s->o.breaker_open_ms = 1000;
 	snprintf(s->prefix, sizeof(s->prefix), "%s", o->prefix ? o->prefix : "sluice");
 	snprintf(s->redis_addr, sizeof(s->redis_addr), "%s", o->redis ? o->redis : "");
+	memset(s->slot, NO_NODE, sizeof(s->slot));
+	s->node[0].s = s;
+	snprintf(s->node[0].name, sizeof(s->node[0].name), "%s", s->redis_addr);
 	if (s->redis_addr[0]) {
 		const char *user = o->user, *pw = o->password;
 
@@ -2250,6 +3234,8 @@ struct sl_store *sl_store_new(struct event_base *base, const struct sl_store_opt
 			sl_store_auth_lookup(s->redis_addr, &user, &pw);
 		snprintf(s->user, sizeof(s->user), "%s", user ? user : "");
 		snprintf(s->password, sizeof(s->password), "%s", pw ? pw : "");
+		if (s->target.cluster)
+			s->node[0].name[0] = '\0'; /* the map names the masters */
 	}
 	s->o.user = s->o.password = NULL;
 	randombytes_buf(s->hkey, sizeof(s->hkey));
@@ -2267,7 +3253,10 @@ struct sl_store *sl_store_new(struct event_base *base, const struct sl_store_opt
 		s->tick = event_new(base, -1, EV_PERSIST, on_tick, s);
 		if (s->tick)
 			event_add(s->tick, &tv);
-		connect_redis(s);
+		if (s->target.cluster)
+			map_refresh(s, true);
+		else
+			connect_redis(s);
 	}
 	return s;
 }
@@ -2286,8 +3275,9 @@ void sl_store_free(struct sl_store *s)
 		event_free(s->job_ev);
 	if (s->job)
 		job_put(s->job); /* its thread frees it when its lookup returns */
-	if (s->ac)
-		redisAsyncFree(s->ac);
+	for (i = 0; i < MAX_NODES; i++)
+		if (s->node[i].ac)
+			redisAsyncFree(s->node[i].ac);
 	for (i = 0; i < s->n_scripts; i++)
 		free(s->scripts[i].lua);
 	for (j = 0; j < s->dir_cap; j++)
@@ -2307,8 +3297,87 @@ void sl_store_free(struct sl_store *s)
 
 void sl_store_get_stats(const struct sl_store *s, struct sl_store_stats *st)
 {
+	int i;
+
 	*st = s->st;
-	st->breaker = s->breaker;
 	st->redis = s->redis_addr[0] != '\0';
-	st->connected = s->connected;
+	st->cluster = s->target.cluster;
+	if (!s->target.cluster) {
+		st->breaker = s->node[0].breaker;
+		st->connected = s->node[0].connected;
+		return;
+	}
+	/* A cluster is connected when every master of its map is; its breaker is the worst. */
+	st->connected = s->map_known && st->slots_covered == NSLOTS;
+	st->breaker = SL_BREAKER_CLOSED;
+	for (i = 0; i < MAX_NODES; i++) {
+		const struct rnode *n = &s->node[i];
+
+		if (!n->used)
+			continue;
+		if (!n->connected)
+			st->connected = false;
+		if (n->breaker == SL_BREAKER_OPEN ||
+		    (n->breaker == SL_BREAKER_HALF_OPEN && st->breaker == SL_BREAKER_CLOSED))
+			st->breaker = n->breaker;
+	}
+}
+
+int sl_store_nodes(const struct sl_store *s, struct sl_store_node *out, int max)
+{
+	int i, k = 0;
+
+	for (i = 0; i < MAX_NODES; i++) {
+		const struct rnode *n = &s->node[i];
+
+		if (s->target.cluster ? !n->used : (i > 0 || !s->redis_addr[0]))
+			continue;
+		if (k < max) {
+			snprintf(out[k].name, sizeof(out[k].name), "%s", n->name);
+			out[k].connected = n->connected;
+			out[k].breaker = n->breaker;
+			out[k].slots = s->target.cluster ? n->slots : NSLOTS;
+			out[k].calls = n->calls;
+			out[k].errors = n->errors;
+			out[k].timeouts = n->timeouts;
+		}
+		k++;
+	}
+	return k;
+}
+
+void sl_store_describe_nodes(const struct sl_store *s, char *buf, size_t len, bool json)
+{
+	struct sl_store_node nd[MAX_NODES];
+	int i, n = sl_store_nodes(s, nd, MAX_NODES);
+	size_t used = 0;
+
+	if (!len)
+		return;
+	buf[0] = '\0';
+	if (json)
+		used += (size_t)snprintf(buf, len, "[");
+	for (i = 0; i < n && used < len; i++) {
+		if (json)
+			used += (size_t)snprintf(buf + used, len - used,
+						 "%s{\"server\":\"%s\",\"connected\":%s,"
+						 "\"breaker\":\"%s\",\"slots\":%u,\"calls\":%llu,"
+						 "\"errors\":%llu,\"timeouts\":%llu}", i ? "," : "",
+						 nd[i].name, nd[i].connected ? "true" : "false",
+						 sl_breaker_name(nd[i].breaker), nd[i].slots,
+						 (unsigned long long)nd[i].calls,
+						 (unsigned long long)nd[i].errors,
+						 (unsigned long long)nd[i].timeouts);
+		else
+			used += (size_t)snprintf(buf + used, len - used,
+						 "  redis server %s: %s, breaker %s, %u slots, %llu "
+						 "calls, %llu errors, %llu timed out\n", nd[i].name,
+						 nd[i].connected ? "connected" : "NOT CONNECTED",
+						 sl_breaker_name(nd[i].breaker), nd[i].slots,
+						 (unsigned long long)nd[i].calls,
+						 (unsigned long long)nd[i].errors,
+						 (unsigned long long)nd[i].timeouts);
+	}
+	if (json && used < len)
+		snprintf(buf + used, len - used, "]");
 }

@@ -17,7 +17,12 @@
  * charged twice). Checks issued together go out pipelined on the one connection.
  *
  * Keys carry the tenant as a hash tag ("sluice:{acme}:login_fail:<hash>") so a Redis Cluster
- * keeps a tenant's keys together; identifiers should be hashed with sl_store_hash() first.
+ * keeps a tenant's keys together, in one slot: every key of one script call shares it (the
+ * store refuses a call whose keys do not). Identifiers should be hashed with
+ * sl_store_hash() first. With a Redis Cluster ("cluster:HOST:PORT,..."), each master has
+ * its own connection, timeouts and breaker; a check goes to its slot's master, a MOVED or
+ * ASK is followed once within the same timeout, and the slot map is read again after a
+ * MOVED, a lost master, and every few seconds.
  */
 #ifndef SLUICE_STORE_H
 #define SLUICE_STORE_H
@@ -53,7 +58,8 @@ struct sl_limit {
 
 struct sl_store_opts {
 	const char *redis;      /* "unix:/path", "HOST:PORT", "sentinel:MASTER@HOST:PORT,...",
-				 * or NULL for in-process only */
+				 * "cluster:HOST:PORT,..." (seed nodes), or NULL for
+				 * in-process only */
 	const char *user, *password; /* AUTH on every connection; both NULL: what
 				      * sl_store_auth_register() gave for this address */
 	uint32_t timeout_ms;    /* per call */
@@ -78,10 +84,25 @@ struct sl_store_stats {
 	uint64_t journal;        /* keys holding what Redis has not had yet (charges made in a
 				  * fail-open fallback, clears), handed over as it answers */
 	uint64_t journal_dropped; /* charges and clears the journal, full, could not hold */
-	uint8_t breaker;         /* enum sl_breaker */
+	uint8_t breaker;         /* enum sl_breaker; a cluster's: the worst of its masters' */
 	bool redis;              /* a Redis is configured */
-	bool connected;          /* and its handshake (AUTH, INFO) answered */
-	bool refused_cluster;    /* the last server was a Redis Cluster node: refused */
+	bool connected;          /* and its handshake (AUTH, INFO) answered; a cluster's: the
+				  * slot map is known and every master in it is connected */
+	bool refused_cluster;    /* the last server was a Redis Cluster node given as a plain
+				  * address: refused */
+	bool cluster;            /* a Redis Cluster is configured */
+	uint32_t slots_covered;  /* a cluster's: slots the map gives a master */
+	uint64_t moved, ask;     /* redirects followed (or not: a master down) */
+	uint64_t map_reads, map_failures; /* slot map reads, and reads no node answered */
+};
+
+/* One Redis server's state (a cluster has one per master; otherwise just the one). */
+struct sl_store_node {
+	char name[80];           /* "IP:PORT", or redis.address */
+	bool connected;
+	uint8_t breaker;
+	uint32_t slots;          /* a cluster's: the slots it serves */
+	uint64_t calls, errors, timeouts;
 };
 
 struct sl_store;
@@ -112,18 +133,29 @@ void sl_store_eval(struct sl_store *s, int script, const char *key, int argc,
 		   const char **argv, sl_store_raw_cb cb, void *arg);
 
 void sl_store_get_stats(const struct sl_store *s, struct sl_store_stats *st);
+/* The servers' states into @out (at most @max); returns how many there are. */
+int sl_store_nodes(const struct sl_store *s, struct sl_store_node *out, int max);
+/* The same for sluicectl status: one line each ("  redis server HOST:PORT: connected, ..."),
+ * or a JSON array when @json; truncated to @len. */
+void sl_store_describe_nodes(const struct sl_store *s, char *buf, size_t len, bool json);
+
+/* Redis Cluster's hash slot of @key (CRC16-XMODEM of its hash tag, "{...}", or of the whole
+ * key when it has none, mod 16384). */
+uint16_t sl_store_keyslot(const char *key, size_t len);
 
 /*
  * Where Redis is, and how every connection sluiced makes gets there (the store's, the stream
  * job's; leases go through the store). An address is "unix:/path", "HOST:PORT" (a name is
- * resolved off the loop, again at each connection) or "sentinel:MASTER@HOST:PORT,..." (the
- * sentinels are asked for MASTER at each connection). Redis Cluster is not supported: a
- * node with cluster_enabled:1 is refused with an error in the log.
+ * resolved off the loop, again at each connection), "sentinel:MASTER@HOST:PORT,..." (the
+ * sentinels are asked for MASTER at each connection) or "cluster:HOST:PORT,..." (seed nodes
+ * of a Redis Cluster, asked for CLUSTER SLOTS). A Cluster node given as a plain address
+ * (cluster_enabled:1) is refused with an error in the log: it would answer MOVED.
  */
 #define SL_STORE_MAX_SENTINELS 8
 struct sl_redis_target {
 	bool unix_sock;          /* host is a path */
 	bool sentinel;
+	bool cluster;            /* sentinel_at[] holds a cluster's seed nodes */
 	char host[200];
 	int port;
 	char master[64];
@@ -142,6 +174,24 @@ struct redisContext;
 struct redisContext *sl_store_connect_sync(const char *address, const char *user,
 					   const char *password, uint32_t timeout_ms,
 					   char *err, size_t errlen);
+/*
+ * Blocking, for a thread off the loop (the stream job's): a connection to @address that
+ * routes each command by its key, to its slot's master on a Redis Cluster (one connection
+ * per master, each with @timeout_ms), or to the one server otherwise. Commands are
+ * pipelined: sl_sync_append() queues one, sl_sync_reply() reads the replies in the same
+ * order. A MOVED or ASK is followed once (and a MOVED reads the slot map again before the
+ * next batch); a master that does not answer gives an error reply for its commands
+ * ("NODEDOWN ..."), not a broken connection, so the other masters' answers still count.
+ * sl_sync_reply() fails (REDIS_ERR) only when the one server's connection broke.
+ */
+struct sl_sync;
+struct sl_sync *sl_sync_connect(const char *address, const char *user, const char *password,
+				uint32_t timeout_ms, char *err, size_t errlen);
+int sl_sync_append(struct sl_sync *c, const char *key, int argc, const char **argv,
+		   const size_t *lens);
+int sl_sync_reply(struct sl_sync *c, struct redisReply **reply);
+const char *sl_sync_errstr(const struct sl_sync *c);
+void sl_sync_free(struct sl_sync *c);
 /* The credentials that go with @address (the config loader registers redis.user and
  * redis.password; the store and the stream job look them up). Either may be empty. */
 void sl_store_auth_register(const char *address, const char *user, const char *password);

@@ -116,7 +116,8 @@ struct stream {
 	uint64_t recorded[2];    /* records by mode: [SL_MODE_ENFORCE] done, [MONITOR] would */
 	unsigned stall_ms;       /* SLUICED_STREAM_STALL_MS: a slow job, for game days */
 	/* The job's own, used outside mu: the connection and a copy of its settings. */
-	redisContext *rc;        /* shared counts, this thread's own connection */
+	struct sl_sync *rc;      /* shared counts, this thread's own connection(s): one per
+				  * master of a Redis Cluster (store.h) */
 	char raddr[sizeof(((struct sl_config *)0)->redis.address)];
 	char rprefix[sizeof(((struct sl_config *)0)->redis.key_prefix)];
 	char ruser[sizeof(((struct sl_config *)0)->redis.user)];
@@ -726,8 +727,7 @@ static int probes_of(const struct stream *s, const struct sl_outcome_event *ev,
 
 static void redis_close(struct stream *s)
 {
-	if (s->rc)
-		redisFree(s->rc);
+	sl_sync_free(s->rc);
 	s->rc = NULL;
 }
 
@@ -744,7 +744,7 @@ static bool redis_ready(struct stream *s, uint64_t now)
 	if (!a[0] || now < s->redis_retry_at)
 		return false;
 	s->rdrop = false;
-	s->rc = sl_store_connect_sync(a, s->ruser, s->rpass, s->redis_timeout_ms, err,
+	s->rc = sl_sync_connect(a, s->ruser, s->rpass, s->redis_timeout_ms, err,
 				      sizeof(err));
 	if (!s->rc) {
 		if (!s->redis_down)
@@ -829,7 +829,7 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
 			}
 			argv[3 + WINDOW_BUCKETS] = (const char *)&p[i].member;
 			lens[3 + WINDOW_BUCKETS] = sizeof(p[i].member);
-			redisAppendCommandArgv(s->rc, 4 + WINDOW_BUCKETS, argv, lens);
+			sl_sync_append(s->rc, keys[0], 4 + WINDOW_BUCKETS, argv, lens);
 			continue;
 		}
 		argv[0] = "PFADD";
@@ -838,19 +838,19 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
 		lens[0] = 5;
 		lens[1] = strlen(keys[0]);
 		lens[2] = sizeof(p[i].member);
-		redisAppendCommandArgv(s->rc, 3, argv, lens);
+		sl_sync_append(s->rc, keys[0], 3, argv, lens);
 		argv[0] = "PEXPIRE";
 		argv[2] = ttl;
 		lens[0] = 7;
 		lens[2] = strlen(ttl);
-		redisAppendCommandArgv(s->rc, 3, argv, lens);
+		sl_sync_append(s->rc, keys[0], 3, argv, lens);
 		argv[0] = "PFCOUNT";
 		lens[0] = 7;
 		for (j = 0; j < WINDOW_BUCKETS; j++) {
 			argv[1 + j] = keys[j];
 			lens[1 + j] = strlen(keys[j]);
 		}
-		redisAppendCommandArgv(s->rc, 1 + WINDOW_BUCKETS, argv, lens);
+		sl_sync_append(s->rc, keys[0], 1 + WINDOW_BUCKETS, argv, lens);
 	}
 	for (i = 0; i < n; i++) {
 		int k, replies = p[i].mint ? 3 : 1;
@@ -858,9 +858,10 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
 		for (k = 0; k < replies; k++) {
 			redisReply *r = NULL;
 
-			if (redisGetReply(s->rc, (void **)&r) != REDIS_OK || !r) {
-				log_warn("stream: Redis: %s", s->rc->errstr[0] ? s->rc->errstr :
-								"no reply");
+			if (sl_sync_reply(s->rc, &r) != REDIS_OK || !r) {
+				const char *e = sl_sync_errstr(s->rc);
+
+				log_warn("stream: Redis: %s", e[0] ? e : "no reply");
 				return false;
 			}
 			if (r->type == REDIS_REPLY_ERROR &&

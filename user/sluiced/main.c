@@ -846,6 +846,7 @@ static void render_metrics(void *arg, struct evbuffer *out)
 static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 {
 	struct sl_store_stats st;
+	char servers[4096];
 	bool degraded;
 	int i;
 
@@ -895,6 +896,8 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 				evbuffer_add_printf(out, " to %g/s on this node\n",
 						    cc->rate / d->cfg.cluster.nodes);
 		}
+		sl_store_describe_nodes(d->store, servers, sizeof(servers), false);
+		evbuffer_add_printf(out, "%s", servers);
 		return;
 	}
 	evbuffer_add_printf(out, "ok {\"backend\":\"%s\",\"address\":\"%s\","
@@ -936,7 +939,9 @@ static void store_report(struct daemon *d, struct evbuffer *out, bool as_json)
 					    cc->rate / d->cfg.cluster.nodes);
 		evbuffer_add_printf(out, "}");
 	}
-	evbuffer_add_printf(out, "}}\n");
+	/* Each Redis server (a cluster's masters): its own connection and breaker. */
+	sl_store_describe_nodes(d->store, servers, sizeof(servers), true);
+	evbuffer_add_printf(out, "},\"servers\":%s}\n", servers);
 }
 
 /* `limits` on an edge without a gateway: the edge's part of the document alone. */

@@ -243,6 +243,61 @@ void metrics_leases(struct evbuffer *out, const struct sl_maps *maps, const stru
 	free(ts);
 }
 
+/* Each Redis server's state (a Redis Cluster's masters, each with its own breaker), and a
+ * cluster's slot map and redirects. */
+static void metrics_store_nodes(struct evbuffer *out, const struct sl_store *s,
+				const struct sl_store_stats *st)
+{
+	struct sl_store_node nd[16];
+	int i, n = sl_store_nodes(s, nd, 16);
+
+	if (!st->redis)
+		return;
+	if (n > 16)
+		n = 16;
+	head(out, "sluice_store_redis_node_up", "gauge",
+	     "1 while this Redis server (a cluster's master) is connected and its breaker closed.");
+	for (i = 0; i < n; i++)
+		evbuffer_add_printf(out, "sluice_store_redis_node_up{node=\"%s\"} %d\n", nd[i].name,
+				    nd[i].connected && nd[i].breaker == SL_BREAKER_CLOSED);
+	head(out, "sluice_store_redis_node_breaker", "gauge",
+	     "This Redis server's breaker: 0 closed, 1 open, 2 half open.");
+	for (i = 0; i < n; i++)
+		evbuffer_add_printf(out, "sluice_store_redis_node_breaker{node=\"%s\"} %u\n",
+				    nd[i].name, nd[i].breaker);
+	head(out, "sluice_store_redis_node_slots", "gauge",
+	     "Hash slots this server serves (16384 for one that is not a cluster's).");
+	for (i = 0; i < n; i++)
+		evbuffer_add_printf(out, "sluice_store_redis_node_slots{node=\"%s\"} %u\n",
+				    nd[i].name, nd[i].slots);
+	head(out, "sluice_store_redis_node_calls_total", "counter",
+	     "Calls sent to this server, and of those the ones that failed or timed out.");
+	for (i = 0; i < n; i++)
+		evbuffer_add_printf(out,
+				    "sluice_store_redis_node_calls_total{node=\"%s\",outcome=\"sent\"} %llu\n"
+				    "sluice_store_redis_node_calls_total{node=\"%s\",outcome=\"error\"} %llu\n"
+				    "sluice_store_redis_node_calls_total{node=\"%s\",outcome=\"timeout\"} %llu\n",
+				    nd[i].name, (unsigned long long)nd[i].calls, nd[i].name,
+				    (unsigned long long)nd[i].errors, nd[i].name,
+				    (unsigned long long)nd[i].timeouts);
+	if (!st->cluster)
+		return;
+	head(out, "sluice_store_cluster_slots_covered", "gauge",
+	     "Hash slots of the Redis Cluster's map that have a master (16384 when whole).");
+	evbuffer_add_printf(out, "sluice_store_cluster_slots_covered %u\n", st->slots_covered);
+	head(out, "sluice_store_cluster_redirects_total", "counter",
+	     "MOVED and ASK replies met (each followed once when its target is up).");
+	evbuffer_add_printf(out, "sluice_store_cluster_redirects_total{kind=\"moved\"} %llu\n"
+			    "sluice_store_cluster_redirects_total{kind=\"ask\"} %llu\n",
+			    (unsigned long long)st->moved, (unsigned long long)st->ask);
+	head(out, "sluice_store_cluster_map_reads_total", "counter",
+	     "Slot map reads (CLUSTER SLOTS), and those no node answered.");
+	evbuffer_add_printf(out, "sluice_store_cluster_map_reads_total{outcome=\"ok\"} %llu\n"
+			    "sluice_store_cluster_map_reads_total{outcome=\"failed\"} %llu\n",
+			    (unsigned long long)(st->map_reads - st->map_failures),
+			    (unsigned long long)st->map_failures);
+}
+
 void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct sl_config *c)
 {
 	static const char *const states[] = { "closed", "open", "half_open" };
@@ -305,6 +360,7 @@ void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct 
 	     "Charges and clears the journal, full, could not hold (Redis never learns of them).");
 	evbuffer_add_printf(out, "sluice_store_journal_dropped_total %llu\n",
 			    (unsigned long long)st.journal_dropped);
+	metrics_store_nodes(out, s, &st);
 	head(out, "sluice_store_mode", "gauge",
 	     "What answers each counter now (1 for the mode in force): exact, local or static.");
 	for (i = 0; i < SL_CTR_N; i++) {

@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+#
+# Redis Cluster (issue 16): three masters this suite starts on loopback (redis-server
+# --cluster-enabled yes, joined by `redis-cli --cluster create`), two gateway-only sluiced
+# nodes given one seed each (redis.cluster); what a user sees is asserted: /login's statuses
+# and how long they took, /metrics, `sluicectl status`, the log, the keys on each master.
+#   1. spread:   three tenants whose hash tags land on three different masters (CLUSTER
+#                KEYSLOT says so, and the store's own CRC16 agrees): each tenant's counters
+#                are on its master only; the slot map is read from one seed.
+#   2. exact:    the lockout threshold across both nodes is exactly what one Redis gives
+#                (burst 5: 401 x5, then 429), no check fell back.
+#   3. stream:   the stream job's HyperLogLogs are in the cluster, spread over masters.
+#   4. reshard:  a tenant's slot is moved to another master (IMPORTING/MIGRATING, its keys
+#                MIGRATEd one by one, SETSLOT NODE) while both nodes take logins: every login
+#                answered, none slower than the bound, ASK and MOVED followed, no fallback,
+#                and an account's count stays exact across the move.
+#   5. kill:     one master SIGKILLed: only its tenant falls back (fail open at limit / N),
+#                the others stay exact; /metrics and status show that node down.
+#   6. config:   redis.cluster's rules, at load (--check-config).
+# SL_DEBUG=1 leaves the directory in place.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD=${BUILD:-build}
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+PY=/usr/bin/python3
+. "$HERE/../lib/tap.sh"
+NT_DIR=$(mktemp -d /tmp/sluice-rcluster.XXXXXX)
+. "$HERE/../lib/redis.sh"
+PIDS=()
+
+redis_available || { echo "1..0 # SKIP redis-server is not installed"; exit 0; }
+cleanup() {
+	local p
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	redis_stop_ports
+	if [ "${SL_DEBUG:-0}" = 1 ]; then echo "# SL_DEBUG=1: left $NT_DIR" >&2; else rm -rf "$NT_DIR"; fi
+}
+trap cleanup EXIT
+
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+# A cluster node's bus is its port + 10000: ports under 55000.
+cport() { local p; p=$(free_port); while [ "$p" -gt 55000 ]; do p=$(free_port); done; echo "$p"; }
+C1=$(cport); C2=$(cport); C3=$(cport)
+redis_cluster_start "$C1" "$C2" "$C3" || { echo "Bail out! the Redis Cluster did not form"; exit 1; }
+rc() { redis-cli -p "$C1" "$@"; }
+
+# Three tenants, each on its own master: names tried until three masters are covered.
+declare -A OWNER=()
+TEN=()
+for i in $(seq 1 60); do
+	o=$(redis_cluster_owner "{t$i}")
+	[ -n "$o" ] && [ -z "${OWNER[$o]:-}" ] || continue
+	OWNER[$o]=t$i
+	TEN+=("t$i")
+	[ "${#TEN[@]}" = 3 ] && break
+done
+[ "${#TEN[@]}" = 3 ] || { echo "Bail out! no three tenants on three masters"; exit 1; }
+TA=${TEN[0]}; TB=${TEN[1]}; TC=${TEN[2]}
+owner() { redis_cluster_owner "{$1}"; }
+
+head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$NT_DIR/session.key"
+chmod 600 "$NT_DIR/session.key"
+: >"$NT_DIR/creds.txt"
+chmod 600 "$NT_DIR/creds.txt"
+# conf NAME PORT MPORT SEED: a gateway node's config.
+conf() {
+	local t tenants=""
+	for t in "$TA" "$TB" "$TC"; do
+		tenants="$tenants${tenants:+, }{ name = \"$t\"; hosts = [\"$t.test\"]; reservation = 0.0; }"
+	done
+	cat >"$NT_DIR/$1.conf" <<EOC
+tenants = ( $tenants );
+routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = 10.0; } );
+gateway: {
+  listen = "127.0.0.1:$2";
+  credentials = "$NT_DIR/creds.txt";
+  session_key = "$NT_DIR/session.key";
+  capacity = { cpu = 1000000.0; };
+  argon2 = { m_cost_kib = 256; t_cost = 1; parallelism = 1; memory_budget_mib = 1; };
+  trusted_hops = 1;
+  reject_floor_ms = 0;
+  login_uniform = false;
+  delivery = "log";
+  delivery_log = "$NT_DIR/outbox-$1.log";
+};
+redis: { cluster = ["127.0.0.1:$4"]; timeout_ms = $TMO; breaker_open_ms = 300; };
+cluster: { node = "$1"; nodes = 2; };
+counters: {
+  login_failures = { rate = 0.001; burst = 5.0; };
+  login_parent = { enabled = false; };
+  login_successes = { rate = 0.001; burst = 1000.0; };
+  tenant_logins = { rate = 100000.0; burst = 100000.0; };
+};
+stream: { window_s = 600; };
+daemon: { control_socket = "$NT_DIR/$1.sock"; metrics_listen = "127.0.0.1:$3"; };
+EOC
+}
+TMO=100
+PA=$(free_port); MA=$(free_port); PB=$(free_port); MB=$(free_port)
+conf a "$PA" "$MA" "$C1"
+conf b "$PB" "$MB" "$C2"
+ctl() { local n=$1; shift; "$BUILD/sluicectl" -c "$NT_DIR/$n.conf" "$@"; }
+for t in "$TA" "$TB" "$TC"; do
+	echo "pw-$t" | ctl a user add "$t" "u$t" >/dev/null || { echo "Bail out! user add"; exit 1; }
+done
+start() {
+	"$BUILD/sluiced" -c "$NT_DIR/$1.conf" -f >"$NT_DIR/$1.log" 2>&1 &
+	PIDS+=($!)
+	for _ in $(seq 1 100); do
+		grep -q "gateway listening" "$NT_DIR/$1.log" && return 0
+		sleep 0.05
+	done
+	sed 's/^/# /' "$NT_DIR/$1.log"
+	echo "Bail out! sluiced $1 did not start"
+	exit 1
+}
+start a
+start b
+metrics() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics"; }
+metric() { metrics "$1" | awk -v k="$2" '$1 == k { print $2 }'; }
+connected() { jget "$(ctl "$1" status --json)" store.connected; }
+for _ in $(seq 1 100); do
+	[ "$(connected a)" = true ] && [ "$(connected b)" = true ] && break
+	sleep 0.1
+done
+
+# req.py PORT TENANT,USER,PASSWORD,XFF...: one "status ms" line per login, in order.
+cat >"$NT_DIR/req.py" <<'PYEOF'
+import http.client, sys, time
+for spec in sys.argv[1:]:
+    port, tenant, user, pw, xff = spec.split(",")
+    t0 = time.monotonic()
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=10)
+        c.request("POST", "/login", body="username=%s&password=%s" % (user, pw),
+                  headers={"Host": tenant + ".test", "X-Forwarded-For": xff,
+                           "Content-Type": "application/x-www-form-urlencoded"})
+        r = c.getresponse(); r.read(); c.close(); st = r.status
+    except Exception as e:
+        st = "error:" + type(e).__name__
+    print(st, round((time.monotonic() - t0) * 1000, 1), flush=True)
+PYEOF
+# tries TENANT USER XFF N: N wrong passwords, alternately through node a and node b.
+tries() {
+	local i specs=()
+	for i in $(seq 1 "$4"); do
+		# A password of its own each time: the same one across accounts is a spray the
+		# stream job answers with a step-up, which charges no counter.
+		if [ $((i % 2)) = 1 ]; then specs+=("$PA,$1,$2,w$RANDOM$i,$3"); else specs+=("$PB,$1,$2,w$RANDOM$i,$3"); fi
+	done
+	$PY "$NT_DIR/req.py" "${specs[@]}" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 } END { print "" }'
+}
+fails_on() { redis-cli -p "$1" --scan --pattern "sluice:{$2}:login_fail:*" | grep -vc ':live$'; }
+fallbacks() { echo $(( $(metric "$MA" 'sluice_store_fallbacks_total{mode="local"}') + $(metric "$MB" 'sluice_store_fallbacks_total{mode="local"}') )); }
+
+# ---- 1. spread -------------------------------------------------------------------------------
+expect_eq "spread: the three tenants' slots are on three masters" \
+	"$(for t in "$TA" "$TB" "$TC"; do owner "$t"; done | sort -u | wc -l)" 3
+expect_match "spread: node a read the slot map from its one seed: all 16384 slots, 3 masters" \
+	"$(grep 'slot map' "$NT_DIR/a.log" | head -1)" "16384 of 16384 slots served \\(127\\.0\\.0\\.1:[0-9]+ [0-9]+, 127\\.0\\.0\\.1:[0-9]+ [0-9]+, 127\\.0\\.0\\.1:[0-9]+ [0-9]+\\)"
+expect_eq "spread: both nodes connected to every master (status)" "$(connected a) $(connected b)" "true true"
+expect_eq "spread: /metrics has one node_up line per master, all 1" \
+	"$(metrics "$MA" | grep -c '^sluice_store_redis_node_up{node="127.0.0.1:[0-9]*"} 1$')" 3
+# The store's CRC16 against the cluster's own: the slot a key's master serves is the one the
+# store computed (a MOVED would show otherwise: checked below, none before the reshard).
+
+# ---- 2. exact thresholds ---------------------------------------------------------------------
+fb0=$(fallbacks)
+for t in "$TA" "$TB" "$TC"; do
+	expect_eq "exact: tenant $t (master :$(owner "$t")): 401 x5, then 429, across two nodes" \
+		"$(tries "$t" "u$t" 203.0.113.7 7)" "401 401 401 401 401 429 429"
+done
+held=""
+for t in "$TA" "$TB" "$TC"; do
+	o=$(owner "$t")
+	n=0
+	for p in "$C1" "$C2" "$C3"; do [ "$p" = "$o" ] || n=$((n + $(fails_on "$p" "$t"))); done
+	held="$held $(fails_on "$o" "$t"):$n"
+done
+expect_eq "exact: each tenant's counters are on its own master only (mine:others)" "$held" " 1:0 1:0 1:0"
+expect_eq "exact: no check fell back, on either node" "$(( $(fallbacks) - fb0 ))" 0
+expect_eq "exact: no MOVED met (the store's slots are the cluster's)" \
+	"$(metric "$MA" 'sluice_store_cluster_redirects_total{kind="moved"}') $(metric "$MB" 'sluice_store_cluster_redirects_total{kind="moved"}')" "0 0"
+
+# ---- 3. the stream job's HyperLogLogs ---------------------------------------------------------
+for i in $(seq 1 30); do
+	tries "$TA" "spray$i" "198.51.$((i % 20)).$((i + 1))" 1 >/dev/null
+done
+sleep 1
+for _ in $(seq 1 30); do
+	[ "$(metrics "$MA" | grep -c 'sluice_stream_counting{mode="redis"} 1')" = 1 ] && break
+	tries "$TB" "spray-b$RANDOM" "198.51.100.$((RANDOM % 200 + 1))" 1 >/dev/null
+	sleep 0.1
+done
+expect_eq "stream: the job counts on the cluster (sluice_stream_counting mode=redis)" \
+	"$(metrics "$MA" | grep -c 'sluice_stream_counting{mode="redis"} 1')" 1
+hll_masters=0
+for p in "$C1" "$C2" "$C3"; do
+	[ "$(redis-cli -p "$p" --scan --pattern 'sluice:{hll:*' | wc -l)" -gt 0 ] && hll_masters=$((hll_masters + 1))
+done
+expect_ge "stream: its HyperLogLogs are spread over the masters (masters holding some)" "$hll_masters" 2
+
+# ---- 4. reshard during load -------------------------------------------------------------------
+SLOT=$(rc cluster keyslot "{$TA}")
+FROM=$(owner "$TA")
+TO=$C1; [ "$TO" = "$FROM" ] && TO=$C2
+# Keys in the slot for the move to carry (and take its time over): 40 accounts' counters.
+for i in $(seq 1 60); do tries "$TA" "pre$i" "192.0.$((i / 100)).$((i % 100 + 1))" 1 >/dev/null; done
+expect_eq "reshard: the victim's first two wrong passwords, before the move" \
+	"$(tries "$TA" victim 203.0.113.50 2)" "401 401"
+fb0=$(fallbacks)
+ask0=$(( $(metric "$MA" 'sluice_store_cluster_redirects_total{kind="ask"}') + $(metric "$MB" 'sluice_store_cluster_redirects_total{kind="ask"}') ))
+# The load: fresh accounts of the moving tenant, alternately through both nodes, every 20 ms.
+( for i in $(seq 1 400); do
+	if [ $((i % 2)) = 1 ]; then echo "$PA,$TA,load$i,x$i,10.9.$((i / 200)).$((i % 200 + 1))"; else echo "$PB,$TA,load$i,x$i,10.9.$((i / 200)).$((i % 200 + 1))"; fi
+  done ) >"$NT_DIR/load.specs"
+$PY - "$NT_DIR/req.py" "$NT_DIR/load.specs" "$NT_DIR/load.out" "$NT_DIR/load.stop" <<'PYEOF' &
+import os, subprocess, sys, time
+req, specs, out, stop = sys.argv[1:5]
+with open(out, "w") as f:
+    for spec in open(specs).read().split():
+        if os.path.exists(stop):
+            break
+        r = subprocess.run(["/usr/bin/python3", req, spec], capture_output=True, text=True)
+        f.write(r.stdout); f.flush()
+        time.sleep(0.02)
+PYEOF
+LOADPID=$!
+sleep 0.5
+redis_cluster_move_slot "$SLOT" "$FROM" "$TO" 0.03 &
+MOVEPID=$!
+sleep 0.6
+# Mid-move: the victim's next three, through both nodes (ASK for keys already moved).
+mid=$(tries "$TA" victim 203.0.113.50 3)
+wait "$MOVEPID"; moved_rc=$?
+sleep 0.5
+touch "$NT_DIR/load.stop"
+wait "$LOADPID"
+expect_eq "reshard: the slot moved (SETSLOT NODE), now served by :$TO" "$moved_rc $(owner "$TA")" "0 $TO"
+expect_eq "reshard: the victim's 3rd-5th wrong passwords, mid-move: 401 401 401" "$mid" "401 401 401"
+expect_eq "reshard: the 6th and 7th after the move: 429 429 (the count stayed exact)" \
+	"$(tries "$TA" victim 203.0.113.50 2)" "429 429"
+n=$(wc -l <"$NT_DIR/load.out")
+expect_ge "reshard: logins answered during the move" "$n" 40
+expect_eq "reshard: every one of them 401 (none failed, none refused by a fallback)" \
+	"$(awk '$1 != 401' "$NT_DIR/load.out" | wc -l)" 0
+slow=$(awk 'BEGIN { m = 0 } $2 > m { m = $2 } END { print int(m) }' "$NT_DIR/load.out")
+tap_diag "  (slowest login during the move: $slow ms; timeout_ms $TMO)"
+expect_le "reshard: none took longer than 3 x timeout_ms (Redis's budget plus the hash)" "$slow" $((3 * TMO))
+ask=$(( $(metric "$MA" 'sluice_store_cluster_redirects_total{kind="ask"}') + $(metric "$MB" 'sluice_store_cluster_redirects_total{kind="ask"}') - ask0 ))
+expect_ge "reshard: ASK redirects were met and followed" "$ask" 1
+expect_eq "reshard: no check fell back during the move" "$(( $(fallbacks) - fb0 ))" 0
+expect_ge "reshard: the new master holds the tenant's counters" "$(fails_on "$TO" "$TA")" 60
+expect_eq "reshard: the old master holds none" "$(fails_on "$FROM" "$TA")" 0
+
+# ---- 5. one master killed -------------------------------------------------------------------
+# The one that serves TC (not TA's new master): TC falls back, TA stays exact.
+KILL=$(owner "$TC")
+[ "$KILL" = "$(owner "$TA")" ] && { TC_=$TC; TC=$TB; TB=$TC_; KILL=$(owner "$TC"); }
+redis_kill_port "c$KILL"
+sleep 0.3
+fb0=$(metric "$MA" 'sluice_store_fallbacks_total{mode="local"}')
+expect_eq "kill: tenant $TC (master :$KILL killed) falls back: 401 x2, then 429 (fail open: burst 5 / 2 nodes here)" \
+	"$($PY "$NT_DIR/req.py" "$PA,$TC,fresh-c,k1,203.0.113.61" "$PA,$TC,fresh-c,k2,203.0.113.61" "$PA,$TC,fresh-c,k3,203.0.113.61" "$PA,$TC,fresh-c,k4,203.0.113.61" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 } END { print "" }')" \
+	"401 401 429 429"
+expect_ge "kill: ... answered by node a's fail-open fallback" \
+	"$(( $(metric "$MA" 'sluice_store_fallbacks_total{mode="local"}') - fb0 ))" 4
+fb0=$(fallbacks)
+expect_eq "kill: tenant $TA (master :$(owner "$TA"), up) stays exact: 401 x5, then 429" \
+	"$(tries "$TA" fresh-a 203.0.113.62 6)" "401 401 401 401 401 429"
+expect_eq "kill: ... with no fallback on either node" "$(( $(fallbacks) - fb0 ))" 0
+expect_eq "kill: /metrics: the killed master is down, the others up" \
+	"$(metric "$MA" "sluice_store_redis_node_up{node=\"127.0.0.1:$KILL\"}") $(metrics "$MA" | grep -c '^sluice_store_redis_node_up{.*} 1$')" "0 2"
+st=$(ctl a status)
+expect_match "kill: status shows the killed master's state" "$st" "redis server 127\\.0\\.0\\.1:$KILL: NOT CONNECTED, breaker (open|half_open)"
+expect_eq "kill: status: the other two masters connected, breaker closed" \
+	"$(grep -c "redis server 127\.0\.0\.1:[0-9]*: connected, breaker closed" <<<"$st")" 2
+expect_eq "kill: status JSON says not connected (never a silent 'connected')" "$(connected a)" false
+
+# ---- 6. config --------------------------------------------------------------------------------
+bad_conf() {
+	sed "s|^redis: .*|redis: { $1 };|" "$NT_DIR/a.conf" >"$NT_DIR/bad.conf"
+	expect_match "config: $3" "$("$BUILD/sluiced" -c "$NT_DIR/bad.conf" --check-config 2>&1)" "$2"
+}
+bad_conf 'cluster = ["127.0.0.1:7000"]; address = "127.0.0.1:6379";' \
+	'bad\.conf:[0-9]+: .*cluster excludes address and sentinels' "cluster and address are exclusive (file:line)"
+bad_conf 'cluster = ["127.0.0.1"];' "redis\\.cluster: '127\\.0\\.0\\.1' is not \"HOST:PORT\"" \
+	"a seed without a port is refused"
+bad_conf 'cluster = [];' 'redis\.cluster: 1\.\.8 seed nodes' "an empty seed list is refused"
+bad_conf 'cluster = "127.0.0.1:7000";' 'redis\.cluster: expected \[' "a string instead of a list is refused"
+
+tap_done
