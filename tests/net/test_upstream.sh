@@ -53,7 +53,8 @@ MPORT=$(free_port)
 mkdir -p "$DIR/ng/logs" "$DIR/ng/tmp"
 $PY -c '
 import crypt, sys
-for u, p in (("alice", "pw-alice"), ("bob", "pw-bob"), ("quinn", "pw-quinn")):
+for u, p in (("alice", "pw-alice"), ("bob", "pw-bob"), ("quinn", "pw-quinn"), ("carol", "pw-carol"),
+             ("dave", "pw-dave")):
     print("%s:%s" % (u, crypt.crypt(p, crypt.mksalt(crypt.METHOD_SHA512, rounds=50000))))
 ' 2>/dev/null >"$DIR/ng/htpasswd"
 # nginx's worker is not root: it must be able to read these.
@@ -84,6 +85,12 @@ http {
       auth_basic "idp";
       auth_basic_user_file $DIR/ng/htpasswd;
       add_header X-Idp "nginx" always;
+      proxy_set_header X-User \$remote_user;
+      proxy_pass http://127.0.0.1:$NG2PORT/ok;
+    }
+    location = /signin {
+      auth_basic "idp";
+      auth_basic_user_file $DIR/ng/htpasswd;
       proxy_set_header X-User \$remote_user;
       proxy_pass http://127.0.0.1:$NG2PORT/ok;
     }
@@ -148,6 +155,9 @@ tenants = (
 routes = (
   { name = "login"; method = "POST"; path = "/login"; cpu = 40.0; },
   { name = "validate"; method = "GET"; path = "/token/validate"; cpu = 1.0; },
+  # a sign-in route: the login counters and the stream job see it as they see /login
+  { name = "signin"; method = "POST"; path = "/signin"; cpu = 40.0;
+    login = { account = "basic"; success = [200]; failure = [401]; }; },
   { name = "garbage"; method = "GET"; path = "/garbage"; cpu = 1.0; upstream = "http://127.0.0.1:$BADPORT"; },
   { name = "close"; method = "GET"; path = "/close"; cpu = 1.0; upstream = "http://127.0.0.1:$BADPORT"; },
   { name = "big"; method = "GET"; path = "/big"; cpu = 1.0; upstream = "http://127.0.0.1:$BADPORT"; },
@@ -165,8 +175,6 @@ gateway: {
             default_deadline_ms = 3000; max_deadline_ms = 5000; };
   reject_floor_ms = 0;
 };
-counters: { login_failures = { enabled = false; }; login_successes = { enabled = false; };
-            login_parent = { enabled = false; }; };
 daemon: { control_socket = "$DIR/ctl.sock"; metrics_listen = "127.0.0.1:$MPORT"; };
 EOF
 gw_start "$DIR/gw.conf" "$DIR/sluiced.log"
@@ -210,9 +218,11 @@ def req(method, path, host, extra="", body=b"", timeout=10):
     return {"status": st, "headers": h, "body": body.decode("utf-8", "replace")[:200]}
 def basic(u, p):
     return "Authorization: Basic %s\r\n" % base64.b64encode(("%s:%s" % (u, p)).encode()).decode()
-if cmd == "login":      # login HOST USER PASS [EXTRA-HEADERS]
+if cmd in ("login", "signin"):  # login|signin HOST USER PASS [EXTRA-HEADERS]
     extra = basic(sys.argv[4], sys.argv[5]) + (sys.argv[6].replace("|", "\r\n") + "\r\n" if len(sys.argv) > 6 else "")
-    print(json.dumps(req("POST", "/login", sys.argv[3], extra)))
+    print(json.dumps(req("POST", "/" + cmd, sys.argv[3], extra)))
+elif cmd == "raw":      # raw HOST PATH EXTRA-HEADERS: a POST with just these headers
+    print(json.dumps(req("POST", sys.argv[4], sys.argv[3], sys.argv[5].replace("|", "\r\n") + "\r\n" if sys.argv[5] else "")))
 elif cmd == "get":      # get HOST PATH
     print(json.dumps(req("GET", sys.argv[4], sys.argv[3])))
 elif cmd == "burst":    # burst HOST N DEADLINE_MS: N logins at once
@@ -278,13 +288,13 @@ n0=$(alog | wc -l)
 res=$(c burst quiet.test 24 250)
 n1=$(alog | wc -l)
 sent=$((n1 - n0))
-got=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); print(sum(1 for x in r if x==200), sum(1 for x in r if x==429), len(r))' "$res")
+got=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); print(sum(1 for x in r if x==200), sum(1 for x in r if x==429), sum(1 for x in r if x==504), len(r))' "$res")
 set -- $got
-tap_diag "24 logins at once, 250 ms deadline, one connection to nginx: 200 x $1, 429 x $2; nginx saw $sent"
+tap_diag "24 logins at once, 250 ms deadline, one connection to nginx: 200 x $1, 429 x $2, 504 x $3; nginx saw $sent"
 expect_ge "some were served" "$1" 1
 expect_ge "some were still queued at their deadline: 429" "$2" 1
-expect_eq "every answer was 200 or 429" "$(($1 + $2))" "$3"
-expect_eq "nginx saw exactly the ones answered 200: none that expired in the queue" "$sent" "$1"
+expect_eq "every answer was 200, 429, or 504 (sent, then past its deadline upstream)" "$(($1 + $2 + $3))" "$4"
+expect_eq "nginx saw exactly the ones sent (200 or 504): none that expired in the queue" "$sent" "$(($1 + $3))"
 neg=$(alog | tail -n "$sent" | sed -n 's/.* dl=\([0-9-]*\) .*/\1/p' | awk '$1 < 1' | wc -l)
 expect_eq "  ... and every one it saw still had deadline left" "$neg" 0
 
@@ -299,6 +309,39 @@ expect_eq "the quiet tenant (4 logins/s, inside its reservation) got 200 for eve
 	"$($PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(sum(v for k,v in d.items() if k!="200"))' "$q")" 0
 expect_ge "  ... and made at least 8" "$(jget "$q" 200)" 8
 expect_ge "the noisy tenant was shed (429) while it flooded" "$(jget "$(cat "$DIR/noisy")" 429)" 1
+
+# ---- a sign-in route: the login counters on the upstream's verdict ----------------------------
+signins() { alog | grep -c "POST /signin"; }
+for i in 1 2 3 4 5; do
+	r=$(c signin quiet.test carol "wrong-$i")
+	expect_eq "carol's wrong password $i: nginx's 401" "$(jget "$r" status)" 401
+done
+s0=$(signins)
+r=$(c signin quiet.test carol pw-carol)
+expect_eq "after 5 failures (login_failures' burst) her right password from the same address: 429" \
+	"$(jget "$r" status)" 429
+expect_ge "  ... with Retry-After" "$(jget "$r" headers.retry-after)" 1
+r=$(c signin quiet.test CaRoL pw-carol)
+expect_eq "  ... and as CaRoL: one budget whatever the case" "$(jget "$r" status)" 429
+expect_eq "  ... neither reached nginx" "$(signins)" "$s0"
+r=$(c signin quiet.test alice pw-alice)
+expect_eq "another account from the same address: nginx's 200 (its own budget)" "$(jget "$r" status)" 200
+for i in 1 2 3; do c signin quiet.test dave "no-$i" >/dev/null; done
+r=$(c signin quiet.test dave pw-dave)
+expect_eq "dave: 3 wrong then right: 200" "$(jget "$r" status)" 200
+for i in 1 2 3 4 5; do r=$(c signin quiet.test dave "again-$i"); done
+expect_eq "  ... his success cleared the pair: 5 more wrong ones still reach nginx (401)" "$(jget "$r" status)" 401
+s0=$(signins)
+r=$(c raw quiet.test /signin "")
+expect_eq "a sign-in without Authorization: 400, the counters cannot be asked" "$(jget "$r" status)" 400
+r=$(c raw quiet.test /signin "Authorization: Basic !!!notbase64")
+expect_eq "  ... nor with a Basic that is not base64 user:password" "$(jget "$r" status)" 400
+r=$(c raw quiet.test /signin "Authorization: Basic $(printf 'bad name:x' | base64)")
+expect_eq "  ... nor with an account name outside the rule" "$(jget "$r" status)" 400
+expect_eq "  ... none of them forwarded" "$(signins)" "$s0"
+expect_eq "metrics: the tenant's sign-ins by outcome (ok 2, failed 13, throttled 2)" \
+	"$(metric sluice_gateway_logins_total 'tenant="quiet"' 'outcome="ok"') $(metric sluice_gateway_logins_total 'tenant="quiet"' 'outcome="failed"') $(metric sluice_gateway_logins_total 'tenant="quiet"' 'outcome="throttled"')" \
+	"2 13 2"
 
 # ---- a misbehaving upstream --------------------------------------------------------------------
 for p in garbage close big; do

@@ -81,7 +81,10 @@ const struct gw_endpoint *const gw_endpoints[K__ALL] = {
  * body is not parsed: it goes upstream as it came (bounded by gateway.max_body). */
 static void proxy_start(struct gw_req *r)
 {
-	gw_admit(r);
+	if (r->route >= 0 && r->g->cfg->routes[r->route].login.from)
+		gw_login_upstream_start(r);
+	else
+		gw_admit(r);
 }
 
 static void proxy_run(struct gw_req *r)
@@ -748,6 +751,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 	r->arrival_ns = now;
 	r->kind = kind;
 	r->up = up;
+	r->route = ri;
 	r->method = method;
 	snprintf(r->tenant, sizeof(r->tenant), "%s", c->tenants[ti].name);
 	r->tenant_idx = ti;
@@ -764,6 +768,17 @@ static void on_request(struct evhttp_request *req, void *arg)
 	 * neither budget nor hash. */
 	if (read_body(r))
 		return;
+	if (kind == K_PROXY && c->routes[ri].login.from) {
+		char err[160], *q;
+
+		if (gw_upstream_login_fields(r, err, sizeof(err))) {
+			for (q = err; *q; q++) /* into a JSON string: no quote, no backslash */
+				if (*q == '"' || *q == '\\')
+					*q = '\'';
+			gw_reject(r, 400, "Bad Request", "bad_request", err);
+			return;
+		}
+	}
 
 	r->job.tenant = (uint16_t)slot;
 	r->job.cls = (uint16_t)gw_sched_class(g->sched, ri);

@@ -216,6 +216,7 @@ struct gw_req {
 	const char *ctype;             /* NULL: JSON */
 	/* upstream mode (gw_upstream.c) */
 	int up;                        /* the upstream that serves it */
+	int route;                     /* its route in the running config */
 	struct gw_upconn *upc;         /* its forward, while one is out */
 	uint64_t up_start_ns;
 	bool raw;                      /* the answer is the upstream's: headers and body as set */
@@ -348,6 +349,13 @@ void gw_audit(struct gw_req *r, int event, const char *reason, const char *decis
 	      const char *detail);
 /* Start queued jobs on idle workers. */
 void gw_dispatch(struct gateway *g);
+
+/* gw_login.c, for upstream mode: a route that signs people in (routes[].login) asks the
+ * login counters and hears the stream job as /login does (r->user and r->work.pwd read from
+ * the request), then is admitted; its upstream's answer settles them: @outcome 1 a success,
+ * 0 a failed sign-in, -1 neither (an error, another status: the attempt is given back). */
+void gw_login_upstream_start(struct gw_req *r);
+void gw_login_upstream_outcome(struct gw_req *r, int outcome);
 /* An inline handler is done: its thread CPU since admission reconciles the charge; once. */
 void gw_admit_done(struct gw_req *r);
 void gw_on_pool(evutil_socket_t fd, short what, void *arg);

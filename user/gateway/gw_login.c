@@ -527,6 +527,65 @@ static void finish_login(struct gw_req *r)
 		   true, false);
 }
 
+/* ---- upstream mode: the same counters, the upstream's verdict ---------------------------- */
+
+static void upstream_checked(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
+{
+	int reason;
+
+	if (!refused) {
+		gw_admit(r);
+		return;
+	}
+	/* No decoy here, login_uniform or not: serving one would mean forwarding a refused
+	 * login. The refusal is the 429 every other capacity refusal gets. */
+	reason = refused->ctr == SL_CTR_LOGIN_FAILURES || refused->ctr == SL_CTR_LOGIN_PARENT ?
+		 GW_SHED_FAILURES : refused->ctr == SL_CTR_LOGIN_SUCCESSES ? GW_SHED_SUCCESSES :
+		 GW_SHED_TENANT_LOGINS;
+	r->min_retry_s = (retry_ms + 999) / 1000;
+	emit(r, GW_LOGIN_THROTTLED);
+	gw_shed(r, reason);
+}
+
+void gw_login_upstream_start(struct gw_req *r)
+{
+	if (r->g->stream) {
+		stream_ids(r->g, r);
+		if (escalated(r)) {
+			sodium_memzero(r->work.pwd, sizeof(r->work.pwd));
+			return;
+		}
+	}
+	/* The password went into the stream job's keyed hash; the upstream gets it from the
+	 * body as it came. */
+	sodium_memzero(r->work.pwd, sizeof(r->work.pwd));
+	r->work.pwd_len = 0;
+	login_asks(r);
+	r->known = true; /* the gateway has no account table here: the upstream decides */
+	for (int i = 0; i < r->chain.n; i++)
+		r->chain.ask[i].soft = false;
+	if (gw_chain_run(r, upstream_checked))
+		gw_admit(r);
+}
+
+void gw_login_upstream_outcome(struct gw_req *r, int outcome)
+{
+	struct gw_tstats *t = &r->g->ts[r->job.tenant];
+
+	if (outcome > 0) {
+		t->ok++;
+		gw_chain_settle(r, true);
+		gw_usual_signed_in(r, GW_USUAL_PASSWORD);
+		emit(r, GW_LOGIN_SUCCESS);
+	} else if (outcome == 0) {
+		t->unauthorized++;
+		gw_chain_settle(r, false);
+		emit(r, GW_LOGIN_FAILURE);
+	} else {
+		gw_chain_refund(r);
+	}
+}
+
 static const struct gw_answer signin_failed = { 401, "Unauthorized", BODY_SIGNIN };
 
 const struct gw_endpoint gw_endpoint_login = {

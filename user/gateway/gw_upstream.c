@@ -18,6 +18,9 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
+#include <sodium.h>
+
+#include "gw_creds.h"
 #include "gw_internal.h"
 #include "gw_upstream.h"
 #include "log.h"
@@ -229,6 +232,102 @@ bool gw_upstreams_room(struct gateway *g)
 	return true;
 }
 
+/* ---- a sign-in route (routes[].login) ------------------------------------------------------- */
+
+int gw_upstream_login_fields(struct gw_req *r, char *err, size_t errlen)
+{
+	const struct sl_route_login *l = &r->g->cfg->routes[r->route].login;
+	struct evkeyvalq *ih = evhttp_request_get_input_headers(r->req);
+	size_t ul = 0;
+
+	if (l->from == SL_LOGIN_BASIC) {
+		const char *a = evhttp_find_header(ih, "Authorization");
+		unsigned char dec[GW_USER_MAX + GW_PASS_MAX + 2];
+		size_t n = 0;
+		const unsigned char *colon;
+
+		if (!a || strncasecmp(a, "Basic ", 6)) {
+			snprintf(err, errlen, "this route signs in with HTTP Basic: an Authorization "
+				 "header is required");
+			return -1;
+		}
+		a += 6;
+		while (*a == ' ')
+			a++;
+		if (sodium_base642bin(dec, sizeof(dec), a, strlen(a), NULL, &n, NULL,
+				      sodium_base64_VARIANT_ORIGINAL) ||
+		    !(colon = memchr(dec, ':', n))) {
+			sodium_memzero(dec, sizeof(dec));
+			snprintf(err, errlen, "the Authorization header is not Basic user:password");
+			return -1;
+		}
+		ul = (size_t)(colon - dec);
+		if (ul > GW_USER_MAX || n - ul - 1 > sizeof(r->work.pwd) - 1) {
+			sodium_memzero(dec, sizeof(dec));
+			snprintf(err, errlen, "the account name or password is too long");
+			return -1;
+		}
+		memcpy(r->user, dec, ul);
+		r->user[ul] = '\0';
+		memcpy(r->work.pwd, colon + 1, n - ul - 1);
+		r->work.pwd_len = (uint32_t)(n - ul - 1);
+		sodium_memzero(dec, sizeof(dec));
+	} else {
+		struct evbuffer *in = evhttp_request_get_input_buffer(r->req);
+		size_t len = evbuffer_get_length(in);
+		/* The body stays as it is (it goes upstream): it is read, not consumed. */
+		const char *body = len ? (const char *)evbuffer_pullup(in, -1) : "";
+		int type = gw_body_type(evhttp_find_header(ih, "Content-Type"));
+		struct gw_field f[2] = {
+			{ .name = l->user, .buf = r->user, .cap = sizeof(r->user) },
+			{ .name = l->password, .buf = r->work.pwd, .cap = sizeof(r->work.pwd) },
+		};
+
+		if (type != (l->from == SL_LOGIN_JSON ? GW_BODY_JSON : GW_BODY_FORM)) {
+			snprintf(err, errlen, "this route signs in with a %s body",
+				 l->from == SL_LOGIN_JSON ? "JSON" : "form");
+			return -1;
+		}
+		if (gw_body_fields(type, body, len, f, 2, err, errlen))
+			return -1;
+		if (!f[0].found) {
+			snprintf(err, errlen, "'%s' is required", l->user);
+			return -1;
+		}
+		ul = f[0].len;
+		r->work.pwd_len = (uint32_t)f[1].len;
+	}
+	/* Folded as the built-in /login folds it: "Alice" and "alice" share one budget. */
+	if (!ul || !gw_account_norm(r->user, ul)) {
+		sodium_memzero(r->work.pwd, sizeof(r->work.pwd));
+		snprintf(err, errlen, "the username must be " GW_ACCOUNT_RULE);
+		return -1;
+	}
+	r->user_len = ul;
+	return 0;
+}
+
+/* Which sign-in outcome the upstream's @code is on a login route: 1, 0, or -1 neither. */
+static int login_outcome(const struct gw_req *r, int code)
+{
+	const struct sl_route_login *l = &r->g->cfg->routes[r->route].login;
+	int i;
+
+	for (i = 0; i < l->n_success; i++)
+		if (l->success[i] == code)
+			return 1;
+	for (i = 0; i < l->n_failure; i++)
+		if (l->failure[i] == code)
+			return 0;
+	return -1;
+}
+
+static bool is_login(const struct gw_req *r)
+{
+	return r->route >= 0 && r->route < r->g->cfg->n_routes &&
+	       r->g->cfg->routes[r->route].login.from;
+}
+
 /* ---- a forward ---------------------------------------------------------------------------- */
 
 /* Is @name among the tokens of a Connection header's value @conn? */
@@ -285,6 +384,9 @@ static void up_fail(struct gw_req *r, struct gw_up *up, int res, uint64_t now)
 
 	up->results[res]++;
 	r->upc = NULL;
+	/* No verdict came: a sign-in route's attempt is given back. */
+	if (is_login(r))
+		gw_login_upstream_outcome(r, -1);
 	switch (res) {
 	case GW_UP_DOWN:
 	case GW_UP_SHED_DOWN:
@@ -369,6 +471,8 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 	gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
 		      now - r->up_start_ns, now);
 	r->upc = NULL;
+	if (is_login(r))
+		gw_login_upstream_outcome(r, login_outcome(r, code));
 
 	/* The answer as it came, but for the hops. */
 	in = evhttp_request_get_input_headers(oreq);
@@ -443,6 +547,12 @@ void gw_upstream_forward(struct gw_req *r)
 			break;
 		}
 	left_ms = r->job.deadline_ns > now ? (r->job.deadline_ns - now) / 1000000ull : 0;
+	/* Not sent when what is left of the deadline is less than the upstream's measured time
+	 * for this class (its estimate, 1 unit = 0.1 ms): it would spend the upstream on an
+	 * answer nobody waits for. */
+	if (r->job.deadline_ns && r->job.cls < GW_MAX_CLASSES &&
+	    (double)left_ms * 10.0 < g->sched->cls[r->job.cls].estimate)
+		left_ms = 0;
 	if (!uc || (r->job.deadline_ns && !left_ms)) {
 		/* No slot (the dispatcher checks first), or the deadline is as good as gone:
 		 * never forwarded. */

@@ -63,6 +63,11 @@ int gw_upstream_of_route(struct gateway *g, int ri);
 bool gw_upstreams_room(struct gateway *g);
 /* The scheduler started @r: forward it. Answers it (and releases its job) on every path. */
 void gw_upstream_forward(struct gw_req *r);
+/* A sign-in route (routes[].login): the account (folded) into r->user and the password into
+ * r->work.pwd, from HTTP Basic or the body's fields, the body left as it is. 0, or -1 with
+ * a reason fit for a 400 in @err (without an account name the counters could not be asked:
+ * such a request is not forwarded). */
+int gw_upstream_login_fields(struct gw_req *r, char *err, size_t errlen);
 /* Cancel @r's forward (the gateway is stopping): its answer will not come. */
 void gw_upstream_cancel(struct gw_req *r);
 /* /metrics and sluicectl tenants --json. */

@@ -1226,10 +1226,118 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 			}
 }
 
+/* A status list: up to 8 numbers 100..599. */
+static void load_statuses(struct vctx *x, const config_setting_t *l, const char *where,
+			  const char *name, uint16_t *out, uint8_t *n)
+{
+	int i, len;
+
+	if (!l)
+		return;
+	if (!config_setting_is_array(l) && !config_setting_is_list(l)) {
+		bad(x, l, "%s.%s: expected a list of HTTP statuses, [401, 403]", where, name);
+		return;
+	}
+	len = config_setting_length(l);
+	if (len > 8) {
+		bad(x, l, "%s.%s: at most 8 statuses", where, name);
+		len = 8;
+	}
+	*n = 0;
+	for (i = 0; i < len; i++) {
+		const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+		int v = config_setting_type(e) == CONFIG_TYPE_INT ? config_setting_get_int(e) : -1;
+
+		if (v < 100 || v > 599) {
+			bad(x, e, "%s.%s: %s is not an HTTP status (100..599)", where, name,
+			    v < 0 ? "that" : "it");
+			continue;
+		}
+		out[(*n)++] = (uint16_t)v;
+	}
+}
+
+/*
+ * routes[].login (upstream mode): the route signs people in, so the login counters and the
+ * stream job see it as they see the built-in /login: the account from HTTP Basic or a body
+ * field, the outcome from the upstream's status.
+ */
+static void load_route_login(struct vctx *x, const config_setting_t *l, const char *where,
+			     struct sl_route_cfg *r, const char *const *keys,
+			     const char *const *from_names)
+{
+	char w[64];
+	const char *s;
+	int e, i, j;
+
+	if (!l)
+		return;
+	snprintf(w, sizeof(w), "%s.login", where);
+	if (!config_setting_is_group(l)) {
+		bad(x, l, "%s: expected a group { account = \"basic\"; ... }", w);
+		return;
+	}
+	check_keys(x, l, w, keys);
+	e = get_enum(x, l, w, "account", from_names, -1);
+	if (e <= 0) {
+		if (e == 0 || !config_setting_get_member(l, "account"))
+			bad(x, l, "%s.account: \"basic\", \"form\" or \"json\" is required", w);
+		return;
+	}
+	r->login.from = (uint8_t)e;
+	snprintf(r->login.user, sizeof(r->login.user), "username");
+	snprintf(r->login.password, sizeof(r->login.password), "password");
+	s = get_str(x, l, w, "username", false);
+	if (s && (!*s || strlen(s) >= sizeof(r->login.user)))
+		bad(x, config_setting_get_member(l, "username"), "%s.username: 1..31 characters", w);
+	else if (s)
+		snprintf(r->login.user, sizeof(r->login.user), "%s", s);
+	s = get_str(x, l, w, "password", false);
+	if (s && (!*s || strlen(s) >= sizeof(r->login.password)))
+		bad(x, config_setting_get_member(l, "password"), "%s.password: 1..31 characters", w);
+	else if (s)
+		snprintf(r->login.password, sizeof(r->login.password), "%s", s);
+	r->login.success[0] = 200;
+	r->login.n_success = 1;
+	r->login.failure[0] = 401;
+	r->login.n_failure = 1;
+	load_statuses(x, config_setting_get_member(l, "success"), w, "success",
+		      r->login.success, &r->login.n_success);
+	load_statuses(x, config_setting_get_member(l, "failure"), w, "failure",
+		      r->login.failure, &r->login.n_failure);
+	for (i = 0; i < r->login.n_success; i++)
+		for (j = 0; j < r->login.n_failure; j++)
+			if (r->login.success[i] == r->login.failure[j])
+				bad(x, l, "%s: %u is both a success and a failure", w,
+				    r->login.success[i]);
+}
+
+/* routes[].login only where an upstream answers (the built-in /login counts its own). */
+static void check_route_logins(struct vctx *x, const config_setting_t *root,
+			       const struct sl_config *c)
+{
+	const config_setting_t *list = config_setting_get_member(root, "routes");
+	int i;
+
+	for (i = 0; list && i < c->n_routes; i++) {
+		const struct sl_route_cfg *r = &c->routes[i];
+		const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
+		bool up = r->upstream[0] ? strcmp(r->upstream, "builtin") != 0 : c->gw.up.url[0];
+
+		if (r->login.from && !up && g)
+			bad(x, config_setting_get_member(g, "login"), "routes[%d].login: only for a "
+			    "route an upstream serves (routes[].upstream or gateway.upstream.url); the "
+			    "built-in /login counts its own sign-ins", i);
+	}
+}
+
 static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "name", "method", "path", "cpu", "db", "upstream",
-		NULL };
+		"login", NULL };
+	static const char *const login_keys[] = { "account", "username", "password", "success",
+		"failure", NULL };
+	static const char *const from_names[] = { "", "basic", "form", "json", NULL };
 	const config_setting_t *list = config_setting_get_member(root, "routes");
 	int i, j, n;
 
@@ -1300,6 +1408,8 @@ static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_
 			else
 				snprintf(r->upstream, sizeof(r->upstream), "%s", p);
 		}
+		load_route_login(x, config_setting_get_member(g, "login"), where, r, login_keys,
+				 from_names);
 		for (j = 0; j < c->n_routes; j++)
 			if (c->routes[j].method == r->method && !strcmp(c->routes[j].path, r->path))
 				bad(x, g, "%s: %s %s is listed twice", where, m ? m : "?", r->path);
@@ -2384,6 +2494,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	load_classes(&x, config_root_setting(&cfg), c);
 	load_tenants(&x, config_root_setting(&cfg), c);
 	load_gateway(&x, config_root_setting(&cfg), c, base_dir);
+	check_route_logins(&x, config_root_setting(&cfg), c);
 	if (!c->has_edge && !c->gw.present)
 		bad(&x, NULL, "nothing to run: the file has neither an 'edge' nor a 'gateway' "
 		    "section");

@@ -66,6 +66,21 @@ struct sl_route_cfg {
 	/* upstream mode: "" serves it as gateway.upstream says (the built-in endpoint when
 	 * there is none); "builtin": the built-in endpoint; else "http://ADDR:PORT" */
 	char upstream[SL_UPSTREAM_URL_LEN];
+	/* upstream mode: this route signs people in (routes[].login): where the account name
+	 * is, and which of the upstream's statuses are a success or a failed sign-in */
+	struct sl_route_login {
+		uint8_t from;          /* enum sl_login_from; SL_LOGIN_NONE: not a sign-in */
+		char user[32], password[32]; /* the body's field names (form, json) */
+		uint16_t success[8], failure[8];
+		uint8_t n_success, n_failure;
+	} login;
+};
+
+enum sl_login_from {
+	SL_LOGIN_NONE = 0,
+	SL_LOGIN_BASIC,                /* Authorization: Basic */
+	SL_LOGIN_FORM,                 /* application/x-www-form-urlencoded */
+	SL_LOGIN_JSON,                 /* a JSON object */
 };
 
 #define SL_MAX_TENANT_HOSTS 8
