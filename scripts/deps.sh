@@ -19,23 +19,23 @@
 # Services: Debian starts a daemon when its package is installed (the postinst runs
 # deb-systemd-invoke / invoke-rc.d start). The tests and the demo start their own redis-server
 # and nginx on private sockets and never use the system's. So when this script has just
-# installed redis-server or nginx-light and that started a service which was not running
+# installed redis-server, nginx-light or postgresql and that started a service which was not running
 # before, it stops that service again and says so. A service that was running before it ran,
 # or whose package was already there, is never touched.
 set -euo pipefail
 
 declare -A SET=(
 	[build]="make gcc clang bpftool pkg-config libbpf-dev libxdp-dev libelf-dev zlib1g-dev
-		libevent-dev libconfig-dev libhiredis-dev libargon2-dev libsodium-dev libmaxminddb-dev
+		libevent-dev libconfig-dev libhiredis-dev libargon2-dev libsodium-dev libmaxminddb-dev libpq-dev
 		libssl-dev"
 	[test]="libcmocka-dev iproute2 python3 python3-scapy python3-prometheus-client curl procps
-		util-linux openssl tcpdump ethtool groff-base man-db redis-server redis-tools tmux
+		util-linux openssl tcpdump ethtool groff-base man-db redis-server redis-tools tmux postgresql
 		nginx-light"
 	[demo]="iproute2 python3 python3-scapy python3-prometheus-client curl procps util-linux
 		openssl gnuplot-nox nginx-light redis-server redis-tools xdp-tools wrk"
 )
 # The services the packages above start on install: package -> unit.
-declare -A SERVICE_OF=([redis-server]=redis-server [nginx-light]=nginx)
+declare -A SERVICE_OF=([redis-server]=redis-server [nginx-light]=nginx [postgresql]=postgresql)
 
 check=0
 sets=()
@@ -68,6 +68,7 @@ build_probes=(
 	"pc:libevent;libevent-dev" "pc:libevent_pthreads;libevent-dev"
 	"pc:libconfig;libconfig-dev" "pc:hiredis;libhiredis-dev" "pc:libargon2;libargon2-dev"
 	"pc:libsodium;libsodium-dev" "pc:libmaxminddb;libmaxminddb-dev"
+	"pc:libpq;libpq-dev"
 )
 
 missing=()

@@ -16,6 +16,7 @@
 #include "gw_creds.h"
 #include "gw_internal.h"
 #include "gw_ladder.h"
+#include "gw_pg.h"
 #include "gw_usual.h"
 #include "log.h"
 
@@ -52,6 +53,10 @@ struct gw_prepared *gateway_prepare(const struct sl_config *c, char *err, size_t
 		return NULL;
 	}
 	if (c->gw.credentials[0] && gw_creds_load(c->gw.credentials, c, &p->creds, err, errlen))
+		goto fail;
+	/* The database is only checked here (its conninfo readable and usable without a
+	 * blocking lookup): connecting is the pool's, in the background. */
+	if (c->gw.db.present && gw_pg_check(&c->gw.db, err, errlen))
 		goto fail;
 	if (c->gw.session_key[0]) {
 		if (gw_token_key_load(c->gw.session_key, p->key, err, errlen))
@@ -139,7 +144,7 @@ struct gateway *gateway_start(struct event_base *base, const struct sl_config *c
 		goto fail;
 	*g->cfg = *c;
 	g->started = c->gw;
-	if (!c->gw.credentials[0])
+	if (!c->gw.credentials[0] && !c->gw.db.present)
 		log_warn("gateway: no gateway.credentials file: every login will fail");
 	if (!c->gw.session_key[0])
 		log_info("gateway: no gateway.session_key: tokens are signed with a key made now "
@@ -184,6 +189,15 @@ struct gateway *gateway_start(struct event_base *base, const struct sl_config *c
 
 	if (gw_upstreams_start(g, c))
 		goto fail;
+	if (c->gw.db.present) {
+		char perr[512];
+
+		ret = gw_pg_start(base, &c->gw.db, &g->pg, perr, sizeof(perr));
+		if (ret) {
+			log_error("gateway: %s", perr);
+			goto fail;
+		}
+	}
 	if (gw_http_listen(g))
 		goto fail;
 	g->tick = event_new(base, -1, EV_PERSIST, gw_on_tick, g);
@@ -213,6 +227,9 @@ void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepa
 	    o->parallelism != n->parallelism || o->workers != n->workers)
 		log_warn("gateway.argon2 changes take effect at the next start (the workers and "
 			 "the dummy hash are sized by them)");
+	if (memcmp(&o->db, &n->db, sizeof(o->db)))
+		log_warn("gateway.credentials_db changes take effect at the next start (its pool "
+			 "is made from them)");
 	*g->cfg = *c;
 	/* What cannot change while running keeps its running value. */
 	snprintf(g->cfg->gw.listen, sizeof(g->cfg->gw.listen), "%s", o->listen);
@@ -221,6 +238,7 @@ void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepa
 	g->cfg->gw.parallelism = o->parallelism;
 	g->cfg->gw.memory_budget_mib = o->memory_budget_mib;
 	g->cfg->gw.workers = o->workers;
+	g->cfg->gw.db = o->db;
 	gw_creds_free(g->creds);
 	g->creds = p->creds;
 	p->creds = NULL;
@@ -302,6 +320,9 @@ void gateway_stop(struct gateway *g)
 		gw_on_signups(-1, 0, g);
 		gw_cwriter_free(g->cw);
 	}
+	/* Queries outstanding are dropped: their requests are answered below. */
+	gw_pg_free(g->pg);
+	g->pg = NULL;
 	/* Everything outstanding gets an answer before evhttp frees its connections. */
 	while ((r = g->reqs)) {
 		if (r->hold || r->in_line) {

@@ -21,6 +21,7 @@
 
 #include "gw_creds.h"
 #include "gw_internal.h"
+#include "gw_pg.h"
 #include "gw_usual.h"
 
 static int account_fields(struct gw_req *r, int type, const char *body, size_t len, char *err,
@@ -90,10 +91,9 @@ static void ep_link(struct gw_req *r, int purpose, const char *kind)
 }
 
 /* /password-reset and /register: one message either way, one answer whatever happened. */
-static void ep_account(struct gw_req *r)
+static void ep_account_known(struct gw_req *r, bool known)
 {
 	struct gateway *g = r->g;
-	bool known = gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL;
 
 	if (r->kind == K_RESET) {
 		if (known) {
@@ -114,6 +114,38 @@ static void ep_account(struct gw_req *r)
 	}
 	g->ep[K_REGISTER].ok++;
 	gw_ep_uniform(r);
+}
+
+/* gateway.credentials_db answered whether the account exists (a row, usable or not). */
+static void account_looked_up(void *arg, int res, const char *phc)
+{
+	struct gw_req *r = arg;
+	struct gateway *g = r->g;
+
+	(void)phc;
+	if (gw_pg_failed(res) && g->cfg->gw.db.fail != SL_DB_FAIL_FILE) {
+		/* Nobody can be told apart while the database is away: the same 503 for all. */
+		gw_admit_done(r);
+		gw_respond(r, 503, "Service Unavailable", BODY_503, g->cfg->gw.db.retry_after_s,
+			   false, false);
+		return;
+	}
+	ep_account_known(r, gw_pg_failed(res) ?
+			 gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL :
+			 res == GW_PG_FOUND || res == GW_PG_MALFORMED);
+}
+
+static void ep_account(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+
+	if (g->pg) {
+		/* The inline part's CPU now: the wait for the database is not this request's. */
+		gw_admit_done(r);
+		gw_pg_query(g->pg, GW_PG_LOOKUP, r->tenant, r->user, NULL, account_looked_up, r);
+		return;
+	}
+	ep_account_known(r, gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL);
 }
 
 static const struct gw_answer reset_sent = { 202, "Accepted", BODY_RESET_SENT };

@@ -23,6 +23,7 @@
 
 #include "gw_creds.h"
 #include "gw_internal.h"
+#include "gw_pg.h"
 #include "log.h"
 
 /* The live link r->link names, if it is one of this tenant's. */
@@ -149,6 +150,9 @@ static void ep_magic(struct gw_req *r)
 	gw_ep_ask_user(r, magic_post_done);
 }
 
+static void signup_done(struct gw_req *r);
+static void signup_inserted(void *arg, int res, const char *phc);
+
 /* A sign-up: the worker makes the hash with the running parameters. */
 static void magic_work(struct gw_req *r)
 {
@@ -177,6 +181,13 @@ static void magic_finish(struct gw_req *r)
 	    gw_creds_find(g->creds, r->tenant, r->user, r->user_len) ||
 	    gw_cwriter_pending(g->cw, r->tenant, r->user)) {
 		link_failed(r);
+		return;
+	}
+	if (g->pg) {
+		/* gateway.credentials_db: the configured insert makes the account; a name taken
+		 * meanwhile is the table's unique constraint's to refuse. */
+		gw_pg_query(g->pg, GW_PG_INSERT, r->tenant, r->user, w->phc, signup_inserted, r);
+		sodium_memzero(w->phc, sizeof(w->phc));
 		return;
 	}
 	if (!g->cfg->gw.credentials[0]) {
@@ -211,9 +222,6 @@ static void magic_finish(struct gw_req *r)
 static void signup_stored(struct gw_req *r, const struct gw_cappend *a)
 {
 	struct gateway *g = r->g;
-	struct gw_tstats *t = &g->ts[r->job.tenant];
-	struct gw_vault_entry *e;
-	char tok[GW_TOKEN_MAX + 1];
 	int ret;
 
 	if (a->ret == -EEXIST) {
@@ -232,6 +240,17 @@ static void signup_stored(struct gw_req *r, const struct gw_cappend *a)
 		log_error("gateway: a sign-up for tenant %s is in %s but not in the running "
 			  "table (%s): it signs in after the next reload", r->tenant, a->path,
 			  strerror(-ret));
+	signup_done(r);
+}
+
+/* The account is made: spend the link, sign the person in. */
+static void signup_done(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_tstats *t = &g->ts[r->job.tenant];
+	struct gw_vault_entry *e;
+	char tok[GW_TOKEN_MAX + 1];
+
 	e = link_of(r);
 	if (e && e->purpose == GW_LINK_REGISTER)
 		gw_vault_del(e);
@@ -245,6 +264,26 @@ static void signup_stored(struct gw_req *r, const struct gw_cappend *a)
 	gw_json_token(evhttp_request_get_output_buffer(r->req), tok, g->cfg->gw.token_ttl_s,
 		      NULL);
 	gw_respond(r, 201, "Created", NULL, 0, false, false);
+}
+
+/* gateway.credentials_db ran the insert: a row made, a name taken, or the database away. */
+static void signup_inserted(void *arg, int res, const char *phc)
+{
+	struct gw_req *r = arg;
+
+	(void)phc;
+	if (res == GW_PG_EXISTS || res == GW_PG_NONE) {
+		link_failed(r); /* taken meanwhile: like a spent link */
+		return;
+	}
+	if (res != GW_PG_FOUND) {
+		log_error("gateway: cannot record a sign-up for tenant %s: credentials_db %s",
+			  r->tenant, gw_pg_result_name(res));
+		gw_respond(r, 503, "Service Unavailable", BODY_503, r->g->cfg->gw.db.retry_after_s,
+			   false, false);
+		return;
+	}
+	signup_done(r);
 }
 
 void gw_on_signups(evutil_socket_t fd, short what, void *arg)

@@ -68,11 +68,15 @@ static uint64_t now_unix_ns(void)
 }
 
 /* A person's tokens are bound to the account's credential: a keyed hash of its PHC string,
- * which a password change (or a re-hash) replaces. 0: no such account. */
+ * which a password change (or a re-hash) replaces. 0: no such account. With
+ * gateway.credentials_db the PHC string is the database's, not in memory, and a check may
+ * not wait for a query: the stamp is the account's alone, and what ends its tokens is a
+ * revocation (a reset through sluice) or their expiry (docs/credentials.md). */
 static uint64_t account_stamp(const struct gateway *g, const char *tenant, const char *account)
 {
 	static const char ctx[] = "sluice account stamp";
-	const char *phc = gw_creds_find(g->creds, tenant, account, strlen(account));
+	const char *phc = g->pg ? "credentials_db" :
+			  gw_creds_find(g->creds, tenant, account, strlen(account));
 	crypto_generichash_state st;
 	uint8_t h[8];
 	uint64_t v;

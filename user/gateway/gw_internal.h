@@ -196,6 +196,9 @@ struct gw_req {
 	uint8_t acct_hash[16];         /* for the stream job: keyed hashes, never the values */
 	uint8_t pw_hash[16];
 	bool hashed_ids;
+	/* gateway.credentials_db (gw_pg.h): what its lookup found before admission */
+	uint8_t db_state;              /* enum gw_db_state */
+	char db_phc[GW_PHC_MAX];
 	/* the token to check: validate's bearer, introspect's body (wiped after use) */
 	char bearer[GW_TOKEN_MAX + 1];
 	size_t bearer_len;
@@ -239,6 +242,7 @@ struct gateway {
 	struct gw_pool pool;
 	struct gw_creds *creds;
 	struct gw_cwriter *cw;          /* sign-ups, appended off the loop */
+	struct gw_pg *pg;              /* gateway.credentials_db; NULL: the file alone */
 	struct event *cw_ev;
 	struct gw_ladder *ladder;
 	struct gw_upstreams *ups;      /* upstream mode (gw_upstream.c); NULL: none */
@@ -287,6 +291,15 @@ struct gateway {
 		uint64_t xff_used, xff_ignored, status[600];
 		uint64_t step_ups, delayed, would_block, events, events_dropped;
 	} st;
+};
+
+/* A request's account as gateway.credentials_db told it (gw_req.db_state). */
+enum gw_db_state {
+	GW_DB_NOT_ASKED = 0,           /* no database, or not asked yet */
+	GW_DB_FOUND,                   /* db_phc holds its PHC string */
+	GW_DB_NONE,                    /* no such account */
+	GW_DB_MALFORMED,               /* its row is no usable PHC string: a failed sign-in */
+	GW_DB_FILE,                    /* the database failed; fail = "file": the file answers */
 };
 
 static inline struct gw_req *req_of_job(struct gw_job *j)

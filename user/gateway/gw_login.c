@@ -31,6 +31,8 @@
 #include "evq.h"
 #include "gw_creds.h"
 #include "gw_internal.h"
+#include "gw_phc.h"
+#include "gw_pg.h"
 #include "gw_usual.h"
 #include "log.h"
 #include "stream.h"
@@ -369,12 +371,77 @@ static int login_fields(struct gw_req *r, int type, const char *body, size_t len
 	return ret;
 }
 
+/* ---- gateway.credentials_db: the account's row, asked before admission ----------------- */
+
+/*
+ * The row is usable when it is an Argon2id PHC string the pool can run within its memory
+ * budget; anything else is a failed sign-in (against the dummy, like every other), logged
+ * with the account as its keyed hash (the audit log's), never its name.
+ */
+static bool db_row_usable(struct gw_req *r, const char *phc)
+{
+	struct gateway *g = r->g;
+	struct gw_phc h;
+	uint8_t ah[16];
+	char hex[33];
+
+	if (!gw_phc_decode(phc, &h) && h.m_kib <= g->cfg->gw.m_cost_kib)
+		return true;
+	sl_audit_account_hash(g->key, sizeof(g->key), r->tenant, r->user, r->user_len, ah);
+	sodium_bin2hex(hex, sizeof(hex), ah, sizeof(ah));
+	log_warn("gateway: credentials_db: the row of account %s (tenant %s, keyed hash) is %s: "
+		 "its sign-ins fail", hex, r->tenant, gw_phc_decode(phc, &h) ?
+		 "not an Argon2id PHC string" : "a hash above gateway.argon2.m_cost_kib");
+	return false;
+}
+
+static void db_looked_up(void *arg, int res, const char *phc)
+{
+	struct gw_req *r = arg;
+	struct gateway *g = r->g;
+
+	if (res == GW_PG_FOUND && phc && db_row_usable(r, phc)) {
+		snprintf(r->db_phc, sizeof(r->db_phc), "%s", phc);
+		r->db_state = GW_DB_FOUND;
+	} else if (res == GW_PG_FOUND || res == GW_PG_MALFORMED) {
+		if (res == GW_PG_FOUND)
+			gw_pg_note_malformed(g->pg);
+		else
+			db_row_usable(r, ""); /* two rows, or not one text column: logged alike */
+		r->db_state = GW_DB_MALFORMED;
+	} else if (res == GW_PG_NONE || res == GW_PG_EXISTS) {
+		r->db_state = GW_DB_NONE;
+	} else if (g->cfg->gw.db.fail == SL_DB_FAIL_FILE) {
+		r->db_state = GW_DB_FILE;
+	} else {
+		/* fail = "closed": nobody's password is checked while the database cannot say
+		 * whose it is. The same 503 for every name, so it tells nobody who exists. */
+		gw_chain_refund(r);
+		gw_respond(r, 503, "Service Unavailable", BODY_503, g->cfg->gw.db.retry_after_s,
+			   false, false);
+		return;
+	}
+	gw_admit(r);
+}
+
+/* Admit, after the database's lookup when there is one: every login asks it, whoever it
+ * names and whatever the counters said (a decoy's row is asked and not used), so an unknown
+ * name, a known one and a throttled one take the same path and the same time. */
+static void login_lookup(struct gw_req *r)
+{
+	if (!r->g->pg) {
+		gw_admit(r);
+		return;
+	}
+	gw_pg_query(r->g->pg, GW_PG_LOOKUP, r->tenant, r->user, NULL, db_looked_up, r);
+}
+
 static void login_checked(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
 {
 	int reason;
 
 	if (!refused) {
-		gw_admit(r);
+		login_lookup(r);
 		return;
 	}
 	reason = refused->ctr == SL_CTR_LOGIN_FAILURES || refused->ctr == SL_CTR_LOGIN_PARENT ?
@@ -400,7 +467,7 @@ static void login_checked(struct gw_req *r, const struct gw_ask *refused, uint32
 			 reason == GW_SHED_FAILURES ? "account_lockout" : gw_shed_name(reason),
 			 "decoy", "login_uniform: answered as a failed sign-in");
 		gw_chain_refund(r);
-		gw_admit(r);
+		login_lookup(r);
 		return;
 	}
 	r->min_retry_s = (retry_ms + 999) / 1000;
@@ -483,7 +550,9 @@ static void login_start(struct gw_req *r)
 static void login_work(struct gw_req *r)
 {
 	struct gateway *g = r->g;
-	const char *phc = gw_creds_find(g->creds, r->tenant, r->user, r->user_len);
+	const char *phc = !g->pg || r->db_state == GW_DB_FILE ?
+			  gw_creds_find(g->creds, r->tenant, r->user, r->user_len) :
+			  r->db_state == GW_DB_FOUND ? r->db_phc : NULL;
 
 	r->known = phc != NULL;
 	/* Unknown accounts, and refused logins, verify against a dummy of the same cost: a

@@ -16,6 +16,7 @@
 
 #include "budget.h"
 #include "gw_creds.h"
+#include "gw_pg.h"
 #include "gw_internal.h"
 #include "json.h"
 
@@ -732,4 +733,5 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 		  "trusted proxy.");
 	evbuffer_add_printf(out, "sluice_gateway_xff_refused_total %llu\n",
 			    (unsigned long long)g->front.xff_refused);
+	gw_pg_metrics(g->pg, out); /* gateway.credentials_db's, when configured */
 }

@@ -1428,10 +1428,99 @@ static uint32_t get_u32_or(struct vctx *x, const config_setting_t *g, const char
 static void load_endpoints(struct vctx *x, const config_setting_t *g, struct sl_config *c,
 			   const char *base);
 
+/* The highest $N a query names (0: none); -1 when it names $0 or a number past 9. */
+static int sql_max_param(const char *q)
+{
+	int max = 0;
+
+	for (; *q; q++) {
+		if (*q != '$' || q[1] < '0' || q[1] > '9')
+			continue;
+		if (q[1] == '0' || (q[2] >= '0' && q[2] <= '9'))
+			return -1;
+		if (q[1] - '0' > max)
+			max = q[1] - '0';
+	}
+	return max;
+}
+
+/* One of credentials_db's queries: a string naming no parameter past $@nparams. */
+static void get_sql(struct vctx *x, const config_setting_t *g, const char *name, int nparams,
+		    bool required, char *dst, size_t cap, const char *what)
+{
+	const char *str = get_str(x, g, "gateway.credentials_db", name, required);
+	const config_setting_t *s = config_setting_get_member(g, name);
+	int m;
+
+	if (!str)
+		return;
+	if (strlen(str) >= cap) {
+		bad(x, s, "gateway.credentials_db.%s: longer than %zu bytes", name, cap - 1);
+		return;
+	}
+	m = sql_max_param(str);
+	if (m < 0 || m > nparams) {
+		bad(x, s, "gateway.credentials_db.%s: its parameters are %s; it names another",
+		    name, what);
+		return;
+	}
+	snprintf(dst, cap, "%s", str);
+}
+
+/* gateway.credentials_db: where the built-in verifier finds accounts (gw_pg.c). */
+static void load_credentials_db(struct vctx *x, const config_setting_t *gwg,
+				struct sl_config *c, const char *base)
+{
+	static const char *const keys[] = { "conninfo", "conninfo_file", "lookup", "insert",
+		"update", "pool", "timeout_ms", "queue", "retry_after_s", "fail", NULL };
+	static const char *const fails[] = { "closed", "file", NULL };
+	const config_setting_t *g = config_setting_get_member(gwg, "credentials_db");
+	struct sl_credentials_db *db = &c->gw.db;
+	const char *ci, *cf;
+	int f;
+
+	if (!g)
+		return;
+	if (!config_setting_is_group(g)) {
+		bad(x, g, "gateway.credentials_db: expected a group { conninfo = \"...\"; lookup = "
+		    "\"SELECT ...\"; ... }");
+		return;
+	}
+	db->present = 1;
+	check_keys(x, g, "gateway.credentials_db", keys);
+	ci = get_str(x, g, "gateway.credentials_db", "conninfo", false);
+	cf = get_str(x, g, "gateway.credentials_db", "conninfo_file", false);
+	if (!ci == !cf)
+		bad(x, g, "gateway.credentials_db: give exactly one of conninfo and conninfo_file "
+		    "(a file keeps the database password out of the config)");
+	if (ci && strlen(ci) >= sizeof(db->conninfo))
+		bad(x, config_setting_get_member(g, "conninfo"), "gateway.credentials_db.conninfo: "
+		    "longer than %zu bytes", sizeof(db->conninfo) - 1);
+	else if (ci)
+		snprintf(db->conninfo, sizeof(db->conninfo), "%s", ci);
+	if (cf)
+		resolve_path(db->conninfo_file, sizeof(db->conninfo_file), base, cf);
+	get_sql(x, g, "lookup", 2, true, db->lookup, sizeof(db->lookup), "$1 tenant, $2 account");
+	get_sql(x, g, "insert", 3, false, db->insert, sizeof(db->insert),
+		"$1 tenant, $2 account, $3 PHC string");
+	get_sql(x, g, "update", 3, false, db->update, sizeof(db->update),
+		"$1 tenant, $2 account, $3 PHC string");
+	db->pool = get_u32_or(x, g, "gateway.credentials_db", "pool", 1, 256, 4);
+	db->timeout_ms = get_u32_or(x, g, "gateway.credentials_db", "timeout_ms", 10, 60000, 1000);
+	db->queue = get_u32_or(x, g, "gateway.credentials_db", "queue", 1, 1000000, 1024);
+	db->retry_after_s = get_u32_or(x, g, "gateway.credentials_db", "retry_after_s", 1, 3600,
+				       1);
+	f = get_enum(x, g, "gateway.credentials_db", "fail", fails, SL_DB_FAIL_CLOSED);
+	db->fail = f < 0 ? SL_DB_FAIL_CLOSED : f;
+	if (db->fail == SL_DB_FAIL_FILE && !c->gw.credentials[0])
+		bad(x, config_setting_get_member(g, "fail"), "gateway.credentials_db.fail: \"file\" "
+		    "needs gateway.credentials, the file that answers while the database cannot");
+}
+
 static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl_config *c,
 			 const char *base)
 {
-	static const char *const keys[] = { "listen", "credentials", "capacity", "queue",
+	static const char *const keys[] = { "listen", "credentials", "credentials_db", "capacity", "queue",
 		"argon2", "trusted_hops", "admission", "max_body", "max_headers", "reject_floor_ms",
 		"max_held", "max_connections", "max_connections_per_prefix",
 		"max_connections_per_parent", "max_requests_per_connection", "request_timeout_ms",
@@ -1597,6 +1686,7 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 			gw->admission = config_setting_get_bool(sub);
 	}
 	load_endpoints(x, g, c, base);
+	load_credentials_db(x, g, c, base);
 	for (i = 0; i < c->n_tenants; i++)
 		sum += c->tenants[i].reservation;
 	if (gw->cap_cpu > 0 && sum > gw->cap_cpu)

@@ -127,6 +127,26 @@ struct sl_gateway_cfg {
 	char link_base[128];           /* prefix of the links sent ("https://HOST") */
 	int login_uniform;             /* a throttled login answers like a failed one */
 	uint32_t active_tenants;       /* the floor's divisor; 0: every configured tenant */
+	/* gateway.credentials_db (gw_pg.c, docs/credentials.md): accounts in PostgreSQL */
+	struct sl_credentials_db {
+		int present;
+		char conninfo[1024];       /* libpq keyword=value string or URI; never logged */
+		char conninfo_file[PATH_MAX]; /* or a file holding it (mode 0600) */
+		char lookup[1024];         /* $1 tenant, $2 account -> one row, one PHC column */
+		char insert[1024];         /* $1 tenant, $2 account, $3 PHC; "": no sign-ups */
+		char update[1024];         /* $1 tenant, $2 account, $3 PHC; "": no resets */
+		uint32_t pool;             /* connections */
+		uint32_t timeout_ms;       /* a query's bound, from its submission */
+		uint32_t queue;            /* queries waiting for a connection, at most */
+		uint32_t retry_after_s;    /* the 503's Retry-After under fail = "closed" */
+		int fail;                  /* enum sl_db_fail */
+	} db;
+};
+
+/* What a sign-in does when the credentials database cannot answer (docs/credentials.md). */
+enum sl_db_fail {
+	SL_DB_FAIL_CLOSED = 0,         /* 503 with Retry-After: nobody is checked */
+	SL_DB_FAIL_FILE = 1,           /* the flat gateway.credentials file answers instead */
 };
 
 #define SL_MAX_CLIENTS 64
