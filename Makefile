@@ -28,7 +28,7 @@ BPF_ARCH  := $(subst x86_64,x86,$(subst aarch64,arm64,$(ARCH)))
 MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
 
 # pkg-config runs after the deps check (below) has had its say: recursive variables, memoized.
-PKGS := libbpf libxdp libevent libevent_pthreads libconfig libargon2 libsodium hiredis libpq
+PKGS := libbpf libxdp libevent libevent_pthreads libconfig libargon2 libsodium hiredis libevent_openssl openssl libpq
 PKG_CFLAGS = $(eval PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS)))$(PKG_CFLAGS)
 PKG_LIBS   = $(eval PKG_LIBS := $(shell pkg-config --libs $(PKGS)))$(PKG_LIBS)
 CMOCKA_LIBS = $(eval CMOCKA_LIBS := $(shell pkg-config --libs cmocka))$(CMOCKA_LIBS)

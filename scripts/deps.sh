@@ -66,6 +66,7 @@ build_probes=(
 	"cmd:${BPFTOOL:-bpftool};bpftool" "cmd:pkg-config;pkg-config"
 	"pc:libbpf;libbpf-dev" "pc:libxdp;libxdp-dev" "pc:libelf;libelf-dev" "pc:zlib;zlib1g-dev"
 	"pc:libevent;libevent-dev" "pc:libevent_pthreads;libevent-dev"
+	"pc:libevent_openssl;libevent-dev" "pc:openssl;libssl-dev"
 	"pc:libconfig;libconfig-dev" "pc:hiredis;libhiredis-dev" "pc:libargon2;libargon2-dev"
 	"pc:libsodium;libsodium-dev" "pc:libmaxminddb;libmaxminddb-dev"
 	"pc:libpq;libpq-dev"

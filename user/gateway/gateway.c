@@ -26,6 +26,7 @@ struct gw_prepared {
 	bool have_key;
 	struct gw_delivery deliv;
 	bool have_deliv;
+	struct ssl_ctx_st *tls;        /* gateway.tls's context, built here off the loop */
 };
 
 void gateway_prepared_free(struct gw_prepared *p)
@@ -35,6 +36,7 @@ void gateway_prepared_free(struct gw_prepared *p)
 	gw_creds_free(p->creds);
 	if (p->have_deliv)
 		gw_delivery_close(&p->deliv);
+	gw_tls_ctx_free(p->tls);
 	sodium_memzero(p->key, sizeof(p->key));
 	free(p);
 }
@@ -66,6 +68,8 @@ struct gw_prepared *gateway_prepare(const struct sl_config *c, char *err, size_t
 	if (gw_delivery_open(&p->deliv, c, err, errlen))
 		goto fail;
 	p->have_deliv = true;
+	if (gw_tls_build(c, &p->tls, err, errlen))
+		goto fail;
 	return p;
 fail:
 	gateway_prepared_free(p);
@@ -130,6 +134,8 @@ struct gateway *gateway_start(struct event_base *base, const struct sl_config *c
 		g->deliv = p->deliv;
 		p->have_deliv = false;
 	}
+	g->tls = p->tls;
+	p->tls = NULL;
 	gateway_prepared_free(p);
 	g->vault = gw_vault_new(g->key);
 	if (!g->vault)
@@ -200,6 +206,7 @@ struct gateway *gateway_start(struct event_base *base, const struct sl_config *c
 	}
 	if (gw_http_listen(g))
 		goto fail;
+	gw_tls_log(g->tls, "serving");
 	g->tick = event_new(base, -1, EV_PERSIST, gw_on_tick, g);
 	if (!g->tick || event_add(g->tick, &tick))
 		goto fail;
@@ -249,6 +256,17 @@ void gateway_apply(struct gateway *g, const struct sl_config *c, struct gw_prepa
 		gw_delivery_close(&g->deliv);
 		g->deliv = p->deliv;
 		p->have_deliv = false;
+	}
+	/* TLS on or off is the listener's protocol: like listen, fixed at start. A new
+	 * context (a renewed certificate) serves new connections; open ones keep theirs. */
+	if (!g->tls != !p->tls) {
+		log_warn("gateway.tls %s takes effect at the next start: the listener stays %s",
+			 p->tls ? "being set" : "being removed", g->tls ? "TLS" : "plaintext");
+	} else if (p->tls) {
+		gw_tls_ctx_free(g->tls);
+		g->tls = p->tls;
+		p->tls = NULL;
+		gw_tls_log(g->tls, "reloaded");
 	}
 	gateway_prepared_free(p);
 	gw_sched_configure(g->sched, g->cfg, gw_now_ns());
@@ -341,6 +359,7 @@ void gateway_stop(struct gateway *g)
 	if (g->http)
 		evhttp_free(g->http);
 	gw_conn_close_all(g);
+	gw_tls_ctx_free(g->tls);
 	gw_creds_free(g->creds);
 	gw_vault_free(g->vault);
 	gw_delivery_close(&g->deliv);

@@ -24,6 +24,11 @@
  *   - the deadline: a connection that has not delivered a whole request within
  *     gateway.request_timeout_ms is closed.
  *
+ * With gateway.tls the bufferevent is an OpenSSL one (gw_tls.c) and all of the above works
+ * on its decrypted input; the handshake counts against the deadline (a client that never
+ * completes one is closed at request_timeout_ms) and takes a place in the table (a flood of
+ * handshakes is bounded by max_connections and the prefix shares like any other).
+ *
  * evhttp's own release of a connection is seen by the sweep (its callbacks are cleared) and
  * the reference dropped then. Whatever decides about connections (how many, how long, whose)
  * belongs here.
@@ -69,6 +74,7 @@ struct gw_conn {
 	uint64_t idle_ns;              /* on the idle list since */
 	uint32_t requests;
 	bool idle, pending, answered, in_watch, refused;
+	bool closed, timed_out;        /* the gateway closed it (at its deadline) */
 	struct gw_head head;
 };
 
@@ -242,6 +248,7 @@ static void conn_forget(struct gateway *g, struct gw_conn *c)
 	pfx_put(g, c->parent, c);
 	if (c->watch)
 		evbuffer_remove_cb_entry(bufferevent_get_input(c->bev), c->watch);
+	gw_tls_conn_end(g, c->bev, c->timed_out, c->closed);
 	bufferevent_decref(c->bev); /* evhttp has let go: this frees it and its socket */
 	free(c);
 }
@@ -287,6 +294,7 @@ static bool over_share(struct gateway *g, struct gw_pfx *p, uint32_t cap)
 static void conn_close(struct gateway *g, struct gw_conn *c)
 {
 	c->deadline_ns = 0;
+	c->closed = true;
 	idle_leave(c);
 	bufferevent_trigger_event(c->bev, BEV_EVENT_TIMEOUT | BEV_EVENT_READING, 0);
 	conn_released(g, c);
@@ -383,6 +391,7 @@ static void on_classify(evutil_socket_t fd, short what, void *arg)
 		evutil_socket_t s = bufferevent_getfd(c->bev);
 
 		pending_leave(c);
+		gw_tls_accepted(c->bev, s);
 		if (s < 0 || getpeername(s, (struct sockaddr *)&ss, &sl) ||
 		    gw_addr_from_sockaddr((struct sockaddr *)&ss, &peer))
 			continue; /* counted in no prefix: still served, still limited in all */
@@ -505,9 +514,19 @@ static void on_input_untracked(struct evbuffer *in, const struct evbuffer_cb_inf
 struct bufferevent *gw_conn_new(struct event_base *base, void *arg)
 {
 	struct gateway *g = arg;
-	struct bufferevent *bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	struct bufferevent *bev = g->tls ? gw_tls_bev(g, base) : NULL;
 	struct gw_conn *c;
 
+	if (!bev && g->tls) {
+		/* No TLS state to be had: never NULL (evhttp would make a plaintext one of its
+		 * own), a plain one whose every byte is refused. */
+		bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+		if (bev)
+			evbuffer_add_cb(bufferevent_get_input(bev), on_input_untracked, NULL);
+		return bev;
+	}
+	if (!bev)
+		bev = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (!bev)
 		return NULL;
 	if (!g->front.classify) {
@@ -565,6 +584,7 @@ void gw_conn_sweep(struct gateway *g, uint64_t now)
 			continue;
 		if (c->deadline_ns && now >= c->deadline_ns) {
 			g->st.conn_timeouts++;
+			c->timed_out = true;
 			conn_close(g, c);
 		}
 	}
@@ -644,7 +664,9 @@ void gw_conn_drain(struct gateway *g)
  * At the stop, once everything outstanding has been answered (gateway_stop): those answers
  * are in the connections' output buffers, and the loop that would write them has ended. Write
  * them now, as far as each socket takes (an answer is a few hundred bytes: all of it), so the
- * client reads its 503 before evhttp closes the socket rather than a bare reset.
+ * client reads its 503 before evhttp closes the socket rather than a bare reset. A TLS
+ * connection's output is plaintext: it goes through its TLS layer (gw_tls_flush), never
+ * onto the socket as it is.
  */
 void gw_conn_flush_all(struct gateway *g)
 {
@@ -654,6 +676,10 @@ void gw_conn_flush_all(struct gateway *g)
 		evutil_socket_t fd = bufferevent_getfd(c->bev);
 		struct evbuffer *out = bufferevent_get_output(c->bev);
 
+		if (gw_tls_is(c->bev)) {
+			gw_tls_flush(c->bev);
+			continue;
+		}
 		while (fd >= 0 && evbuffer_get_length(out) && evbuffer_write(out, fd) > 0)
 			;
 	}
@@ -673,7 +699,8 @@ void gw_conn_close_all(struct gateway *g)
  * Has the client hung up? evhttp stops reading a connection while its request is being
  * served, so a client that timed out and closed is only visible on the socket: a peek that
  * reads end-of-file (or a reset) means nobody will read the answer. A pipelined next
- * request reads as data: still there. Like nginx, a half-close counts as gone.
+ * request reads as data: still there. Like nginx, a half-close counts as gone. TLS
+ * connections are gw_tls_gone's: their goodbye is a close_notify record, data to a peek.
  */
 bool gw_conn_gone(struct evhttp_request *req)
 {
@@ -685,6 +712,8 @@ bool gw_conn_gone(struct evhttp_request *req)
 
 	if (fd < 0)
 		return true;
+	if (gw_tls_is(bev))
+		return gw_tls_gone(bev, fd);
 	n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
 	return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }

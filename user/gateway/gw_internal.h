@@ -7,6 +7,7 @@
  *
  *   gw_conn.c        connections: the table, max_connections, the whole-request deadline,
  *                    a client that hung up
+ *   gw_tls.c         TLS on the listener: the context, the handshake's counters
  *   gw_http.c        the HTTP front: parse, tenant, route, endpoint; every answer's bytes
  *                    and the reject floor
  *   gw_chain.c       the counters a request asks, in order (gw_chain.h)
@@ -45,6 +46,7 @@
 #include "gw_hist.h"
 #include "gw_pool.h"
 #include "gw_sched.h"
+#include "gw_tls.h"
 #include "gw_token.h"
 #include "gw_upstream.h"
 #include "gw_vault.h"
@@ -277,6 +279,8 @@ struct gateway {
 	struct gw_conn *conns;
 	uint32_t n_conns;
 	struct gw_front front;
+	struct ssl_ctx_st *tls;        /* gateway.tls: new connections' context; NULL: plaintext */
+	struct gw_tls_stats tls_st;
 	bool paused;
 	bool draining;                 /* gateway_drain(): not accepting, closing as answered */
 	gw_ready_fn ready;             /* the daemon's readiness checks (gateway_set_ready) */

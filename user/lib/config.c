@@ -1517,6 +1517,52 @@ static void load_credentials_db(struct vctx *x, const config_setting_t *gwg,
 		    "needs gateway.credentials, the file that answers while the database cannot");
 }
 
+/* gateway.tls: the files' paths and where they were set; the files themselves are read by
+ * gateway_prepare (gw_tls.c), which --check-config and a reload run. */
+static void load_tls(struct vctx *x, const config_setting_t *g, struct sl_config *c,
+		     const char *base)
+{
+	static const char *const tls_keys[] = { "certificate", "key", "min_version", NULL };
+	const config_setting_t *t = config_setting_get_member(g, "tls"), *s;
+	struct sl_gateway_cfg *gw = &c->gw;
+	const char *str;
+
+	gw->tls.min_version = 12;
+	if (!t)
+		return;
+	if (!config_setting_is_group(t)) {
+		bad(x, t, "gateway.tls: expected a group { certificate = \"PATH\"; key = \"PATH\"; }");
+		return;
+	}
+	check_keys(x, t, "gateway.tls", tls_keys);
+	snprintf(gw->tls.file, sizeof(gw->tls.file), "%s",
+		 config_setting_source_file(t) ? config_setting_source_file(t) : x->file);
+	str = get_str(x, t, "gateway.tls", "certificate", true);
+	if (str && !str[0])
+		bad(x, config_setting_get_member(t, "certificate"),
+		    "gateway.tls.certificate: an empty path");
+	else if (str)
+		resolve_path(gw->tls.certificate, sizeof(gw->tls.certificate), base, str);
+	s = config_setting_get_member(t, "certificate");
+	gw->tls.certificate_line = s ? (int)config_setting_source_line(s) :
+				       (int)config_setting_source_line(t);
+	str = get_str(x, t, "gateway.tls", "key", true);
+	if (str && !str[0])
+		bad(x, config_setting_get_member(t, "key"), "gateway.tls.key: an empty path");
+	else if (str)
+		resolve_path(gw->tls.key, sizeof(gw->tls.key), base, str);
+	s = config_setting_get_member(t, "key");
+	gw->tls.key_line = s ? (int)config_setting_source_line(s) :
+			       (int)config_setting_source_line(t);
+	str = get_str(x, t, "gateway.tls", "min_version", false);
+	if (str && !strcmp(str, "1.3"))
+		gw->tls.min_version = 13;
+	else if (str && strcmp(str, "1.2"))
+		bad(x, config_setting_get_member(t, "min_version"),
+		    "gateway.tls.min_version: '%s' is not \"1.2\" or \"1.3\" (older versions are "
+		    "not offered)", str);
+}
+
 static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl_config *c,
 			 const char *base)
 {
@@ -1527,7 +1573,7 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 		"drain_ms",
 		"token_ttl_s", "session_key", "refresh_ttl_s", "otp_ttl_s", "magic_ttl_s",
 		"delivery", "delivery_log", "link_base", "login_uniform", "active_tenants",
-		"clients", "ceilings", "upstream", NULL };
+		"clients", "ceilings", "tls", "upstream", NULL };
 	static const char *const cap_keys[] = { "cpu", "db", NULL };
 	static const char *const up_keys[] = { "url", "concurrency", "timeout_ms",
 		"max_response", "down_ms", NULL };
@@ -1551,6 +1597,7 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 	}
 	gw->present = 1;
 	check_keys(x, g, "gateway", keys);
+	load_tls(x, g, c, base);
 	str = get_str(x, g, "gateway", "listen", true);
 	if (str) {
 		if (parse_listen(str, &fam, addr, &port))

@@ -127,6 +127,13 @@ struct sl_gateway_cfg {
 	char link_base[128];           /* prefix of the links sent ("https://HOST") */
 	int login_uniform;             /* a throttled login answers like a failed one */
 	uint32_t active_tenants;       /* the floor's divisor; 0: every configured tenant */
+	struct {                       /* gateway.tls (user/gateway/gw_tls.h) */
+		char certificate[PATH_MAX]; /* PEM, chain after the leaf; empty: plaintext */
+		char key[PATH_MAX];        /* PEM, unencrypted */
+		uint8_t min_version;       /* 12 or 13 */
+		char file[PATH_MAX];       /* where the group is, for file:line problems */
+		int certificate_line, key_line;
+	} tls;
 	/* gateway.credentials_db (gw_pg.c, docs/credentials.md): accounts in PostgreSQL */
 	struct sl_credentials_db {
 		int present;

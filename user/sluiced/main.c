@@ -40,6 +40,7 @@
 #include "edge.h"
 #include "evhub.h"
 #include "gateway.h"
+#include "gw_tls.h"
 #include "json.h"
 #include "lease.h"
 #include "log.h"
@@ -836,6 +837,8 @@ static void render_metrics(void *arg, struct evbuffer *out)
 	metrics_store(out, d->store, &d->cfg);
 	if (d->gw)
 		gateway_metrics(d->gw, out);
+	if (d->gw)
+		gw_tls_metrics(d->gw, out); /* sluice_gateway_tls_*, with gateway.tls only */
 	if (d->stream)
 		stream_metrics(d->stream, out);
 	audit_metrics(out);
