@@ -525,6 +525,30 @@ static void reservations_shrink_to_what_the_workers_deliver(void **state)
 	free(c);
 }
 
+/* admission = false is the benchmarks' "before" picture: one FIFO across all tenants, not
+ * the per-tenant lanes. */
+static void admission_off_is_one_fifo_across_tenants(void **state)
+{
+	double res[2] = { 100000, 100000 };
+	struct sl_config *c = mkcfg(2, res, 200000, 1);
+	struct gw_sched *s;
+	struct gw_job *j[6];
+	int i;
+
+	(void)state;
+	c->gw.admission = 0;
+	s = mksched(c, T0);
+	/* t0 three, then t1 three: FIFO serves all of t0's first (the lanes would alternate). */
+	for (i = 0; i < 6; i++) {
+		j[i] = job(s, i / 3, R_LOGIN, 0);
+		assert_int_equal(admit(s, j[i], T0 + (uint64_t)i * MS, NULL), GW_SHED_NONE);
+	}
+	for (i = 0; i < 6; i++)
+		assert_ptr_equal(serve(s, T0 + 10 * MS, 300, 30 * MS), j[i]);
+	free(s);
+	free(c);
+}
+
 /* An expired job is dropped when dequeued, before any worker sees it. */
 static void expired_work_is_dropped_at_dequeue(void **state)
 {
@@ -1107,6 +1131,7 @@ int main(void)
 				       fresh_jobs),
 		cmocka_unit_test_setup(reservations_shrink_to_what_the_workers_deliver,
 				       fresh_jobs),
+		cmocka_unit_test_setup(admission_off_is_one_fifo_across_tenants, fresh_jobs),
 		cmocka_unit_test_setup(expired_work_is_dropped_at_dequeue, fresh_jobs),
 		cmocka_unit_test_setup(deadlines_are_checked_only_with_admission, fresh_jobs),
 		cmocka_unit_test_setup(codel_sheds_only_a_standing_queue, fresh_jobs),

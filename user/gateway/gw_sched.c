@@ -241,6 +241,20 @@ static struct gw_job *resv_pop(struct gw_sched *s)
 	double top = 1.0;
 	int i, guard = 0;
 
+	if (!s->admission) {
+		/* The "before" picture is one FIFO across tenants: the oldest head goes. */
+		struct gw_job *h = NULL;
+
+		for (i = 0; i < s->n_resv; i++) {
+			struct gw_job *x = s->t[s->resv[i]].resq.head;
+
+			if (!h || x->admit_ns < h->admit_ns)
+				h = x;
+		}
+		if (h)
+			unlink_queued(s, h);
+		return h;
+	}
 	for (i = 0; i < s->n_resv; i++)
 		if (s->t[s->resv[i]].reservation > top)
 			top = s->t[s->resv[i]].reservation;
