@@ -17,7 +17,8 @@
 #                and an account's count stays exact across the move.
 #   5. kill:     one master SIGKILLed: only its tenant falls back (fail open at limit / N),
 #                the others stay exact; /metrics and status show that node down.
-#   6. config:   redis.cluster's rules, at load (--check-config).
+#   6. config:   redis.cluster's rules, at load (--check-config), and a plain Redis given as a
+#                cluster seed: refused loudly, never written to.
 # SL_DEBUG=1 leaves the directory in place.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -97,7 +98,9 @@ stream: { window_s = 600; };
 daemon: { control_socket = "$NT_DIR/$1.sock"; metrics_listen = "127.0.0.1:$3"; };
 EOC
 }
-TMO=100
+# 250, not the default 5: on a loaded shared 2-vCPU host a check at 100 ms now and then waited
+# out its timeout on the CPU alone (2 of about 700 checks in one of nine runs, load average 6-12).
+TMO=250
 PA=$(free_port); MA=$(free_port); PB=$(free_port); MB=$(free_port)
 conf a "$PA" "$MA" "$C1"
 conf b "$PB" "$MB" "$C2"
@@ -211,6 +214,7 @@ for i in $(seq 1 60); do tries "$TA" "pre$i" "192.0.$((i / 100)).$((i % 100 + 1)
 expect_eq "reshard: the victim's first two wrong passwords, before the move" \
 	"$(tries "$TA" victim 203.0.113.50 2)" "401 401"
 fb0=$(fallbacks)
+to0=$(( $(metric "$MA" 'sluice_store_checks_total{outcome="timeout"}') + $(metric "$MB" 'sluice_store_checks_total{outcome="timeout"}') ))
 ask0=$(( $(metric "$MA" 'sluice_store_cluster_redirects_total{kind="ask"}') + $(metric "$MB" 'sluice_store_cluster_redirects_total{kind="ask"}') ))
 # The load: fresh accounts of the moving tenant, alternately through both nodes, every 20 ms.
 ( for i in $(seq 1 400); do
@@ -248,7 +252,12 @@ expect_eq "reshard: every one of them 401 (none failed, none refused by a fallba
 	"$(awk '$1 != 401' "$NT_DIR/load.out" | wc -l)" 0
 slow=$(awk 'BEGIN { m = 0 } $2 > m { m = $2 } END { print int(m) }' "$NT_DIR/load.out")
 tap_diag "  (slowest login during the move: $slow ms; timeout_ms $TMO)"
-expect_le "reshard: none took longer than 3 x timeout_ms (Redis's budget plus the hash)" "$slow" $((3 * TMO))
+# Each check's wait on Redis is bounded by timeout_ms (past it: a timeout and the fallback,
+# both counted below); end to end a login also waits for the CPU, which a loaded 2-vCPU host
+# makes noisy (37-401 ms seen), so the end-to-end bound only catches a hang.
+expect_le "reshard: none took longer than 1 s (no hang)" "$slow" 1000
+expect_eq "reshard: no check waited out timeout_ms on Redis (timeouts on either node)" \
+	"$(( $(metric "$MA" 'sluice_store_checks_total{outcome="timeout"}') + $(metric "$MB" 'sluice_store_checks_total{outcome="timeout"}') - to0 ))" 0
 ask=$(( $(metric "$MA" 'sluice_store_cluster_redirects_total{kind="ask"}') + $(metric "$MB" 'sluice_store_cluster_redirects_total{kind="ask"}') - ask0 ))
 expect_ge "reshard: ASK redirects were met and followed" "$ask" 1
 expect_eq "reshard: no check fell back during the move" "$(( $(fallbacks) - fb0 ))" 0
@@ -290,5 +299,22 @@ bad_conf 'cluster = ["127.0.0.1"];' "redis\\.cluster: '127\\.0\\.0\\.1' is not \
 	"a seed without a port is refused"
 bad_conf 'cluster = [];' 'redis\.cluster: 1\.\.8 seed nodes' "an empty seed list is refused"
 bad_conf 'cluster = "127.0.0.1:7000";' 'redis\.cluster: expected \[' "a string instead of a list is refused"
+
+# A plain Redis listed as a cluster seed (a careless operator): refused loudly, never used,
+# and logins still answered (the fallbacks).
+PLAIN=$(cport)
+kill -TERM "${PIDS[0]}" && wait "${PIDS[0]}" 2>/dev/null # node a's ports and socket, reused
+redis_start_port plain "$PLAIN" || { echo "Bail out! a plain redis-server did not start"; exit 1; }
+sed "s|^redis: .*|redis: { cluster = [\"127.0.0.1:$PLAIN\"]; timeout_ms = $TMO; };|" "$NT_DIR/a.conf" >"$NT_DIR/plain.conf"
+"$BUILD/sluiced" -c "$NT_DIR/plain.conf" -f >"$NT_DIR/plain.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 60); do grep -q "not a Redis Cluster node" "$NT_DIR/plain.log" && break; sleep 0.1; done
+expect_match "config: a plain Redis as a cluster seed is refused with a clear error" \
+	"$(grep -m1 'not a Redis Cluster node' "$NT_DIR/plain.log")" \
+	"redis cluster cluster:127\\.0\\.0\\.1:$PLAIN: no cluster node gave its slot map \\(last: 127\\.0\\.0\\.1:$PLAIN is not a Redis Cluster node"
+expect_eq "  ... status: not connected" "$(jget "$("$BUILD/sluicectl" -c "$NT_DIR/plain.conf" status --json)" store.connected)" false
+expect_eq "  ... a login is still answered (the fallback)" \
+	"$($PY "$NT_DIR/req.py" "$PA,$TA,nobody,x1,203.0.113.99" | cut -d' ' -f1)" 401
+expect_eq "  ... and nothing was written to that server" "$(redis-cli -p "$PLAIN" dbsize)" 0
 
 tap_done
