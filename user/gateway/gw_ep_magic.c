@@ -56,8 +56,16 @@ static int magic_fields(struct gw_req *r, int type, const char *body, size_t len
 	return 0;
 }
 
-/* A sign-up link with a password is confirmed on the hash pool. A GET is a mail scanner as
- * often as a person: it spends nothing; a POST, its source prefix's budget. */
+/* Can a reset link set a new password here? Only through gateway.credentials_db's update:
+ * the flat file is appended to, never rewritten. */
+static bool reset_sets_password(const struct gateway *g)
+{
+	return g->pg && gw_pg_can(g->pg, GW_PG_UPDATE);
+}
+
+/* A sign-up link with a password is confirmed on the hash pool, and so is a reset link with
+ * a new one (gateway.credentials_db with an update). A GET is a mail scanner as often as a
+ * person: it spends nothing; a POST, its source prefix's budget. */
 static void magic_start(struct gw_req *r)
 {
 	char prefix[GW_PREFIX_STR];
@@ -71,6 +79,11 @@ static void magic_start(struct gw_req *r)
 					  "finishing a sign-up needs a 'password'");
 				return;
 			}
+			snprintf(r->user, sizeof(r->user), "%s", e->name);
+			r->user_len = strlen(r->user);
+			r->job.pooled = true;
+		} else if (e && e->purpose == GW_LINK_RESET && r->work.pwd_len &&
+			   reset_sets_password(r->g)) {
 			snprintf(r->user, sizeof(r->user), "%s", e->name);
 			r->user_len = strlen(r->user);
 			r->job.pooled = true;
@@ -100,6 +113,12 @@ static void ep_magic_page(struct gw_req *r, const struct gw_vault_entry *e)
 				    "<label>Choose a password <input type=\"password\" "
 				    "name=\"password\" required></label>"
 				    "<button type=\"submit\">Create my account</button>"
+				    "</form></body></html>");
+	else if (e && e->purpose == GW_LINK_RESET && reset_sets_password(r->g))
+		evbuffer_add_printf(b, "<h1>Choose a new password</h1><form method=\"post\">"
+				    "<label>New password <input type=\"password\" "
+				    "name=\"password\" required></label>"
+				    "<button type=\"submit\">Set it and sign in</button>"
 				    "</form></body></html>");
 	else
 		evbuffer_add_printf(b, "<h1>Continue signing in</h1><form method=\"post\">"
@@ -152,6 +171,7 @@ static void ep_magic(struct gw_req *r)
 
 static void signup_done(struct gw_req *r);
 static void signup_inserted(void *arg, int res, const char *phc);
+static void reset_written(void *arg, int res, const char *phc);
 
 /* A sign-up: the worker makes the hash with the running parameters. */
 static void magic_work(struct gw_req *r)
@@ -175,6 +195,14 @@ static void magic_finish(struct gw_req *r)
 	struct gw_cappend *a;
 	int ret;
 
+	if (w->verified && e && e->purpose == GW_LINK_RESET && reset_sets_password(g)) {
+		/* A new password: the link is spent now (a second press cannot race this one),
+		 * the configured update writes the hash, and reset_written signs the person in. */
+		gw_vault_del(e);
+		gw_pg_query(g->pg, GW_PG_UPDATE, r->tenant, r->user, w->phc, reset_written, r);
+		sodium_memzero(w->phc, sizeof(w->phc));
+		return;
+	}
 	/* A name taken meanwhile, or being written for another link, fails like a spent link. */
 	if (!w->verified || !e || e->purpose != GW_LINK_REGISTER ||
 	    !gw_account_canonical(r->user, r->user_len) ||
@@ -284,6 +312,28 @@ static void signup_inserted(void *arg, int res, const char *phc)
 		return;
 	}
 	signup_done(r);
+}
+
+/* gateway.credentials_db ran the update of a reset: the account's earlier tokens end (as a
+ * reset link's always do) and the person is signed in. */
+static void reset_written(void *arg, int res, const char *phc)
+{
+	struct gw_req *r = arg;
+
+	(void)phc;
+	if (res == GW_PG_NONE) {
+		link_failed(r); /* the account is gone */
+		return;
+	}
+	if (res != GW_PG_FOUND) {
+		log_error("gateway: cannot set a new password for tenant %s: credentials_db %s (the "
+			  "link is spent; a new reset sends another)", r->tenant, gw_pg_result_name(res));
+		gw_respond(r, 503, "Service Unavailable", BODY_503, r->g->cfg->gw.db.retry_after_s,
+			   false, false);
+		return;
+	}
+	gw_account_revoke(r->g, r->tenant, r->user);
+	gw_ep_issue(r, GW_TOK_PASSWORD, r->user, NULL);
 }
 
 void gw_on_signups(evutil_socket_t fd, short what, void *arg)
