@@ -254,6 +254,26 @@ static void show_routes(struct show *s, const struct sl_config *c)
 		str(s, "path", r->path);
 		num(s, "cpu", r->cpu);
 		num(s, "db", r->db);
+		if (r->upstream[0])
+			str(s, "upstream", r->upstream);
+		if (r->login.from) {
+			static const char *const from[] = { "", "basic", "form", "json" };
+			int k;
+
+			group(s, "login");
+			str(s, "account", from[r->login.from]);
+			str(s, "username", r->login.user);
+			str(s, "password", r->login.password);
+			array(s, "success");
+			for (k = 0; k < r->login.n_success; k++)
+				integer(s, NULL, r->login.success[k]);
+			array_end(s);
+			array(s, "failure");
+			for (k = 0; k < r->login.n_failure; k++)
+				integer(s, NULL, r->login.failure[k]);
+			array_end(s);
+			group_end(s);
+		}
 		group_end(s);
 	}
 	list_end(s);
@@ -345,6 +365,53 @@ static void show_gateway(struct show *s, const struct sl_config *c)
 	integer(s, "max_requests_per_connection", g->max_requests_conn);
 	integer(s, "request_timeout_ms", g->request_timeout_ms);
 	integer(s, "drain_ms", g->drain_ms);
+	if (g->tls.certificate[0]) {
+		group(s, "tls");
+		str(s, "certificate", g->tls.certificate);
+		str(s, "key", g->tls.key);
+		str(s, "min_version", g->tls.min_version == 13 ? "1.3" : "1.2");
+		group_end(s);
+	} else {
+		absent(s, "tls", "none (plaintext)");
+	}
+	if (g->db.present) {
+		static const char *const fails[] = { "closed", "file" };
+
+		group(s, "credentials_db");
+		/* a conninfo may hold a password: redacted like Redis's */
+		if (g->db.conninfo_file[0])
+			str(s, "conninfo_file", g->db.conninfo_file);
+		else
+			str(s, "conninfo", SL_REDACTED);
+		str(s, "lookup", g->db.lookup);
+		if (g->db.insert[0])
+			str(s, "insert", g->db.insert);
+		else
+			absent(s, "insert", "none (no sign-ups)");
+		if (g->db.update[0])
+			str(s, "update", g->db.update);
+		else
+			absent(s, "update", "none (no password resets)");
+		integer(s, "pool", g->db.pool);
+		integer(s, "timeout_ms", g->db.timeout_ms);
+		integer(s, "queue", g->db.queue);
+		integer(s, "retry_after_s", g->db.retry_after_s);
+		str(s, "fail", fails[g->db.fail == SL_DB_FAIL_FILE]);
+		group_end(s);
+	} else {
+		absent(s, "credentials_db", "none (the credentials file)");
+	}
+	if (g->up.url[0]) {
+		group(s, "upstream");
+		str(s, "url", g->up.url);
+		integer(s, "concurrency", g->up.concurrency);
+		integer(s, "timeout_ms", g->up.timeout_ms);
+		integer(s, "max_response", g->up.max_response);
+		integer(s, "down_ms", g->up.down_ms);
+		group_end(s);
+	} else {
+		absent(s, "upstream", "none (the built-in endpoints)");
+	}
 	integer(s, "token_ttl_s", g->token_ttl_s);
 	if (g->session_key[0])
 		str(s, "session_key", g->session_key);
