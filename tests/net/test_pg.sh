@@ -229,6 +229,41 @@ login() {
 }
 status_of() { awk '{ print $1 }' <<<"$1"; }
 ms_of() { awk '{ print $2 }' <<<"$1"; }
+# ---- a careless operator's configs: refused with file, line and reason ------------------------
+bad_conf() { # DESCRIPTION REGEX SED-EXPRESSION
+	local out rc
+	write_conf closed ""
+	sed -i "$3" "$DIR/gw.conf"
+	out=$("$BUILD/sluiced" --check-config -c "$DIR/gw.conf" 2>&1)
+	rc=$?
+	if [ "$rc" -ne 0 ] && grep -qE "$2" <<<"$out"; then
+		tap_ok "refused: $1"
+	else
+		tap_not_ok "refused: $1"
+		tap_diag "exit $rc: $out"
+	fi
+}
+bad_conf "a lookup naming \$3" 'gw\.conf:[0-9]+: gateway\.credentials_db\.lookup: its parameters are \$1 tenant, \$2 account' \
+	's/AND login = \$2";/AND login = \$2 AND x = \$3";/'
+bad_conf "conninfo and conninfo_file both" 'gw\.conf:[0-9]+: gateway\.credentials_db: give exactly one of conninfo and conninfo_file' \
+	's|conninfo_file = |conninfo = "host=/tmp"; conninfo_file = |'
+bad_conf "fail = \"file\" without a credentials file" 'gw\.conf:[0-9]+: gateway\.credentials_db\.fail: "file" needs gateway\.credentials' \
+	's/fail = "closed"/fail = "file"/'
+bad_conf "fail = \"open\"" 'gw\.conf:[0-9]+: gateway\.credentials_db\.fail' 's/fail = "closed"/fail = "open"/'
+bad_conf "an unknown key" "gw\\.conf:[0-9]+: unknown key 'timeout' in gateway\\.credentials_db" \
+	's/timeout_ms = 500;/timeout = 500;/'
+# A host name would be resolved by a blocking call on the loop: refused at start.
+write_conf closed ""
+sed -i "s|conninfo_file = \"$DIR/pg.conninfo\"|conninfo = \"host=db.example.internal dbname=x\"|" "$DIR/gw.conf"
+out=$(timeout 20 "$BUILD/sluiced" -c "$DIR/gw.conf" -f 2>&1)
+rc=$?
+if [ "$rc" -ne 0 ] && grep -q "host 'db.example.internal' is a name: libpq would resolve it with a blocking call" <<<"$out"; then
+	tap_ok "refused at start: a conninfo host that is a name"
+else
+	tap_not_ok "refused at start: a conninfo host that is a name"
+	tap_diag "exit $rc: $out"
+fi
+
 write_conf closed ""
 start_sluiced
 for _ in $(seq 1 100); do
