@@ -15,6 +15,8 @@
 #                MIGRATEd one by one, SETSLOT NODE) while both nodes take logins: every login
 #                answered, none slower than the bound, ASK and MOVED followed, no fallback,
 #                and an account's count stays exact across the move.
+#   leases:      two edge nodes (XDP on veth pairs of their own) lease the moving tenant's
+#                budget through the cluster: an even split, before and after its slot moves.
 #   5. kill:     one master SIGKILLed: only its tenant falls back (fail open at limit / N),
 #                the others stay exact; /metrics and status show that node down.
 #   6. config:   redis.cluster's rules, at load (--check-config), and a plain Redis given as a
@@ -32,9 +34,12 @@ NT_DIR=$(mktemp -d /tmp/sluice-rcluster.XXXXXX)
 PIDS=()
 
 redis_available || { echo "1..0 # SKIP redis-server is not installed"; exit 0; }
+EDGE_NS=()
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	for p in "${EDGE_NS[@]}"; do ip link del "$p" 2>/dev/null; done
+	rm -rf "/sys/fs/bpf/sluice-rc-$$-ea" "/sys/fs/bpf/sluice-rc-$$-eb" 2>/dev/null
 	redis_stop_ports
 	if [ "${SL_DEBUG:-0}" = 1 ]; then echo "# SL_DEBUG=1: left $NT_DIR" >&2; else rm -rf "$NT_DIR"; fi
 }
@@ -205,6 +210,49 @@ for p in "$C1" "$C2" "$C3"; do
 done
 expect_ge "stream: its HyperLogLogs are spread over the masters (masters holding some)" "$hll_masters" 2
 
+# ---- leases: two edge nodes lease tenant TA's budget through the cluster -------------------
+# Each with XDP (generic) on a veth pair of its own that this suite makes in the root namespace
+# (the cluster listens on its loopback) and deletes; no traffic: with no demand
+# anywhere the two split the budget evenly once each has read the other's report from the
+# lease hash, sluice:{TA}:lease, on TA's master. The reshard below moves that key too.
+EDGE=0
+if [ "$(id -u)" = 0 ] && ip link add "rce$$a" type veth peer name "rcf$$a" 2>/dev/null; then
+	EDGE=1
+	EDGE_NS=("rce$$a" "rce$$b")
+	ip link add "rce$$b" type veth peer name "rcf$$b"
+	i=0
+	for n in a b; do
+		i=$((i + 1))
+		ip addr add "10.203.$i.2/24" dev "rce$$$n"
+		ip link set "rce$$$n" up; ip link set "rcf$$$n" up
+		EM=$(free_port)
+		cat >"$NT_DIR/e$n.conf" <<EOC
+edge: { interfaces = ["rce$$$n"]; xdp_mode = "generic";
+  ports = ( { port = 80; action = "reply"; cost = 1; } ); state_entries = 16384;
+  pin_path = "/sys/fs/bpf/sluice-rc-$$-e$n"; };
+classes = ( { name = "unknown"; rate = 100.0; burst = 100.0; parent_rate = 1000.0; parent_burst = 1000.0; } );
+tenants = ( { name = "$TA"; listen = [ "10.203.$i.2:80" ]; rate = 100.0; burst = 20.0;
+              static_rate = 10.0; static_burst = 5.0; lease_ttl = 1; } );
+redis: { cluster = ["127.0.0.1:$C3"]; timeout_ms = $TMO; breaker_open_ms = 300; };
+cluster: { node = "e$n"; nodes = 2; lease_interval_ms = 200; demand_window_ms = 1000; lease_floor = 0.05; };
+daemon: { control_socket = "$NT_DIR/e$n.sock"; metrics_listen = "127.0.0.1:$EM"; };
+EOC
+		"$BUILD/sluiced" -c "$NT_DIR/e$n.conf" -f >"$NT_DIR/e$n.log" 2>&1 &
+		PIDS+=($!)
+	done
+	lease() { jget "$(ctl "$1" leases --json)" "tenants.0.$2"; }
+	even() { [ "$(lease ea lease_rate)" = 50 ] && [ "$(lease eb lease_rate)" = 50 ]; }
+	for _ in $(seq 1 100); do even && break; sleep 0.1; done
+	expect_eq "leases: the two edge nodes split $TA's 100/s evenly through the cluster (50 50)" \
+		"$(lease ea lease_rate) $(lease eb lease_rate)" "50 50"
+	expect_eq "leases: coordinated through Redis, live on both" \
+		"$(jget "$(ctl ea leases --json)" coordination) $(lease ea lease_live) $(lease eb lease_live)" "redis true true"
+	expect_eq "leases: the lease hash is on $TA's master, with both nodes' reports" \
+		"$(redis-cli -p "$(owner "$TA")" hkeys "sluice:{$TA}:lease" | grep -c '^e[ab]$')" 2
+else
+	tap_ok "leases: # SKIP needs root and veth pairs"
+fi
+
 # ---- 4. reshard during load -------------------------------------------------------------------
 SLOT=$(rc cluster keyslot "{$TA}")
 FROM=$(owner "$TA")
@@ -263,6 +311,16 @@ expect_ge "reshard: ASK redirects were met and followed" "$ask" 1
 expect_eq "reshard: no check fell back during the move" "$(( $(fallbacks) - fb0 ))" 0
 expect_ge "reshard: the new master holds the tenant's counters" "$(fails_on "$TO" "$TA")" 60
 expect_eq "reshard: the old master holds none" "$(fails_on "$FROM" "$TA")" 0
+
+if [ "$EDGE" = 1 ]; then
+	sleep 0.5
+	expect_eq "leases: after the move, still 50 50 and live on both" \
+		"$(lease ea lease_rate) $(lease eb lease_rate) $(lease ea lease_live) $(lease eb lease_live)" "50 50 true true"
+	expect_eq "leases: the lease hash moved with its slot to :$TO" \
+		"$(redis-cli -p "$TO" hkeys "sluice:{$TA}:lease" | grep -c '^e[ab]$') $(redis-cli -p "$FROM" cluster countkeysinslot "$SLOT")" "2 0"
+	grep -q "leases: no answer from Redis" "$NT_DIR/ea.log" "$NT_DIR/eb.log"
+	expect_eq "leases: no node lost its lease renewals during the move (no 'no answer' in the log)" "$?" 1
+fi
 
 # ---- 5. one master killed -------------------------------------------------------------------
 # The one that serves TC (not TA's new master): TC falls back, TA stays exact.
