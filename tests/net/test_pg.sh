@@ -397,6 +397,10 @@ wait "${LOGINS[@]}"
 r=$(login bob pw-bob)
 cat "$DIR"/l*/out >"$DIR/stopped.txt"
 echo "$r" >>"$DIR/stopped.txt"
+# A client that waits 150 ms: its lookup is bounded by its own deadline, not timeout_ms.
+SHORT=$(curl -s -o /dev/null --max-time 10 -H "Host: acme.test" -H "X-Request-Deadline-Ms: 150" \
+	--data-urlencode "username=alice" --data-urlencode "password=pw-alice" \
+	-w '%{http_code} %{time_total}\n' "$URL/login" | awk '{ printf "%s %d\n", $1, $2 * 1000 }')
 wait "$PROBE"
 for p in $STOPPED; do kill -CONT "$p"; done
 tap_diag "logins while stopped (status ms retry-after): $(tr '\n' ',' <"$DIR/stopped.txt")"
@@ -406,6 +410,9 @@ expect_eq "... with Retry-After: 2 (credentials_db.retry_after_s)" \
 	"$(awk '$3 != 2' "$DIR/stopped.txt" | wc -l)" 0
 WORST=$(awk '{ print $2 }' "$DIR/stopped.txt" | sort -n | tail -1)
 expect_le "... each within timeout_ms 500 + 600 ms (worst $WORST ms)" "$WORST" 1100
+tap_diag "a login with X-Request-Deadline-Ms: 150: $SHORT"
+expect_eq "... one with a 150 ms deadline: 503 too" "$(status_of "$SHORT")" 503
+expect_le "... answered by its deadline, not timeout_ms 500 ($(ms_of "$SHORT") ms)" "$(ms_of "$SHORT")" 400
 read -r PN PBAD PH PV <"$DIR/probe.out"
 tap_diag "prober: $PN requests, $PBAD not 200, worst /healthz $PH ms, worst /token/validate $PV ms"
 expect_eq "/healthz and /token/validate kept answering 200 while the database was stopped" "$PBAD" 0

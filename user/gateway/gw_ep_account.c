@@ -142,7 +142,8 @@ static void ep_account(struct gw_req *r)
 	if (g->pg) {
 		/* The inline part's CPU now: the wait for the database is not this request's. */
 		gw_admit_done(r);
-		gw_pg_query(g->pg, GW_PG_LOOKUP, r->tenant, r->user, NULL, account_looked_up, r);
+		gw_pg_query(g->pg, GW_PG_LOOKUP, r->tenant, r->user, NULL, r->job.deadline_ns,
+			    account_looked_up, r);
 		return;
 	}
 	ep_account_known(r, gw_creds_find(g->creds, r->tenant, r->user, r->user_len) != NULL);

@@ -199,7 +199,7 @@ static void magic_finish(struct gw_req *r)
 		/* A new password: the link is spent now (a second press cannot race this one),
 		 * the configured update writes the hash, and reset_written signs the person in. */
 		gw_vault_del(e);
-		gw_pg_query(g->pg, GW_PG_UPDATE, r->tenant, r->user, w->phc, reset_written, r);
+		gw_pg_query(g->pg, GW_PG_UPDATE, r->tenant, r->user, w->phc, 0, reset_written, r);
 		sodium_memzero(w->phc, sizeof(w->phc));
 		return;
 	}
@@ -214,7 +214,8 @@ static void magic_finish(struct gw_req *r)
 	if (g->pg) {
 		/* gateway.credentials_db: the configured insert makes the account; a name taken
 		 * meanwhile is the table's unique constraint's to refuse. */
-		gw_pg_query(g->pg, GW_PG_INSERT, r->tenant, r->user, w->phc, signup_inserted, r);
+		gw_pg_query(g->pg, GW_PG_INSERT, r->tenant, r->user, w->phc, 0, signup_inserted,
+			    r);
 		sodium_memzero(w->phc, sizeof(w->phc));
 		return;
 	}

@@ -433,7 +433,8 @@ static void login_lookup(struct gw_req *r)
 		gw_admit(r);
 		return;
 	}
-	gw_pg_query(r->g->pg, GW_PG_LOOKUP, r->tenant, r->user, NULL, db_looked_up, r);
+	gw_pg_query(r->g->pg, GW_PG_LOOKUP, r->tenant, r->user, NULL, r->job.deadline_ns,
+		    db_looked_up, r);
 }
 
 static void login_checked(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)

@@ -570,10 +570,16 @@ static void on_op_timer(evutil_socket_t fd, short what, void *arg)
 }
 
 void gw_pg_query(struct gw_pg *p, int kind, const char *tenant, const char *account,
-		 const char *phc, gw_pg_fn fn, void *arg)
+		 const char *phc, uint64_t deadline_ns, gw_pg_fn fn, void *arg)
 {
 	struct op *o = calloc(1, sizeof(*o));
-	struct timeval tv = tv_ms(p->db.timeout_ms);
+	uint64_t now = now_ns();
+	uint64_t ms = p->db.timeout_ms;
+	struct timeval tv;
+
+	if (deadline_ns && (deadline_ns <= now || (deadline_ns - now) / 1000000ull < ms))
+		ms = deadline_ns > now ? (deadline_ns - now) / 1000000ull : 0;
+	tv = tv_ms((uint32_t)ms);
 
 	if (!o || !(o->tmo = evtimer_new(p->base, on_op_timer, o))) {
 		/* Nothing to answer through: the caller hears at once, the one exception. */
@@ -586,7 +592,7 @@ void gw_pg_query(struct gw_pg *p, int kind, const char *tenant, const char *acco
 	o->immediate = -1;
 	o->fn = fn;
 	o->arg = arg;
-	o->t0_ns = now_ns();
+	o->t0_ns = now;
 	snprintf(o->tenant, sizeof(o->tenant), "%s", tenant);
 	snprintf(o->account, sizeof(o->account), "%s", account);
 	snprintf(o->phc, sizeof(o->phc), "%s", phc ? phc : "");
@@ -596,6 +602,8 @@ void gw_pg_query(struct gw_pg *p, int kind, const char *tenant, const char *acco
 	p->all = o;
 	if (!gw_pg_can(p, kind)) {
 		o->immediate = GW_PG_ERROR;
+	} else if (!ms) {
+		o->immediate = GW_PG_TIMEOUT; /* its deadline has passed */
 	} else if (p->down) {
 		o->immediate = GW_PG_UNAVAILABLE;
 	} else if (p->qlen >= p->db.queue) {

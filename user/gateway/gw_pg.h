@@ -66,10 +66,12 @@ int gw_pg_start(struct event_base *base, const struct sl_credentials_db *db,
 void gw_pg_free(struct gw_pg *p);
 
 enum gw_pg_op_kind { GW_PG_LOOKUP, GW_PG_INSERT, GW_PG_UPDATE };
-/* Run the configured @kind query for (@tenant, @account[, @phc]); @fn hears how it ended.
+/* Run the configured @kind query for (@tenant, @account[, @phc]); @fn hears how it ended,
+ * within timeout_ms and before @deadline_ns (CLOCK_MONOTONIC, the request's own deadline; 0:
+ * none), whichever is sooner: a request nobody will wait for does not hold a connection.
  * Without an insert or update query configured it is answered GW_PG_ERROR. */
 void gw_pg_query(struct gw_pg *p, int kind, const char *tenant, const char *account,
-		 const char *phc, gw_pg_fn fn, void *arg);
+		 const char *phc, uint64_t deadline_ns, gw_pg_fn fn, void *arg);
 bool gw_pg_can(const struct gw_pg *p, int kind);
 /* The caller found a lookup's row unusable (not an Argon2id PHC string the pool can run):
  * counted as malformed instead of found. */
