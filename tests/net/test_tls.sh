@@ -8,6 +8,7 @@
 #    and a key of another certificate are refused with file:line and the reason;
 #  - curl --cacert gets the same statuses and bodies as over plaintext for /healthz, /login
 #    (right and wrong password) and /token/validate (the login's token, and a forged one);
+#    gw_head's raw-byte rules see the decrypted bytes (a smuggling head is a 400);
 #  - ALPN: h2 alone is refused in the handshake, http/1.1 is chosen, curl offering h2 and
 #    http/1.1 gets HTTP/1.1; TLS 1.1 is refused; each counted by reason on /metrics;
 #  - the attacker's connections: TCP with nothing sent, half a ClientHello, each closed within
@@ -204,6 +205,36 @@ expect_eq "/token/validate over TLS: the plaintext answer (${p%% *})" \
 expect_eq "  ... and it is a 200" "${t%% *}" 200
 v=$(curl -s --cacert ca.pem --http2 -o /dev/null -w '%{http_code} %{http_version}' "$PTLS/healthz")
 expect_eq "curl offering h2 and http/1.1 is served HTTP/1.1" "$v" "200 1.1"
+
+# gw_head's raw-byte rules see the decrypted bytes: a smuggling head (Transfer-Encoding with
+# a Content-Length) is refused with 400 before evhttp parses it, over TLS as over plaintext.
+cat >raw.py <<'PYEOF'
+import socket, ssl, sys
+port, tls = int(sys.argv[1]), sys.argv[2] == "tls"
+s = socket.create_connection(("127.0.0.1", port), timeout=5)
+if tls:
+    s = ssl.create_default_context(cafile="ca.pem").wrap_socket(s, server_hostname="127.0.0.1")
+s.sendall(b"POST /login HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\n"
+          b"Transfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+data = b""
+try:
+    while True:
+        d = s.recv(4096)
+        if not d:
+            break
+        data += d
+except OSError:
+    pass
+print(data.split(b"\r\n")[0].decode("latin-1"), data.count(b"HTTP/1.1 "))
+PYEOF
+te0=$(metric "$TM" 'sluice_gateway_heads_refused_total{rule="transfer_encoding"}')
+t=$($PY raw.py "$TP" tls)
+p=$($PY raw.py "$PP" plain)
+expect_eq "a smuggling head over TLS: one 400, nothing after it answered (as over plaintext)" \
+	"$t" "$p"
+expect_match "  ... and that is a 400" "$t" "^HTTP/1.1 400 .* 1$"
+expect_eq "  ... counted by gw_head's rule (transfer_encoding)" \
+	"$(metric "$TM" 'sluice_gateway_heads_refused_total{rule="transfer_encoding"}')" $((te0 + 1))
 
 # ---- versions and ALPN -----------------------------------------------------------------
 sc() { echo | timeout 5 openssl s_client -connect "127.0.0.1:$TP" -CAfile ca.pem "$@" 2>&1; }
