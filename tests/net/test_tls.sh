@@ -18,6 +18,7 @@
 #    counter follows the forwarded address; an unreadable header is a 400);
 #  - a client that closes (close_notify, then FIN) while its login is queued is not hashed
 #    (shed client_gone), one that stays is served;
+#  - the per-prefix connection cap holds for connections that never begin a handshake;
 #  - reload: a keep-alive connection opened before a reload to a new certificate (another
 #    serial) carries a second request on the old one, a new connection sees the new serial;
 #    a reload to a broken key, or to a key of another certificate, is refused with file:line
@@ -42,8 +43,9 @@ command -v openssl >/dev/null || { echo "1..0 # SKIP no openssl CLI"; exit 0; }
 DIR=$(mktemp -d /tmp/sluice-tls.XXXXXX)
 P_PID=
 T_PID=
+C_PID=
 cleanup() {
-	for p in $P_PID $T_PID; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	for p in $P_PID $T_PID $C_PID; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	if [ "${SL_DEBUG:-0}" = 1 ]; then echo "# SL_DEBUG=1: left $DIR" >&2; else rm -rf "$DIR"; fi
 }
 trap cleanup EXIT
@@ -467,6 +469,47 @@ fi
 expect_eq "  ... the old certificate keeps serving, and answers" \
 	"$(serial_now) $(ask "$PTLS" /healthz)" 'serial=2002 200 {"status":"alive"}'
 cp k1.key srv.key
+
+# ---- the connection limits hold before any handshake ------------------------------------
+# A third gateway on the same files without trusted_hops: 4 connections per source prefix
+# (/32), 16 per parent (/24).
+CP=$(free_port)
+CM=$(free_port)
+sed -e "s/127.0.0.1:$TP/127.0.0.1:$CP/" -e "s/127.0.0.1:$TM/127.0.0.1:$CM/" \
+	-e "s#$DIR/t.sock#$DIR/c.sock#" \
+	-e 's/trusted_hops = 1;/trusted_hops = 0; max_connections = 64; max_connections_per_prefix = 4;/' \
+	tls.conf >caps.conf
+"$BUILD/sluiced" -c caps.conf -f >caps.log 2>&1 &
+C_PID=$!
+for _ in $(seq 1 100); do grep -q "gateway listening" caps.log && break; sleep 0.05; done
+cat >hold.py <<'PYEOF'
+import json, socket, sys, time
+port, n = int(sys.argv[1]), int(sys.argv[2])
+socks = [socket.create_connection(("127.0.0.1", port), timeout=2) for _ in range(n)]
+time.sleep(0.3)
+closed = 0
+for s in socks:
+    s.setblocking(False)
+    try:
+        closed += s.recv(1) == b""
+    except BlockingIOError:
+        pass
+    except OSError:
+        closed += 1
+print(closed, flush=True)
+sys.stdin.readline()   # held open (sending nothing) until told
+PYEOF
+coproc H { $PY hold.py "$CP" 6; }
+read -r -t 5 closed <&"${H[0]}"
+expect_eq "6 silent TCP connections from one source, 4 allowed: 2 closed as accepted" "$closed" 2
+expect_eq "  ... counted as over the prefix's share" \
+	"$(metric "$CM" 'sluice_gateway_connections_closed_total{reason="prefix"}')" 2
+v=$(curl -s --interface 127.0.0.2 --cacert ca.pem -o /dev/null -w '%{http_code}' "https://127.0.0.1:$CP/healthz")
+expect_eq "  ... while another source's TLS client is served" "$v" 200
+echo >&"${H[1]}"
+wait "$H_PID" 2>/dev/null
+kill -TERM "$C_PID" 2>/dev/null
+wait "$C_PID" 2>/dev/null
 
 # ---- the stop: what is queued is answered through TLS -----------------------------------
 coproc Q { $PY queue.py "$TP" stop; }
