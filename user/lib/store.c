@@ -2822,8 +2822,8 @@ static bool send_to(struct rnode *n, struct pending *p, bool asking)
 	return true;
 }
 
-/* Send a script call to @n; false when it could not be sent (the caller answers). Its
- * keys must share one slot (a cluster runs a script on one master): the store's keys do,
+/* Send a script call to @n; false when it could not be sent (the caller answers). On a
+ * cluster its keys must share one slot (a script runs on one master): the store's keys do,
  * by the tenant's hash tag; a call whose keys do not is refused here, loudly. */
 static bool send_script(struct sl_store *s, struct rnode *n, int script, struct pending *p,
 			int nkeys, const char **keys, int argc, const char **argv)
@@ -2833,7 +2833,7 @@ static bool send_script(struct sl_store *s, struct rnode *n, int script, struct 
 
 	if (script < 0 || script >= s->n_scripts || nkeys + argc + 3 > 16 || !n)
 		return false;
-	for (i = 1; i < nkeys; i++) {
+	for (i = 1; s->target.cluster && i < nkeys; i++) {
 		if (sl_store_keyslot(keys[i], strlen(keys[i])) !=
 		    sl_store_keyslot(keys[0], strlen(keys[0]))) {
 			log_error("redis: a script call's keys '%s' and '%s' are in different "
