@@ -172,6 +172,7 @@ gateway: {
     update = "UPDATE accounts SET password_hash = \$3 WHERE org = \$1 AND login = \$2";
     pool = 2;
     timeout_ms = 500;
+    queue = 16;
     retry_after_s = 2;
     fail = "$1";
   };
@@ -353,6 +354,52 @@ expect_eq "metrics: the pool's 2 connections are up (idle)" "$(mval 'sluice_gate
 expect_ge "metrics: the latency histogram counts every query" \
 	"$(mval 'sluice_gateway_credentials_db_query_seconds_count')" 15
 
+# ---- a flood of fresh names ------------------------------------------------------------------
+# 300 logins for names nobody has, 60 at a time: each is asked of the database through the
+# pool of 2 (never more connections), the queue of 16 bounds what waits, and every one gets the
+# one 401 or, past the queue, the 503; nothing hangs and sluiced keeps serving.
+cat >"$DIR/flood.py" <<'PYEOF'
+import collections, http.client, os, sys, threading, time, urllib.parse
+port, n, width = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+codes = collections.Counter()
+lock = threading.Lock()
+worst = [0.0]
+def one(i):
+    body = urllib.parse.urlencode({"username": "fresh%06d.%s" % (i, os.getpid()), "password": "x"})
+    t0 = time.monotonic()
+    try:
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        c.request("POST", "/login", body, {"Host": "acme.test",
+                  "Content-Type": "application/x-www-form-urlencoded"})
+        st = c.getresponse().status
+        c.close()
+    except Exception:
+        st = 0
+    with lock:
+        codes[st] += 1
+        worst[0] = max(worst[0], time.monotonic() - t0)
+for base in range(0, n, width):
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(base, min(n, base + width))]
+    for t in ts: t.start()
+    for t in ts: t.join()
+print(" ".join("%d:%d" % kv for kv in sorted(codes.items())), "worst_ms=%d" % (worst[0] * 1000))
+PYEOF
+PEAK=0
+( while :; do psql_q "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'sluice'" \
+	2>/dev/null >>"$DIR/conns.txt"; sleep 0.1; done ) &
+WATCH=$!
+FLOOD=$($PY "$DIR/flood.py" "$PORT" 300 60)
+kill "$WATCH" 2>/dev/null; wait "$WATCH" 2>/dev/null
+PEAK=$(sort -n "$DIR/conns.txt" | tail -1)
+tap_diag "flood of fresh names: $FLOOD; the pool's connections seen by the server: at most $PEAK"
+expect_eq "flood: every login answered 401 or 503, none failed or hung" \
+	"$(tr ' ' '\n' <<<"$FLOOD" | grep -vE '^(401|503):|^worst_ms=' | wc -l)" 0
+expect_match "flood: most were looked up and answered 401" "$FLOOD" '401:[0-9]{2,}'
+expect_le "flood: the server saw at most the pool's 2 connections" "${PEAK:-99}" 2
+expect_eq "flood: alice still signs in" "$(status_of "$(login alice pw-alice)")" 200
+M=$(curl -s --max-time 5 "http://127.0.0.1:$MPORT/metrics")
+expect_eq "flood: nothing waits in the queue afterwards" "$(mval 'sluice_gateway_credentials_db_queue_depth')" 0
+
 # ---- PostgreSQL stopped ---------------------------------------------------------------------
 # The loop's own answers while logins wait on a stopped database: /healthz and
 # /token/validate, timed by a prober of its own.
@@ -386,7 +433,7 @@ PYEOF
 STOPPED=$(pg_procs)
 for p in $STOPPED; do kill -STOP "$p"; done
 tap_diag "stopped $(wc -w <<<"$STOPPED") postgres processes"
-$PY "$DIR/probe.py" "$PORT" "$TOKEN" 3 >"$DIR/probe.out" &
+$PY "$DIR/probe.py" "$PORT" "$TOKEN" 4 >"$DIR/probe.out" &
 PROBE=$!
 LOGINS=()
 for i in $(seq 1 6); do
@@ -401,8 +448,20 @@ echo "$r" >>"$DIR/stopped.txt"
 SHORT=$(curl -s -o /dev/null --max-time 10 -H "Host: acme.test" -H "X-Request-Deadline-Ms: 150" \
 	--data-urlencode "username=alice" --data-urlencode "password=pw-alice" \
 	-w '%{http_code} %{time_total}\n' "$URL/login" | awk '{ printf "%s %d\n", $1, $2 * 1000 }')
+# 60 fresh names at once: what the queue (16) cannot hold is answered at once (queue_full, or
+# unavailable once the pool has found the server gone), never after the timeout.
+QF0=$(curl -s --max-time 5 "http://127.0.0.1:$MPORT/metrics" |
+	awk '$1 ~ /^sluice_gateway_credentials_db_queries_total\{result="(queue_full|unavailable)"\}$/ { n += $2 } END { print n + 0 }')
+FLOOD=$($PY "$DIR/flood.py" "$PORT" 60 60)
+QFULL=$(curl -s --max-time 5 "http://127.0.0.1:$MPORT/metrics" |
+	awk '$1 ~ /^sluice_gateway_credentials_db_queries_total\{result="(queue_full|unavailable)"\}$/ { n += $2 } END { print n + 0 }')
 wait "$PROBE"
 for p in $STOPPED; do kill -CONT "$p"; done
+tap_diag "60 fresh names at once while stopped: $FLOOD; queue_full + unavailable $QF0 -> $QFULL"
+expect_eq "stopped + flood: every one a 503, none hung" "$(grep -oE '(^| )[0-9]+:' <<<"$FLOOD" | tr -d ' ')" "503:"
+expect_le "... the slowest within timeout_ms + margin" "$(grep -oE 'worst_ms=[0-9]+' <<<"$FLOOD" | cut -d= -f2)" 1500
+expect_ge "... at least the 44 past the queue of 16 answered at once (queue_full or unavailable)" \
+	"$(( ${QFULL:-0} - ${QF0:-0} ))" 44
 tap_diag "logins while stopped (status ms retry-after): $(tr '\n' ',' <"$DIR/stopped.txt")"
 expect_eq "database stopped: every login is a 503" \
 	"$(awk '$1 != 503' "$DIR/stopped.txt" | wc -l)" 0
