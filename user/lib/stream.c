@@ -1464,8 +1464,8 @@ void stream_metrics(struct stream *s, struct evbuffer *out)
 			    "# HELP sluice_stream_records_total Detector and counter firings: "
 			    "enforce (done) or monitor (would-be-blocks).\n"
 			    "# TYPE sluice_stream_records_total counter\n"
-			    "sluice_stream_records_total{mode=\"enforce\"} %llu\n"
-			    "sluice_stream_records_total{mode=\"monitor\"} %llu\n",
+			    "sluice_stream_records_total{enforcement=\"enforce\"} %llu\n"
+			    "sluice_stream_records_total{enforcement=\"monitor\"} %llu\n",
 			    (unsigned long long)s->events, (unsigned long long)dropped,
 			    (unsigned long long)depth, (unsigned long long)s->verdicts,
 			    (unsigned long long)s->recorded[SL_MODE_ENFORCE],
