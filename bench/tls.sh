@@ -44,7 +44,7 @@ free_port() {
 		openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -set_serial 1 -days 1 \
 			-extfile ext.cnf -out srv.pem
 } >openssl.log 2>&1 || { cat openssl.log; exit 1; }
-start() { # NAME TLS_GROUP -> port
+start() { # NAME TLS_GROUP: sets PORT (not in a subshell: the PID must reach PIDS)
 	local port mport
 	port=$(free_port)
 	mport=$(free_port)
@@ -67,10 +67,12 @@ EOF
 	PIDS+=($!)
 	for _ in $(seq 1 100); do grep -q "gateway listening" "$1.log" && break; sleep 0.05; done
 	grep -q "gateway listening" "$1.log" || { cat "$1.log" >&2; exit 1; }
-	echo "$port"
+	PORT=$port
 }
-PLAIN=$(start plain "")
-TLS=$(start tls '  tls = { certificate = "srv.pem"; key = "srv.key"; };')
+start plain ""
+PLAIN=$PORT
+start tls '  tls = { certificate = "srv.pem"; key = "srv.key"; };'
+TLS=$PORT
 
 rps() { # URL [wrk args] -> requests/s
 	wrk -t"$THREADS" -c"$CONNS" -d"${DURATION}s" "$@" 2>&1 |
