@@ -15,8 +15,8 @@
 #  - PostgreSQL stopped (SIGSTOP on all its processes): logins answer 503 with the configured
 #    Retry-After within timeout_ms (+ floor, + margin), while /healthz and /token/validate on
 #    the same loop stay fast; after SIGCONT logins work again;
-#  - PostgreSQL killed (SIGKILL) and started again: logins get 503 meanwhile, never hang, and
-#    the pool reconnects by itself;
+#  - PostgreSQL killed (SIGKILL) and started again: logins get 503 meanwhile, never hang,
+#    /readyz says 503 while no connection can be made, and the pool reconnects by itself;
 #  - POST /register, the link, a password: the configured insert makes the row, the account
 #    signs in; registering a name that exists answers the same 202;
 #  - POST /password-reset, the link, a new password: the configured update writes the row,
@@ -501,6 +501,10 @@ expect_eq "database killed: every login is a 503, none hangs" \
 	"$(awk '$1 != 503' "$DIR/killed.txt" | wc -l)" 0
 WORST=$(awk '{ print $2 }' "$DIR/killed.txt" | sort -n | tail -1)
 expect_le "... each within timeout_ms + 600 ms (worst $WORST ms)" "$WORST" 1100
+rz() { curl -s -o /dev/null --max-time 5 -w '%{http_code}' "$URL/readyz"; }
+expect_eq "database gone, fail = \"closed\": /readyz is 503 (send logins elsewhere)" "$(rz)" 503
+expect_eq "... /healthz still 200 (the process is alive)" \
+	"$(curl -s -o /dev/null --max-time 5 -w '%{http_code}' "$URL/healthz")" 200
 PG_PID=
 pg_start
 ok=0
@@ -509,6 +513,7 @@ for _ in $(seq 1 40); do
 	sleep 0.25
 done
 expect_eq "PostgreSQL started again: the pool reconnects, alice signs in" "$ok" 1
+expect_eq "... and /readyz is 200 again" "$(rz)" 200
 kill -0 "$SLUICED_PID" 2>/dev/null && tap_ok "sluiced survived it all" || tap_not_ok "sluiced survived it all"
 
 # ---- sign-up through the insert ---------------------------------------------------------------

@@ -24,6 +24,7 @@
 #include <sodium.h>
 
 #include "gw_internal.h"
+#include "gw_pg.h"
 #include "log.h"
 
 #define MAX_HOST 255
@@ -656,7 +657,11 @@ static void reply_health(struct gateway *g, struct evhttp_request *req, int meth
 		return;
 	}
 	if (readiness) {
-		why = g->draining ? "draining" : g->ready ? g->ready(g->ready_arg) : NULL;
+		/* With credentials_db.fail = "closed" and the database unreachable every login
+		 * here is a 503: the balancer should send them to a node whose database answers. */
+		why = g->draining ? "draining" :
+		      g->pg && g->cfg->gw.db.fail == SL_DB_FAIL_CLOSED && !gw_pg_up(g->pg) ?
+		      "credentials_db" : g->ready ? g->ready(g->ready_arg) : NULL;
 		code = why ? 503 : 200;
 	}
 	add_common_headers(req);

@@ -629,6 +629,11 @@ bool gw_pg_can(const struct gw_pg *p, int kind)
 	return kind == GW_PG_LOOKUP || (kind == GW_PG_INSERT ? p->db.insert[0] : p->db.update[0]);
 }
 
+bool gw_pg_up(const struct gw_pg *p)
+{
+	return !p->down;
+}
+
 void gw_pg_note_malformed(struct gw_pg *p)
 {
 	if (p->results[GW_PG_FOUND])

@@ -77,6 +77,9 @@ bool gw_pg_can(const struct gw_pg *p, int kind);
  * counted as malformed instead of found. */
 void gw_pg_note_malformed(struct gw_pg *p);
 
+/* false while no connection is up and the last attempt failed (queries fail at once). */
+bool gw_pg_up(const struct gw_pg *p);
+
 /* The pool's lines for /metrics. */
 void gw_pg_metrics(struct gw_pg *p, struct evbuffer *out);
 
