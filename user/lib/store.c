@@ -1518,6 +1518,13 @@ static int slotmap_parse(const redisReply *r, const char *asked, int asked_port,
 		       (int)mr->element[1]->integer : asked_port;
 		if (lo < 0 || hi >= NSLOTS || lo > hi || strlen(ip) >= sizeof(m->at[0].host))
 			goto bad;
+		/* The loop connects to masters by address only (hiredis would resolve a name
+		 * on it: issue 16's stall). */
+		if (!is_numeric(ip)) {
+			snprintf(err, errlen, "CLUSTER SLOTS names '%s', not an address (set "
+				 "cluster-preferred-endpoint-type ip)", ip);
+			return -EPROTO;
+		}
 		for (j = 0; j < m->n; j++)
 			if (m->at[j].port == port && !strcmp(m->at[j].host, ip))
 				break;
