@@ -30,41 +30,6 @@ if [ ! -x "$BUILD/sluiced" ] || [ ! -x "$BUILD/sluicectl" ]; then
 fi
 trap nt_teardown EXIT
 
-# check.py FILE...: every line of the files, parsed; prints one JSON summary.
-cat >"$NT_DIR/check.py" <<'PYEOF'
-import datetime, json, re, sys
-FIELDS = ["time", "node", "event", "source", "tenant", "route", "account", "prefix", "reason",
-          "decision", "operator", "detail", "dropped"]
-ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
-now = datetime.datetime.now(datetime.timezone.utc)
-out = {"lines": 0, "bad_json": 0, "missing": 0, "bad_time": 0, "dropped_sum": 0,
-       "first_bad": "", "records": []}
-for path in sys.argv[1:]:
-    with open(path, "rb") as f:
-        for raw in f:
-            out["lines"] += 1
-            try:
-                r = json.loads(raw.decode("utf-8"))
-                assert isinstance(r, dict)
-            except Exception:
-                out["bad_json"] += 1
-                out["first_bad"] = out["first_bad"] or raw.decode("utf-8", "replace")
-                continue
-            if any(k not in r for k in FIELDS):
-                out["missing"] += 1
-                out["first_bad"] = out["first_bad"] or raw.decode()
-            t = r.get("time") or ""
-            ok = bool(ISO.match(t))
-            if ok:
-                when = datetime.datetime.strptime(t, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
-                    tzinfo=datetime.timezone.utc)
-                ok = abs((now - when).total_seconds()) < 600
-            if not ok:
-                out["bad_time"] += 1
-            out["dropped_sum"] += int(r.get("dropped") or 0)
-            out["records"].append(r)
-print(json.dumps(out))
-PYEOF
 # count SUMMARY PYEXPR: how many records satisfy PYEXPR (over r).
 count() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(sum(1 for r in d["records"] if eval(sys.argv[2])))' "$1" "$2"; }
 metric() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk -v m="$1" '$1 == m { print $2 }'; }
@@ -157,7 +122,7 @@ if [ "$has_clear_account" = 1 ]; then
 	expect_eq "clear account exits 0" "$?" 0
 fi
 sleep 0.5
-A=$($PY "$NT_DIR/check.py" "$NT_DIR/gw-audit.log")
+A=$($PY "$ROOT/tests/lib/audit_check.py" "$NT_DIR/gw-audit.log")
 expect_ge "the gateway's audit log has lines" "$(jget "$A" lines)" 40
 expect_eq "every line parses as JSON" "$(jget "$A" bad_json)" 0
 [ "$(jget "$A" bad_json)" = 0 ] || tap_diag "first bad line: $(jget "$A" first_bad)"
@@ -260,7 +225,7 @@ expect_eq "after the rotation's SIGHUP sluiced writes to a new file (its reload 
 	"$(grep -c '"reason":"reload"' "$NT_DIR/edge-audit.log" 2>/dev/null)" 1
 sluicectl clear prefix "$REAL" --reason "second look" >/dev/null
 sleep 0.3
-E=$($PY "$NT_DIR/check.py" "$NT_DIR/edge-audit.log.1" "$NT_DIR/edge-audit.log")
+E=$($PY "$ROOT/tests/lib/audit_check.py" "$NT_DIR/edge-audit.log.1" "$NT_DIR/edge-audit.log")
 expect_eq "every edge audit line parses as JSON" "$(jget "$E" bad_json)" 0
 expect_eq "every line has every field" "$(jget "$E" missing)" 0
 expect_eq "every time is ISO 8601 with its date" "$(jget "$E" bad_time)" 0
@@ -321,7 +286,7 @@ nt_start_sluiced || { echo "Bail out! sluiced (edge and gateway) did not start";
 specs=$(for i in $(seq 1 60); do echo "victim$i,pw-$i-zz,198.51.100.$i"; done)
 ip netns exec "$NS_S" $PY "$NT_DIR/req.py" 18080 4 $specs >/dev/null
 sleep 0.5
-S=$($PY "$NT_DIR/check.py" "$NT_DIR/stream-audit.log")
+S=$($PY "$ROOT/tests/lib/audit_check.py" "$NT_DIR/stream-audit.log")
 expect_eq "every line of the stream job's audit log parses, with every field" \
 	"$(jget "$S" bad_json) $(jget "$S" missing) $(jget "$S" bad_time)" "0 0 0"
 expect_eq "prefix_accounts fired: a detector line (block, the /24, the tenant)" \

@@ -61,6 +61,7 @@ classes = (
   { name = "unknown"; rate = 0.001; burst = 10.0; }
 );
 daemon: { control_socket = "$SOCK"; };
+audit = { output = "$NT_DIR/audit.log"; rate = 100000.0; burst = 100000.0; };
 EOF
 }
 
@@ -415,6 +416,18 @@ kill -0 "$SLUICED_PID" 2>/dev/null && tap_ok "a HUP during start does not kill s
 expect_match "  ... it is handled once the loop runs" "$(tail -n +"$from" "$NT_DIR/sluiced.log")" \
 	"SIGHUP: reloading"
 nt_stop_sluiced TERM
+
+# ---- the audit log, line by line: the edge's sampled refusals (event_sample = 1 here) ---------
+A=$($PY "$ROOT/tests/lib/audit_check.py" "$NT_DIR/audit.log")
+acount() { $PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(sum(1 for r in d["records"] if eval(sys.argv[2])))' "$A" "$1"; }
+expect_ge "audit: the edge wrote lines" "$(jget "$A" lines)" 10
+expect_eq "audit: every line parses as one JSON object" "$(jget "$A" bad_json)" 0
+expect_eq "audit: every line has every field" "$(jget "$A" missing)" 0
+expect_eq "audit: every time is ISO 8601 with its date, UTC, ms" "$(jget "$A" bad_time)" 0
+expect_ge "audit: the hosting /24's sheds are refusals from the edge, by prefix" \
+	"$(acount "r['source']=='edge' and r['event']=='refusal' and r['prefix'] is not None and r['reason'] is not None")" 10
+expect_ge "audit: the monitor class's would-be sheds say so (not a refusal that happened)" \
+	"$(acount "r['source']=='edge' and r['prefix']=='192.0.2.7/32' and 'would' in (r['reason'] or '') + (r['decision'] or '')")" 1
 
 [ "$TAP_FAIL" -eq 0 ] || tap_diag "handshake runs (totals, arguments):
 $(cat "$NT_DIR/probes.log")"
