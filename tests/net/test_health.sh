@@ -303,8 +303,13 @@ expect_le "  ... at once: within 500 ms of the SIGTERM (ms)" \
 	"$($PY -c "print(round(($(jget "$(cat "$NT_DIR/idle.out")" at) - $t0 / 1e9) * 1000))")" 500
 expect_match "  ... the log says it drained" "$(cat "$NT_DIR/sluiced.log")" "drained in [0-9]* ms: every request answered"
 expect_ge "  ... while a client dripping a request (5 bytes a second) was still connected" "$drip_alive" 1
-expect_le "  ... which did not hold the exit: out well before drain_ms (5 s)" \
-	"$(((t1 - t0) / 1000000))" 3000
+# Held, the drain would have ended at its bound and said so; it ended when the logins were
+# answered (a machine's load moves how long that takes, not which of the two it was).
+if grep -q "drain_ms (5000) is up" "$NT_DIR/sluiced.log"; then
+	tap_not_ok "  ... which did not hold the exit (the drain ended at its 5 s bound)"
+else
+	tap_ok "  ... which did not hold the exit: the drain ended with the last answer ($(((t1 - t0) / 1000000)) ms), not at drain_ms"
+fi
 
 # ---- the bound ----------------------------------------------------------------------------------
 write_conf 300
