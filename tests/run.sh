@@ -18,9 +18,10 @@ PASS=0 FAIL=0 SKIP=0
 
 # run_tap NAME CMD...: run one TAP producer, echo its output, add up its results.
 run_tap() {
-	local name=$1 out rc p f s
+	local name=$1 out rc p f s t0
 	shift
 	echo "== $name"
+	t0=$SECONDS
 	out=$("$@" 2>&1)
 	rc=$?
 	printf '%s\n' "$out" | sed 's/^/   /'
@@ -36,6 +37,9 @@ run_tap() {
 		f=$((f + 1))
 	fi
 	PASS=$((PASS + p)) FAIL=$((FAIL + f)) SKIP=$((SKIP + s))
+	# how long each suite takes: CI has 20 minutes for all of them
+	[ $((SECONDS - t0)) -ge 20 ] && echo "   ($name took $((SECONDS - t0)) s)"
+	return 0
 }
 
 for suite in "${suites[@]}"; do
