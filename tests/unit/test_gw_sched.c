@@ -425,11 +425,12 @@ static void one_tenants_backlog_turns_only_its_own_queue(void **state)
 		q[i] = job(s, 1, R_LOGIN, 0);
 		assert_int_equal(admit(s, q[i], T0 + (uint64_t)(60 + i) * MS, NULL), GW_SHED_NONE);
 	}
-	/* Reserved first, FIFO within each tenant, alternating between tenants. */
-	assert_ptr_equal(serve(s, T0 + 62 * MS, 300, 30 * MS), r[0]);
+	/* Reserved first, FIFO within each tenant, alternating between tenants; t3, the last
+	 * to have reserved work at all, is visited first (a new flow). */
 	assert_ptr_equal(serve(s, T0 + 62 * MS, 300, 30 * MS), r[2]);
-	assert_ptr_equal(serve(s, T0 + 62 * MS, 300, 30 * MS), r[1]);
+	assert_ptr_equal(serve(s, T0 + 62 * MS, 300, 30 * MS), r[0]);
 	assert_ptr_equal(serve(s, T0 + 62 * MS, 300, 30 * MS), r[3]);
+	assert_ptr_equal(serve(s, T0 + 62 * MS, 300, 30 * MS), r[1]);
 	/* Burst: t0 is LIFO on its own backlog, t1 (least over, served first) is not. */
 	assert_ptr_equal(serve(s, T0 + 62 * MS, 300, 30 * MS), q[0]);
 	assert_ptr_equal(serve(s, T0 + 62 * MS, 300, 30 * MS), noisy[4]);
@@ -438,6 +439,35 @@ static void one_tenants_backlog_turns_only_its_own_queue(void **state)
 	assert_true(s->lifo); /* some tenant's queue is LIFO: what /metrics reports */
 	assert_ptr_equal(serve(s, T0 + 62 * MS, 300, 30 * MS), q[1]);
 	assert_int_equal(s->lifo_switches, 1);
+	free(s);
+	free(c);
+}
+
+/* A tenant whose reserved work arrives at a lane holding another's reserved backlog is
+ * served at the next free worker, not after a round of the backlog (test_gateway.sh's quiet
+ * tenant: one login a second next to a flood). */
+static void a_new_reserved_arrival_is_served_next(void **state)
+{
+	double res[2] = { 100000, 100000 };
+	struct sl_config *c = mkcfg(2, res, 200000, 1);
+	struct gw_sched *s = mksched(c, T0);
+	struct gw_job *q;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 6; i++)
+		assert_int_equal(admit(s, job(s, 0, R_LOGIN, 0), T0, NULL), GW_SHED_NONE);
+	assert_int_equal(serve(s, T0 + MS, 300, 30 * MS)->tenant, gw_sched_slot(s, 0));
+	q = job(s, 1, R_LOGIN, 0);
+	assert_int_equal(admit(s, q, T0 + 2 * MS, NULL), GW_SHED_NONE);
+	assert_ptr_equal(serve(s, T0 + 3 * MS, 300, 30 * MS), q);
+	/* Only one quantum that way: its second job waits its turn behind t0's next one. */
+	q = job(s, 1, R_LOGIN, 0);
+	admit(s, q, T0 + 4 * MS, NULL);
+	admit(s, job(s, 1, R_LOGIN, 0), T0 + 4 * MS, NULL);
+	assert_ptr_equal(serve(s, T0 + 5 * MS, 300, 30 * MS), q);
+	assert_int_equal(serve(s, T0 + 5 * MS, 300, 30 * MS)->tenant, gw_sched_slot(s, 0));
+	assert_int_equal(serve(s, T0 + 5 * MS, 300, 30 * MS)->tenant, gw_sched_slot(s, 1));
 	free(s);
 	free(c);
 }
@@ -1127,6 +1157,7 @@ int main(void)
 		cmocka_unit_test_setup(drr_shares_the_burst_pool_evenly, fresh_jobs),
 		cmocka_unit_test_setup(queue_switches_fifo_to_lifo_when_wait_grows, fresh_jobs),
 		cmocka_unit_test_setup(one_tenants_backlog_turns_only_its_own_queue, fresh_jobs),
+		cmocka_unit_test_setup(a_new_reserved_arrival_is_served_next, fresh_jobs),
 		cmocka_unit_test_setup(a_reserved_backlog_makes_room_for_another_reservation,
 				       fresh_jobs),
 		cmocka_unit_test_setup(reservations_shrink_to_what_the_workers_deliver,

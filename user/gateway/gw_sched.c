@@ -197,18 +197,28 @@ static void active_remove(struct gw_sched *s, int slot)
 		}
 }
 
-/* The reserved lane's tenants: those with reserved work queued, in arrival order (the order
- * of the lane's round robin). */
+/* The reserved lane's tenants: those with reserved work queued, in the order of the lane's
+ * round robin. A tenant whose reserved sub-queue was empty goes in at the round robin's
+ * position, so it is visited next (fq_codel's new flows): a tenant sending within its share
+ * is served at the next free worker, ahead of the tenants with a backlog, and it can take
+ * no more than one quantum that way before it is one of them. */
 static void resv_add(struct gw_sched *s, int slot)
 {
 	struct gw_tstate *t = &s->t[slot];
+	int at;
 
 	if (t->in_resv)
 		return;
 	t->in_resv = 1;
 	t->res_given = 0;
 	t->res_deficit = 0;
-	s->resv[s->n_resv++] = (uint16_t)slot;
+	at = s->resv_rr < s->n_resv ? s->resv_rr : s->n_resv;
+	if (at < s->n_resv)
+		s->t[s->resv[at]].res_given = 0; /* its visit was cut short: a new one is due */
+	memmove(&s->resv[at + 1], &s->resv[at], (size_t)(s->n_resv - at) * sizeof(s->resv[0]));
+	s->resv[at] = (uint16_t)slot;
+	s->n_resv++;
+	s->resv_rr = at;
 }
 
 static void resv_remove(struct gw_sched *s, int slot)
