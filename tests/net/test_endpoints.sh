@@ -698,8 +698,12 @@ expect_eq "a client is listed under its own tenant only" "$(tl "$r" other princi
 t=$(ctl limits)
 expect_match "limits (table): both dials with floor, reservation and ceiling columns" "$t" \
 	'TENANT +FLOOR +RESERVATION +CEILING'
+expect_match "limits (table): the per-principal rates for a person, not 0.01667 a second" "$t" \
+	'each user +[0-9.,]+/(s|min|h|d) '
+expect_match "  ... and the clients' with what they were measured at" "$t" \
+	'client flaky +1/s +5 +5 +[0-9.,]+/(s|min|h|d)'
 expect_match "  ... acme's row" "$t" 'acme +2500.0 +3000.0 +8000.0'
-expect_match "  ... and the per-principal rows" "$t" 'acme +client flaky +1 +5 +5'
+expect_match "  ... and the per-principal rows" "$t" 'acme +client flaky +1/s +5 +5'
 
 r=$(probe one capped.test /login POST "username=nobody&password=x")
 r=$(probe one capped.test /token/validate GET - "Authorization: Bearer x")

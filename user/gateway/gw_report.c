@@ -457,12 +457,15 @@ static void limits_text(struct gateway *g, FILE *f)
 			c->tenants[i].reservation, tenant_ceiling(c, i), tenant_using(g, i, now));
 	fprintf(f, "\nPer principal (requests: a burst at once, then the rate; set from measured "
 		"client rates)\n");
-	fprintf(f, "  %-20s %-28s %12s %10s %10s %12s\n", "TENANT", "PRINCIPAL", "RATE/S",
-		"BURST", "WINDOW_S", "MEASURED/S");
+	fprintf(f, "  %-20s %-28s %12s %10s %10s %12s\n", "TENANT", "PRINCIPAL", "RATE",
+		"BURST", "WINDOW_S", "MEASURED");
 	for (i = 0; i < c->n_tenants; i++) {
+		char rb[32], mb[32];
+
 		if (u->enabled)
-			fprintf(f, "  %-20s %-28s %12.4g %10.4g %10.4g\n", c->tenants[i].name,
-				"each user", u->rate, u->burst, limit_window(u->rate, u->burst));
+			fprintf(f, "  %-20s %-28s %12s %10.4g %10.4g\n", c->tenants[i].name,
+				"each user", sl_fmt_rate(u->rate, rb, sizeof(rb)), u->burst,
+				limit_window(u->rate, u->burst));
 		for (k = 0; k < c->n_clients; k++) {
 			const struct sl_client_cfg *cl = &c->clients[k];
 			double rate, burst;
@@ -472,8 +475,9 @@ static void limits_text(struct gateway *g, FILE *f)
 				continue;
 			client_limit(c, k, &rate, &burst);
 			snprintf(who, sizeof(who), "client %s", cl->id);
-			fprintf(f, "  %-20s %-28s %12.4g %10.4g %10.4g %12.4g\n", c->tenants[i].name,
-				who, rate, burst, limit_window(rate, burst), gw_client_peak(g, k, now));
+			fprintf(f, "  %-20s %-28s %12s %10.4g %10.4g %12s\n", c->tenants[i].name,
+				who, sl_fmt_rate(rate, rb, sizeof(rb)), burst, limit_window(rate, burst),
+				sl_fmt_rate(gw_client_peak(g, k, now), mb, sizeof(mb)));
 		}
 	}
 	if (c->has_edge && c->n_classes) {
