@@ -46,7 +46,11 @@
  *       old TTL: so a missing value with a debt known is a loss, never a clear);
  *   [6] pend: the debt (us) charged here while Redis could not be asked, added once;
  *   [7] clear: "1" when a success cleared the key meanwhile (what came before goes).
- * Returns {allowed, retry_ms, capped, debt_us}: debt_us is the key's debt after the call.
+ * Returns {allowed, retry_ms, capped, debt_us, live, restored}: debt_us is the key's debt
+ * after the call; live the tenant's live keys of this counter (ZCARD of the set, pruned of
+ * expired entries whenever a new key asks; -1 without a cap), for sluice_store_live_keys;
+ * restored 1 when Redis had lost the key and [5] gave its debt back (an eviction under
+ * maxmemory, a flush, a restart: never silent, sluice_store_keys_restored_total).
  */
 static const char gcra_lua[] =
 	"local t = redis.call('TIME')\n"
@@ -57,7 +61,7 @@ static const char gcra_lua[] =
 	"local clear = ARGV[7] == '1'\n"
 	"local raw = redis.call('GET', KEYS[1])\n"
 	"local cur = raw and tonumber(raw)\n"
-	"local dirty, tat = false, now\n"
+	"local dirty, tat, restored = false, now, 0\n"
 	"if clear then\n"
 	"  dirty = true\n"
 	"  if pend > 0 then tat = now + pend end\n"
@@ -65,7 +69,7 @@ static const char gcra_lua[] =
 	"  tat = cur\n"
 	"  if pend > 0 then tat = math.max(tat, now) + pend; dirty = true end\n"
 	"elseif known > 0 then\n"
-	"  tat = now + math.max(known, pend); dirty = true\n"
+	"  tat = now + math.max(known, pend); dirty = true; restored = 1\n"
 	"elseif pend > 0 then\n"
 	"  tat = now + pend; dirty = true\n"
 	"end\n"
@@ -80,27 +84,33 @@ static const char gcra_lua[] =
 	"    redis.call('PEXPIRE', KEYS[2], ttl + 60000)\n"
 	"  end\n"
 	"end\n"
+	"local function live()\n"
+	"  if cap > 0 then return redis.call('ZCARD', KEYS[2]) end\n"
+	"  return -1\n"
+	"end\n"
 	"if cost < 0 then\n"
 	"  if cur or dirty then put(math.max(tat + cost * T, now)) end\n"
-	"  return {1, 0, 0, math.floor(math.max(tat + cost * T - now, 0))}\n"
+	"  return {1, 0, 0, math.floor(math.max(tat + cost * T - now, 0)), live(), restored}\n"
 	"end\n"
 	"local nxt = math.max(tat, now) + math.max(cost, 1) * T\n"
 	"if nxt - now > tau then\n"
 	"  if dirty then put(tat) end\n"
-	"  return {0, math.ceil((nxt - now - tau) / 1000), 0, math.floor(tat - now)}\n"
+	"  return {0, math.ceil((nxt - now - tau) / 1000), 0, math.floor(tat - now),\n"
+	"          live(), restored}\n"
 	"end\n"
 	"if cost == 0 then\n"
 	"  if dirty then put(tat) end\n"
-	"  return {1, 0, 0, math.floor(tat - now)}\n"
+	"  return {1, 0, 0, math.floor(tat - now), live(), restored}\n"
 	"end\n"
 	"if cap > 0 and not cur then\n"
 	"  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now)\n"
-	"  if redis.call('ZCARD', KEYS[2]) >= cap then\n"
-	"    return {0, 1000, 1, math.floor(tat - now)}\n"
+	"  local n = redis.call('ZCARD', KEYS[2])\n"
+	"  if n >= cap then\n"
+	"    return {0, 1000, 1, math.floor(tat - now), n, restored}\n"
 	"  end\n"
 	"end\n"
 	"put(nxt)\n"
-	"return {1, 0, 0, math.floor(nxt - now)}\n";
+	"return {1, 0, 0, math.floor(nxt - now), live(), restored}\n";
 
 struct slot {
 	uint64_t h;   /* the key's keyed hash */
@@ -211,6 +221,8 @@ struct sl_store {
 	struct sl_store_stats st;
 	struct jent *jb[JOURNAL_BUCKETS];
 	uint32_t jcur;        /* the bucket the next flush starts at */
+	struct sl_store_live live[SL_STORE_LIVE_MAX]; /* capped counters seen, by tenant */
+	int n_live;
 	bool closing;
 };
 
@@ -2654,6 +2666,43 @@ static bool follow_redirect(struct sl_store *s, struct pending *p, const char *s
 	return send_to(t, p, !moved);
 }
 
+/* What a capped counter's reply said of its tenant's live keys (and whether this check
+ * was refused for them): the last count seen per (tenant, counter), for /metrics. */
+static void live_note(struct sl_store *s, const struct pending *p, long long live, bool capped)
+{
+	struct sl_store_live *e = NULL;
+	int i;
+
+	if (live < 0 || !p->l.max_keys)
+		return;
+	for (i = 0; i < s->n_live; i++)
+		if (!strcmp(s->live[i].tenant, p->tenant) &&
+		    !strcmp(s->live[i].counter, p->l.name)) {
+			e = &s->live[i];
+			break;
+		}
+	if (!e) {
+		if (s->n_live == SL_STORE_LIVE_MAX)
+			return;
+		e = &s->live[s->n_live++];
+		snprintf(e->tenant, sizeof(e->tenant), "%s", p->tenant);
+		snprintf(e->counter, sizeof(e->counter), "%s", p->l.name);
+	}
+	e->max_keys = p->l.max_keys;
+	e->live = (uint64_t)live;
+	if (capped)
+		e->capped++;
+}
+
+int sl_store_live_keys(const struct sl_store *s, struct sl_store_live *out, int max)
+{
+	int i;
+
+	for (i = 0; i < s->n_live && i < max; i++)
+		out[i] = s->live[i];
+	return s->n_live;
+}
+
 static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 {
 	struct pending *p = priv;
@@ -2695,6 +2744,13 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 		 * since are in the mirror already). */
 		mirror_set(s, p->tenant, &p->l, p->key,
 			   debt > 0 ? now + (uint64_t)debt * 1000ull : now, p->done);
+		if (reply->elements >= 6 && reply->element[5]->type == REDIS_REPLY_INTEGER &&
+		    reply->element[5]->integer)
+			s->st.keys_restored++;
+		if (reply->elements >= 5 && reply->element[4]->type == REDIS_REPLY_INTEGER)
+			live_note(s, p, reply->element[4]->integer,
+				  reply->element[2]->type == REDIS_REPLY_INTEGER &&
+				  reply->element[2]->integer);
 	}
 	/* A timed-out call's fallback has not been told yet (it is only counted once it
 	 * answered), so a reply before its timer never has p->fell set. */
@@ -2745,6 +2801,20 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv)
 			s->st.errors++;
 			n->errors++;
 			s->map_stale = true;
+			pending_fail(p);
+		} else if (reply && reply->type == REDIS_REPLY_ERROR &&
+			   !strncmp(reply->str, "OOM", 3)) {
+			/* Redis at maxmemory under noeviction: a script runs until it writes, so a
+			 * spent key is still refused exactly (nothing to write) and only a charge
+			 * that would pass fails here and takes its fallback. Redis answers: the
+			 * breaker is not told, or every check of every key, spent ones included,
+			 * would go to the fallbacks of nodes that never saw them (issue 16). */
+			conn_log(s, false, "redis %s: %s; charges that would pass take their "
+				 "fallbacks (and are handed over once Redis has room)", n->name,
+				 reply->str);
+			s->st.errors++;
+			s->st.oom++;
+			n->errors++;
 			pending_fail(p);
 		} else if (!reply || reply->type == REDIS_REPLY_ERROR) {
 			if (reply && !s->closing)

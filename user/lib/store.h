@@ -75,6 +75,10 @@ struct sl_store_stats {
 	uint64_t calls, exact, timeouts, errors, fallback_local, fallback_static;
 	uint64_t short_circuits; /* answered from the fallback because the breaker was open */
 	uint64_t keys_capped;    /* Redis: checks refused because a tenant had max_keys live keys */
+	uint64_t oom;            /* checks Redis refused for OOM (maxmemory, noeviction), asked
+				  * again read-only */
+	uint64_t keys_restored;  /* Redis had lost a key (evicted, flushed, restarted empty) and
+				  * this node gave it back the debt it last saw */
 	uint64_t local_keys;     /* keys the in-process tables hold (refilled ones until reused) */
 	uint64_t local_evictions; /* live keys an in-process table at max_keys evicted (their
 				   * debt kept as their bucket's floor) */
@@ -133,6 +137,18 @@ void sl_store_eval(struct sl_store *s, int script, const char *key, int argc,
 		   const char **argv, sl_store_raw_cb cb, void *arg);
 
 void sl_store_get_stats(const struct sl_store *s, struct sl_store_stats *st);
+/* A capped counter's live keys in Redis for one tenant, as its last reply said (the size of
+ * its live-key set), and the checks refused because the set was full. */
+#define SL_STORE_LIVE_MAX 256
+struct sl_store_live {
+	char tenant[64];
+	char counter[32];
+	uint32_t max_keys;
+	uint64_t live;    /* at the last reply */
+	uint64_t capped;  /* checks refused at max_keys */
+};
+/* Up to @max into @out; returns how many (tenant, counter) pairs are known. */
+int sl_store_live_keys(const struct sl_store *s, struct sl_store_live *out, int max);
 /* The servers' states into @out (at most @max); returns how many there are. */
 int sl_store_nodes(const struct sl_store *s, struct sl_store_node *out, int max);
 /* The same for sluicectl status: one line each ("  redis server HOST:PORT: connected, ..."),

@@ -298,6 +298,35 @@ static void metrics_store_nodes(struct evbuffer *out, const struct sl_store *s,
 			    (unsigned long long)st->map_failures);
 }
 
+/* The capped counters' live keys in Redis per tenant (issue 16: the seed's "rate limiter key
+ * cardinality"), their caps and the checks each cap refused. */
+static void metrics_store_live(struct evbuffer *out, const struct sl_store *s)
+{
+	static struct sl_store_live lv[SL_STORE_LIVE_MAX];
+	int i, n = sl_store_live_keys(s, lv, SL_STORE_LIVE_MAX);
+
+	if (n > SL_STORE_LIVE_MAX)
+		n = SL_STORE_LIVE_MAX;
+	head(out, "sluice_store_live_keys", "gauge",
+	     "A capped counter's live keys in Redis for a tenant, as its last reply said.");
+	for (i = 0; i < n; i++)
+		evbuffer_add_printf(out, "sluice_store_live_keys{tenant=\"%s\",counter=\"%s\"} "
+				    "%llu\n", lv[i].tenant, lv[i].counter,
+				    (unsigned long long)lv[i].live);
+	head(out, "sluice_store_live_keys_max", "gauge",
+	     "The counter's max_keys: the most live keys a tenant may hold in Redis.");
+	for (i = 0; i < n; i++)
+		evbuffer_add_printf(out, "sluice_store_live_keys_max{tenant=\"%s\",counter=\"%s\"} "
+				    "%u\n", lv[i].tenant, lv[i].counter, lv[i].max_keys);
+	head(out, "sluice_store_live_keys_capped_total", "counter",
+	     "Checks of a new key refused because its tenant held max_keys live keys of the "
+	     "counter.");
+	for (i = 0; i < n; i++)
+		evbuffer_add_printf(out, "sluice_store_live_keys_capped_total{tenant=\"%s\","
+				    "counter=\"%s\"} %llu\n", lv[i].tenant, lv[i].counter,
+				    (unsigned long long)lv[i].capped);
+}
+
 void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct sl_config *c)
 {
 	static const char *const states[] = { "closed", "open", "half_open" };
@@ -338,6 +367,12 @@ void metrics_store(struct evbuffer *out, const struct sl_store *s, const struct 
 	     "Checks refused because their tenant had max_keys live keys.");
 	evbuffer_add_printf(out, "sluice_store_keys_capped_total %llu\n",
 			    (unsigned long long)st.keys_capped);
+	head(out, "sluice_store_keys_restored_total", "counter",
+	     "Keys Redis had lost (evicted under maxmemory, flushed, restarted empty) whose debt "
+	     "this node gave back from the last value it saw.");
+	evbuffer_add_printf(out, "sluice_store_keys_restored_total %llu\n",
+			    (unsigned long long)st.keys_restored);
+	metrics_store_live(out, s);
 	head(out, "sluice_store_local_keys", "gauge",
 	     "Keys the in-process counter tables hold (a refilled key until its slot is reused).");
 	evbuffer_add_printf(out, "sluice_store_local_keys %llu\n",
