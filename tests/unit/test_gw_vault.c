@@ -335,6 +335,91 @@ static void clients_and_ceilings_config(void **state)
 	assert_contains(err, ":5: gateway.delivery: 'sms'");
 }
 
+/* The values the vault puts in Redis (gw_vault_redis.c): a link's box opens with its own
+ * secret only and holds no readable name; a code's value is the check hash of the code for
+ * that account; a chain's value round-trips; the key carries the tenant's hash tag and no
+ * name. */
+static void link_boxes_open_with_their_secret_only(void **state)
+{
+	struct gw_vault *v = gw_vault_new(key), *other = NULL;
+	char s1[GW_SECRET_TEXT], s2[GW_SECRET_TEXT], val[GW_VAULT_VALUE_MAX];
+	char val2[GW_VAULT_VALUE_MAX], acct[GW_USER_MAX + 1], longname[GW_USER_MAX + 2];
+	uint8_t k2[32];
+	int purpose = 0;
+
+	(void)state;
+	assert_non_null(v);
+	gw_vault_new_secret(s1);
+	gw_vault_new_secret(s2);
+	assert_int_equal(gw_vault_link_seal(v, s1, GW_LINK_REGISTER, "alice@example.org", val), 0);
+	assert_null(strstr(val, "alice"));
+	assert_int_equal(gw_vault_link_open(v, s1, val, &purpose, acct), 0);
+	assert_int_equal(purpose, GW_LINK_REGISTER);
+	assert_string_equal(acct, "alice@example.org");
+	/* Another link's secret, or another fleet's key, opens nothing. */
+	assert_int_equal(gw_vault_link_open(v, s2, val, &purpose, acct), -EBADMSG);
+	randombytes_buf(k2, sizeof(k2));
+	other = gw_vault_new(k2);
+	assert_non_null(other);
+	assert_int_equal(gw_vault_link_open(other, s1, val, &purpose, acct), -EBADMSG);
+	/* A box changed in Redis (one hex digit, or cut short) opens nothing either. */
+	snprintf(val2, sizeof(val2), "%s", val);
+	val2[60] = val2[60] == '0' ? '1' : '0';
+	assert_int_equal(gw_vault_link_open(v, s1, val2, &purpose, acct), -EBADMSG);
+	val2[60] = val[60];
+	val2[strlen(val2) - 2] = '\0';
+	assert_int_equal(gw_vault_link_open(v, s1, val2, &purpose, acct), -EBADMSG);
+	assert_int_equal(gw_vault_link_open(v, s1, "zz", &purpose, acct), -EBADMSG);
+	/* One length for every name: the value's size says nothing about the account's. */
+	assert_int_equal(gw_vault_link_seal(v, s1, GW_LINK_RESET, "b", val2), 0);
+	assert_int_equal(strlen(val2), strlen(val));
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(gw_vault_link_seal(v, s1, GW_LINK_RESET, longname, val2), -EINVAL);
+	gw_vault_free(other);
+	gw_vault_free(v);
+}
+
+static void shared_values_and_keys(void **state)
+{
+	struct gw_vault *v = gw_vault_new(key);
+	char code[7], val[GW_VAULT_VALUE_MAX], have[GW_VAULT_VALUE_MAX], wrong[7], k[160];
+	uint8_t check[32], id[16];
+
+	(void)state;
+	assert_non_null(v);
+	assert_false(gw_vault_shared(v));
+	gw_vault_new_code(v, 1, "alice", code, check);
+	gw_vault_code_value(check, have);
+	assert_true(gw_vault_code_check(v, 1, "alice", code, 6, val));
+	assert_string_equal(val, have);
+	assert_null(strstr(have, code));
+	snprintf(wrong, sizeof(wrong), "%06u", (unsigned)((atoi(code) + 1) % 1000000));
+	assert_true(gw_vault_code_check(v, 1, "alice", wrong, 6, val));
+	assert_string_not_equal(val, have);
+	/* The same code for another account, or another tenant, is another value. */
+	assert_true(gw_vault_code_check(v, 1, "bob", code, 6, val));
+	assert_string_not_equal(val, have);
+	assert_true(gw_vault_code_check(v, 2, "alice", code, 6, val));
+	assert_string_not_equal(val, have);
+	assert_false(gw_vault_code_check(v, 1, "alice", "12345", 5, val));
+	assert_false(gw_vault_code_check(v, 1, "alice", "12a456", 6, val));
+
+	gw_vault_chain_value(0x0123456789abcdefull, 41, val);
+	assert_string_equal(val, "0123456789abcdef:41");
+	/* What the rotate script's pattern ('^(%x+):(%d+)$') reads back. */
+	gw_vault_chain_value(7, 0, val);
+	assert_string_equal(val, "0000000000000007:0");
+
+	gw_vault_id_name(v, GW_V_OTP, 1, "alice", id);
+	snprintf(v->prefix, sizeof(v->prefix), "sluice");
+	gw_vault_key(v, "acme", GW_V_OTP, id, k, sizeof(k));
+	assert_int_equal(strncmp(k, "sluice:{acme}:vault:otp:", 24), 0);
+	assert_int_equal(strlen(k), 24 + 32);
+	assert_null(strstr(k, "alice"));
+	gw_vault_free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -347,6 +432,8 @@ int main(void)
 		cmocka_unit_test(client_secrets_and_token_keys),
 		cmocka_unit_test(refresh_names_round_trip),
 		cmocka_unit_test(clients_and_ceilings_config),
+		cmocka_unit_test(link_boxes_open_with_their_secret_only),
+		cmocka_unit_test(shared_values_and_keys),
 	};
 
 	return cmocka_run_group_tests_name("gw_vault", tests, setup, NULL);

@@ -102,7 +102,16 @@ static void set_token_keys(struct gateway *g)
 
 void gateway_set_store(struct gateway *g, struct sl_store *s)
 {
+	int ret;
+
 	g->store = s;
+	/* Codes, links and refresh chains go where the counters go (gw_vault_redis.c). */
+	if (s && g->cfg->redis.address[0] && !gw_vault_shared(g->vault)) {
+		ret = gw_vault_attach(g->vault, s, g->cfg->redis.key_prefix);
+		if (ret)
+			log_error("gateway: the vault's script could not be loaded (%s): every "
+				  "code, link and refresh operation answers 503", strerror(-ret));
+	}
 	if (s && g->cfg->redis.address[0] && !g->cfg->gw.session_key[0])
 		log_warn("gateway: counters are shared through Redis but gateway.session_key is "
 			 "not set: this node hashes its counter keys with a key of its own, so the "

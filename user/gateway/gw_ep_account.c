@@ -90,11 +90,74 @@ static void ep_link(struct gw_req *r, int purpose, const char *kind)
 	g->links_sent++;
 }
 
+/* The vault in Redis answered (or not): the link it holds now goes out, or the notice. A
+ * request that sends a notice made the same one round trip, so an outage answers 503 to
+ * all alike and tells nobody who has an account. */
+static void account_vault_done(void *arg, int res, const char *val)
+{
+	struct gw_req *r = arg;
+	struct gateway *g = r->g;
+	char text[GW_SECRET_TEXT + 192];
+	bool reset = r->kind == K_RESET;
+
+	(void)val;
+	if (res == GW_VR_DOWN) {
+		sodium_memzero(r->link, sizeof(r->link));
+		gw_vault_unavailable(r);
+		return;
+	}
+	if (r->link[0]) {
+		snprintf(text, sizeof(text), "link=%s/magic/%s valid_s=%u", g->cfg->gw.link_base,
+			 r->link, g->cfg->gw.magic_ttl_s);
+		gw_ep_deliver(r, reset ? "reset_link" : "register_link", text);
+		sodium_memzero(text, sizeof(text));
+		sodium_memzero(r->link, sizeof(r->link));
+		g->links_sent++;
+	} else {
+		gw_ep_deliver(r, "notice", reset ? "reason=reset_without_account" :
+			      "reason=already_registered");
+		g->notices_sent++;
+	}
+	g->ep[r->kind].ok++;
+	gw_ep_uniform(r);
+}
+
+/* Shared vault: the link's sealed entry into Redis first; r->link keeps the secret until it
+ * is there. Otherwise a look-up of a name nobody can hold, for the same round trip. */
+static void account_vault_send(struct gw_req *r, bool known)
+{
+	struct gateway *g = r->g;
+	bool link = r->kind == K_RESET ? known : !known;
+	char val[GW_VAULT_VALUE_MAX];
+	uint8_t id[16];
+
+	gw_admit_done(r);
+	gw_vault_new_secret(r->link);
+	gw_vault_id_secret(g->vault, GW_V_MAGIC, r->link, id);
+	if (!link) {
+		sodium_memzero(r->link, sizeof(r->link));
+		gw_vault_r_get(g->vault, r->tenant, GW_V_MAGIC, id, account_vault_done, r);
+		return;
+	}
+	if (gw_vault_link_seal(g->vault, r->link, r->kind == K_RESET ? GW_LINK_RESET :
+			       GW_LINK_REGISTER, r->user, val)) {
+		sodium_memzero(r->link, sizeof(r->link));
+		gw_ep_answer(r, 503, "Service Unavailable", BODY_503, false);
+		return;
+	}
+	gw_vault_r_put(g->vault, r->tenant, GW_V_MAGIC, id, val, g->cfg->gw.magic_ttl_s,
+		       account_vault_done, r);
+}
+
 /* /password-reset and /register: one message either way, one answer whatever happened. */
 static void ep_account_known(struct gw_req *r, bool known)
 {
 	struct gateway *g = r->g;
 
+	if (gw_vault_shared(g->vault)) {
+		account_vault_send(r, known);
+		return;
+	}
 	if (r->kind == K_RESET) {
 		if (known) {
 			ep_link(r, GW_LINK_RESET, "reset_link");

@@ -44,6 +44,34 @@ static void link_failed(struct gw_req *r)
 	gw_ep_uniform(r);
 }
 
+/* The vault in Redis: what its entry for r->link says, as an entry of this table would
+ * (@e filled in), or NULL: none, or a box this link's secret does not open. */
+static struct gw_vault_entry *link_opened(struct gw_req *r, const char *val,
+					  struct gw_vault_entry *e)
+{
+	int purpose;
+
+	memset(e, 0, sizeof(*e));
+	if (!val || gw_vault_link_open(r->g->vault, r->link, val, &purpose, e->name))
+		return NULL;
+	e->kind = GW_V_MAGIC;
+	e->purpose = (uint8_t)purpose;
+	e->tenant = (uint16_t)r->tenant_idx;
+	return e;
+}
+
+/* Ask the vault in Redis for r->link's entry: @pop spends it (one caller only). */
+static void link_ask(struct gw_req *r, bool pop, gw_vault_cb cb)
+{
+	uint8_t id[16];
+
+	gw_vault_id_secret(r->g->vault, GW_V_MAGIC, r->link, id);
+	if (pop)
+		gw_vault_r_pop(r->g->vault, r->tenant, GW_V_MAGIC, id, cb, r);
+	else
+		gw_vault_r_get(r->g->vault, r->tenant, GW_V_MAGIC, id, cb, r);
+}
+
 static int magic_fields(struct gw_req *r, int type, const char *body, size_t len, char *err,
 			size_t errlen)
 {
@@ -66,13 +94,11 @@ static bool reset_sets_password(const struct gateway *g)
 /* A sign-up link with a password is confirmed on the hash pool, and so is a reset link with
  * a new one (gateway.credentials_db with an update). A GET is a mail scanner as often as a
  * person: it spends nothing; a POST, its source prefix's budget. */
-static void magic_start(struct gw_req *r)
+static void magic_start_with(struct gw_req *r, const struct gw_vault_entry *e)
 {
 	char prefix[GW_PREFIX_STR];
 
 	if (r->method == SL_M_POST) {
-		const struct gw_vault_entry *e = link_of(r);
-
 		if (e && e->purpose == GW_LINK_REGISTER) {
 			if (!r->work.pwd_len) {
 				gw_reject(r, 400, "Bad Request", "bad_request",
@@ -95,6 +121,28 @@ static void magic_start(struct gw_req *r)
 		gw_ep_ask(r, SL_CTR_MAGIC_PREFIX, "magic prefix", prefix, NULL);
 	}
 	gw_ep_run(r, gw_ep_checked);
+}
+
+static void magic_start_peeked(void *arg, int res, const char *val)
+{
+	struct gw_req *r = arg;
+	struct gw_vault_entry e;
+
+	if (res == GW_VR_DOWN) {
+		gw_vault_unavailable(r);
+		return;
+	}
+	magic_start_with(r, link_opened(r, res == GW_VR_OK ? val : NULL, &e));
+	sodium_memzero(&e, sizeof(e));
+}
+
+static void magic_start(struct gw_req *r)
+{
+	if (r->method == SL_M_POST && gw_vault_shared(r->g->vault)) {
+		link_ask(r, false, magic_start_peeked);
+		return;
+	}
+	magic_start_with(r, r->method == SL_M_POST ? link_of(r) : NULL);
 }
 
 static const char PAGE_HEAD[] = "<!doctype html><html><head><meta charset=\"utf-8\">"
@@ -129,15 +177,9 @@ static void ep_magic_page(struct gw_req *r, const struct gw_vault_entry *e)
 	gw_ep_answer(r, 200, "OK", NULL, false);
 }
 
-static void magic_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
+/* A reset link's POST, its entry found (and spent) in this table or in Redis. */
+static void magic_reset_spent(struct gw_req *r, struct gw_vault_entry *e)
 {
-	struct gw_vault_entry *e;
-
-	if (refused) {
-		gw_ep_refused(r, refused, retry_ms);
-		return;
-	}
-	e = link_of(r);
 	/* Sign-ups are confirmed on the hash pool (magic_finish), never here. */
 	if (!e || e->purpose == GW_LINK_REGISTER) {
 		link_failed(r);
@@ -150,11 +192,60 @@ static void magic_post_done(struct gw_req *r, const struct gw_ask *refused, uint
 	gw_ep_issue(r, GW_TOK_PASSWORD, r->user, NULL);
 }
 
+static void magic_popped(void *arg, int res, const char *val)
+{
+	struct gw_req *r = arg;
+	struct gw_vault_entry e;
+
+	if (res == GW_VR_DOWN) {
+		gw_vault_unavailable(r);
+		return;
+	}
+	magic_reset_spent(r, link_opened(r, res == GW_VR_OK ? val :
+								    NULL, &e));
+	sodium_memzero(&e, sizeof(e));
+}
+
+static void magic_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
+{
+	if (refused) {
+		gw_ep_refused(r, refused, retry_ms);
+		return;
+	}
+	if (gw_vault_shared(r->g->vault)) {
+		link_ask(r, true, magic_popped);
+		return;
+	}
+	magic_reset_spent(r, link_of(r));
+}
+
+static void ep_magic_with(struct gw_req *r, const struct gw_vault_entry *e);
+
+static void ep_magic_peeked(void *arg, int res, const char *val)
+{
+	struct gw_req *r = arg;
+	struct gw_vault_entry e;
+
+	if (res == GW_VR_DOWN) {
+		gw_vault_unavailable(r);
+		return;
+	}
+	ep_magic_with(r, link_opened(r, res == GW_VR_OK ? val : NULL, &e));
+	sodium_memzero(&e, sizeof(e));
+}
+
 /* On the loop: the page, or a sign-in link's POST. */
 static void ep_magic(struct gw_req *r)
 {
-	struct gw_vault_entry *e = link_of(r);
+	if (gw_vault_shared(r->g->vault)) {
+		link_ask(r, false, ep_magic_peeked);
+		return;
+	}
+	ep_magic_with(r, link_of(r));
+}
 
+static void ep_magic_with(struct gw_req *r, const struct gw_vault_entry *e)
+{
 	if (r->method == SL_M_GET) {
 		ep_magic_page(r, e);
 		return;
@@ -187,11 +278,38 @@ static void magic_work(struct gw_req *r)
 /* A sign-up link came back with a password and the worker made its hash (gw_admit.c has
  * counted it): hand the account's line to the credential writer. The answer waits for it
  * to be on disk (signup_stored), the loop does not. */
+static void magic_finish_with(struct gw_req *r, struct gw_vault_entry *e);
+
+/* The vault in Redis: the link is spent now, before the account is written or the password
+ * set, so two presses on two nodes cannot both go through. */
+static void magic_finish_popped(void *arg, int res, const char *val)
+{
+	struct gw_req *r = arg;
+	struct gw_vault_entry e;
+
+	if (res == GW_VR_DOWN) {
+		sodium_memzero(r->work.phc, sizeof(r->work.phc));
+		gw_vault_unavailable(r);
+		return;
+	}
+	magic_finish_with(r, link_opened(r, res == GW_VR_OK ? val :
+								    NULL, &e));
+	sodium_memzero(&e, sizeof(e));
+}
+
 static void magic_finish(struct gw_req *r)
+{
+	if (gw_vault_shared(r->g->vault)) {
+		link_ask(r, true, magic_finish_popped);
+		return;
+	}
+	magic_finish_with(r, link_of(r));
+}
+
+static void magic_finish_with(struct gw_req *r, struct gw_vault_entry *e)
 {
 	struct gateway *g = r->g;
 	struct gw_work *w = &r->work;
-	struct gw_vault_entry *e = link_of(r);
 	struct gw_cappend *a;
 	int ret;
 

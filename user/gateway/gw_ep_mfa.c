@@ -58,6 +58,35 @@ static void mfa_start(struct gw_req *r)
 	gw_ep_run(r, gw_ep_checked);
 }
 
+static void mfa_deliver(struct gw_req *r, const char *code)
+{
+	struct gateway *g = r->g;
+	char text[96];
+
+	snprintf(text, sizeof(text), "code=%s valid_s=%u", code, g->cfg->gw.otp_ttl_s);
+	gw_ep_deliver(r, "otp", text);
+	sodium_memzero(text, sizeof(text));
+	g->otp_sent++;
+	g->ep[K_MFA_SEND].ok++;
+	gw_ep_answer(r, 202, "Accepted", BODY_OTP_SENT, false);
+}
+
+/* Redis holds the code's hash: only now is the code sent (r->code6 kept it meanwhile). */
+static void mfa_stored(void *arg, int res, const char *val)
+{
+	struct gw_req *r = arg;
+	char code[7];
+
+	(void)val;
+	snprintf(code, sizeof(code), "%s", r->code6);
+	sodium_memzero(r->code6, sizeof(r->code6));
+	if (res != GW_VR_OK)
+		gw_vault_unavailable(r);
+	else
+		mfa_deliver(r, code);
+	sodium_memzero(code, sizeof(code));
+}
+
 static void ep_mfa_send(struct gw_req *r)
 {
 	struct gateway *g = r->g;
@@ -69,6 +98,16 @@ static void ep_mfa_send(struct gw_req *r)
 	/* One code per account: this one replaces, and so invalidates, any before it. */
 	gw_vault_new_code(g->vault, (uint16_t)r->tenant_idx, r->user, code, check);
 	gw_vault_id_name(g->vault, GW_V_OTP, (uint16_t)r->tenant_idx, r->user, id);
+	if (gw_vault_shared(g->vault)) {
+		char val[GW_VAULT_VALUE_MAX];
+
+		gw_vault_code_value(check, val);
+		memcpy(r->code6, code, sizeof(code));
+		sodium_memzero(code, sizeof(code));
+		gw_vault_r_put(g->vault, r->tenant, GW_V_OTP, id, val, g->cfg->gw.otp_ttl_s,
+			       mfa_stored, r);
+		return;
+	}
 	e = gw_vault_put(g->vault, id, now_s);
 	e->kind = GW_V_OTP;
 	e->tenant = (uint16_t)r->tenant_idx;
@@ -118,12 +157,51 @@ static void mfa_failed(struct gw_req *r)
 	gw_ep_uniform(r);
 }
 
+/* r's code as Redis holds it, and the id it is under; false: no 6-digit code. */
+static bool shared_code(struct gw_req *r, uint8_t id[16], char val[GW_VAULT_VALUE_MAX])
+{
+	struct gateway *g = r->g;
+
+	gw_vault_id_name(g->vault, GW_V_OTP, (uint16_t)r->tenant_idx, r->user, id);
+	return gw_vault_code_check(g->vault, (uint16_t)r->tenant_idx, r->user, r->code6,
+				   r->code_len, val);
+}
+
+/* Redis spent the code (one use: one caller on any node gets OK), or it was not there. */
+static void mfa_taken(void *arg, int res, const char *val)
+{
+	struct gw_req *r = arg;
+
+	(void)val;
+	if (res == GW_VR_DOWN) {
+		gw_vault_unavailable(r);
+		return;
+	}
+	if (res != GW_VR_OK) {
+		mfa_failed(r);
+		return;
+	}
+	gw_usual_signed_in(r, GW_USUAL_MFA);
+	gw_ep_issue(r, GW_TOK_MFA, r->user, NULL);
+}
+
 static void mfa_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
 {
 	struct gw_vault_entry *e;
 
 	if (refused) {
 		gw_ep_refused(r, refused, retry_ms);
+		return;
+	}
+	if (gw_vault_shared(r->g->vault)) {
+		uint8_t id[16];
+		char val[GW_VAULT_VALUE_MAX];
+
+		if (!shared_code(r, id, val)) {
+			mfa_failed(r);
+			return;
+		}
+		gw_vault_r_take(r->g->vault, r->tenant, GW_V_OTP, id, val, mfa_taken, r);
 		return;
 	}
 	e = code_of(r);
@@ -137,8 +215,38 @@ static void mfa_post_done(struct gw_req *r, const struct gw_ask *refused, uint32
 	gw_ep_issue(r, GW_TOK_MFA, r->user, NULL);
 }
 
+/* Redis's entry for the account: is the code presented its code? Nothing is spent yet. */
+static void mfa_peeked(void *arg, int res, const char *have)
+{
+	struct gw_req *r = arg;
+	uint8_t id[16];
+	char val[GW_VAULT_VALUE_MAX];
+
+	if (res == GW_VR_DOWN) {
+		gw_vault_unavailable(r);
+		return;
+	}
+	if (res != GW_VR_OK || !shared_code(r, id, val) || strlen(have) != strlen(val) ||
+	    sodium_memcmp(have, val, strlen(val))) {
+		mfa_failed(r);
+		return;
+	}
+	gw_ep_ask_user(r, mfa_post_done);
+}
+
 static void ep_mfa_verify(struct gw_req *r)
 {
+	if (gw_vault_shared(r->g->vault)) {
+		uint8_t id[16];
+		char val[GW_VAULT_VALUE_MAX];
+
+		if (!shared_code(r, id, val)) {
+			mfa_failed(r);
+			return;
+		}
+		gw_vault_r_get(r->g->vault, r->tenant, GW_V_OTP, id, mfa_peeked, r);
+		return;
+	}
 	if (!code_of(r)) {
 		mfa_failed(r);
 		return;

@@ -353,6 +353,83 @@ static void token_start(struct gw_req *r)
 	gw_ep_run(r, gw_ep_checked);
 }
 
+/* The vault in Redis: a refresh token for the chain at (r->family, @gen), and the answer. */
+static void token_shared_answer(struct gw_req *r, uint32_t gen)
+{
+	struct gateway *g = r->g;
+	const struct sl_client_cfg *cl = &g->cfg->clients[r->client_idx];
+	char name[GW_REFRESH_NAME_MAX], refresh[GW_TOKEN_MAX + 1];
+
+	if (r->client_idx >= g->cfg->n_clients || strcmp(cl->id, r->client_id)) {
+		/* A reload removed the client while Redis was asked. */
+		g->ep[K_TOKEN].failed++;
+		gw_ep_answer(r, 401, "Unauthorized", BODY_INVALID_CLIENT, true);
+		return;
+	}
+	if (gw_refresh_name(name, sizeof(name), cl->id, r->family, gen) ||
+	    gw_token_mint(g, GW_TOK_REFRESH, r->tenant, name, g->cfg->gw.refresh_ttl_s,
+			  refresh, sizeof(refresh)) < 0) {
+		gw_ep_answer(r, 503, "Service Unavailable", BODY_503, false);
+		return;
+	}
+	gw_ep_issue(r, GW_TOK_CLIENT, cl->id, refresh);
+}
+
+/* Redis compared the generation presented with the chain's and advanced it, in one step. */
+static void token_rotated(void *arg, int res, const char *val)
+{
+	struct gw_req *r = arg;
+	struct gateway *g = r->g;
+
+	(void)val;
+	if (res == GW_VR_DOWN) {
+		gw_vault_unavailable(r);
+		return;
+	}
+	if (res != GW_VR_OK) {
+		/* GW_VR_REUSE: a spent refresh token came back, on this node or another: the
+		 * chain has ended for every node (RFC 9700, 4.14.2). */
+		if (res == GW_VR_REUSE)
+			g->refresh_reuse++;
+		g->ep[K_TOKEN].failed++;
+		gw_ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
+		return;
+	}
+	token_shared_answer(r, r->gen + 1);
+}
+
+/* A new chain is in Redis (the client's previous one ended with it). */
+static void token_chain_put(void *arg, int res, const char *val)
+{
+	struct gw_req *r = arg;
+
+	(void)val;
+	if (res != GW_VR_OK) {
+		gw_vault_unavailable(r);
+		return;
+	}
+	token_shared_answer(r, 0);
+}
+
+static void token_shared(struct gw_req *r, const struct sl_client_cfg *cl)
+{
+	struct gateway *g = r->g;
+	char val[GW_VAULT_VALUE_MAX];
+	uint8_t id[16];
+
+	gw_vault_id_name(g->vault, GW_V_REFRESH, (uint16_t)r->tenant_idx, cl->id, id);
+	gw_admit_done(r);
+	if (!strcmp(r->grant, "refresh_token")) {
+		gw_vault_r_rotate(g->vault, r->tenant, id, r->family, r->gen,
+				  g->cfg->gw.refresh_ttl_s, token_rotated, r);
+		return;
+	}
+	randombytes_buf(&r->family, sizeof(r->family));
+	gw_vault_chain_value(r->family, 0, val);
+	gw_vault_r_put(g->vault, r->tenant, GW_V_REFRESH, id, val, g->cfg->gw.refresh_ttl_s,
+		       token_chain_put, r);
+}
+
 /* /token after the client's own and its tenant's counters. */
 static void token_post_done(struct gw_req *r, const struct gw_ask *refused, uint32_t retry_ms)
 {
@@ -372,6 +449,10 @@ static void token_post_done(struct gw_req *r, const struct gw_ask *refused, uint
 		/* A reload removed the client while its counters were asked. */
 		g->ep[K_TOKEN].failed++;
 		gw_ep_answer(r, 401, "Unauthorized", BODY_INVALID_CLIENT, true);
+		return;
+	}
+	if (gw_vault_shared(g->vault) && (cl->grants & SL_GRANT_REFRESH_TOKEN)) {
+		token_shared(r, cl);
 		return;
 	}
 	gw_vault_id_name(g->vault, GW_V_REFRESH, (uint16_t)r->tenant_idx, cl->id, id);
@@ -524,7 +605,10 @@ static void ep_token(struct gw_req *r)
 		}
 		gw_vault_id_name(g->vault, GW_V_REFRESH, (uint16_t)r->tenant_idx, cl->id, id);
 		e = gw_vault_get(g->vault, id, now_s);
-		if (e && e->family == r->family && r->gen < e->gen) {
+		if (gw_vault_shared(g->vault)) {
+			/* Shared through Redis: the chain is compared, and a reuse ends it, in one
+			 * script once the counters have answered (token_shared). */
+		} else if (e && e->family == r->family && r->gen < e->gen) {
 			/* A spent refresh token came back: someone holds a copy of the chain.
 			 * The chain ends (RFC 9700, 4.14.2); the client starts a new one with
 			 * its secret. */
@@ -533,8 +617,7 @@ static void ep_token(struct gw_req *r)
 			g->ep[K_TOKEN].failed++;
 			gw_ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
 			return;
-		}
-		if (!e || e->family != r->family || r->gen != e->gen) {
+		} else if (!e || e->family != r->family || r->gen != e->gen) {
 			g->ep[K_TOKEN].failed++;
 			gw_ep_answer(r, 400, "Bad Request", BODY_INVALID_GRANT, false);
 			return;

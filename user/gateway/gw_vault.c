@@ -124,12 +124,10 @@ void gw_vault_new_code(const struct gw_vault *v, uint16_t tenant, const char *na
 	code_hash(v, tenant, name, out, check);
 }
 
-bool gw_vault_code_ok(const struct gw_vault *v, const struct gw_vault_entry *e,
-		      const char *code, size_t len)
+bool gw_vault_code_hash(const struct gw_vault *v, uint16_t tenant, const char *name,
+			const char *code, size_t len, uint8_t out[32])
 {
 	char c[7];
-	uint8_t h[32];
-	bool ok;
 	size_t i;
 
 	/* The shape is public (six digits); only the value is compared, by its hash. */
@@ -140,9 +138,21 @@ bool gw_vault_code_ok(const struct gw_vault *v, const struct gw_vault_entry *e,
 			return false;
 	memcpy(c, code, 6);
 	c[6] = '\0';
-	code_hash(v, e->tenant, e->name, c, h);
-	ok = !sodium_memcmp(h, e->check, sizeof(h));
+	code_hash(v, tenant, name, c, out);
 	sodium_memzero(c, sizeof(c));
+	return true;
+}
+
+bool gw_vault_code_ok(const struct gw_vault *v, const struct gw_vault_entry *e,
+		      const char *code, size_t len)
+{
+	uint8_t h[32];
+	bool ok;
+
+	if (!gw_vault_code_hash(v, e->tenant, e->name, code, len, h))
+		return false;
+	ok = !sodium_memcmp(h, e->check, sizeof(h));
+	sodium_memzero(h, sizeof(h));
 	return ok;
 }
 

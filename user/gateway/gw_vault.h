@@ -9,8 +9,10 @@
  * its family and generation, so a client issuing tokens in a loop cannot fill it.
  *
  * A fixed table in this process, open addressing with a bounded probe: a full probe window
- * forgets the entry closest to its expiry. Entries live on one node; a fleet behind a load
- * balancer needs the same node for the code's send and verify (docs/endpoints.md).
+ * forgets the entry closest to its expiry. Entries live on one node, unless the counter store
+ * has a Redis: then codes, links (and the sign-ups they hold) and refresh chains live there
+ * under the same keyed ids, one Lua script per operation (gw_vault_redis.c), so any node
+ * verifies what another sent (docs/endpoints.md, "Many nodes").
  *
  * Beside it, the revocations: for an account whose password was reset, the time before
  * which its tokens no longer count, kept (by keyed hash of tenant and account) until every
@@ -67,8 +69,13 @@ struct gw_revocation {
 	uint64_t exp_s;       /* 0: free */
 };
 
+struct sl_store;
+
 struct gw_vault {
 	uint8_t key[32];
+	struct sl_store *store;  /* Redis-backed (gw_vault_attach); NULL: this table */
+	int script;             /* its one Lua script in the store */
+	char prefix[32];
 	struct gw_vault_entry e[GW_VAULT_SLOTS];
 	uint64_t evicted;
 	struct gw_revocation rv[GW_REVOKE_SLOTS];
@@ -99,6 +106,9 @@ void gw_vault_new_code(const struct gw_vault *v, uint16_t tenant, const char *na
 /* Does @code match @e's check hash? Constant time in the code. */
 bool gw_vault_code_ok(const struct gw_vault *v, const struct gw_vault_entry *e,
 		      const char *code, size_t len);
+/* @code's check hash for (@tenant, @name) into @out; false when it is no 6-digit code. */
+bool gw_vault_code_hash(const struct gw_vault *v, uint16_t tenant, const char *name,
+			const char *code, size_t len, uint8_t out[32]);
 /* A fresh random secret (links, refresh tokens) as base64url text. */
 void gw_vault_new_secret(char out[GW_SECRET_TEXT]);
 
@@ -114,5 +124,59 @@ void gw_vault_revoke(struct gw_vault *v, const char *tenant, const char *account
  * when nothing was revoked. */
 uint64_t gw_vault_valid_since(const struct gw_vault *v, const char *tenant,
 			      const char *account, uint64_t now_s);
+
+/* ---- shared through Redis (gw_vault_redis.c) ------------------------------------------- */
+
+/* Hex text of a box of 1 + GW_USER_MAX + 1 bytes with its nonce and MAC, and a NUL. */
+#define GW_VAULT_VALUE_MAX 512
+_Static_assert(2 * (24 + 16 + 1 + GW_USER_MAX + 1) + 1 <= GW_VAULT_VALUE_MAX, "a link fits");
+
+/* Keep the vault in @s's Redis from now on; 0, or -errno when its script could not be
+ * loaded (every operation then answers GW_VR_DOWN). */
+int gw_vault_attach(struct gw_vault *v, struct sl_store *s, const char *prefix);
+bool gw_vault_shared(const struct gw_vault *v);
+/* The Redis key of an entry: "<prefix>:{<tenant>}:vault:<kind>:<hex id>". */
+void gw_vault_key(const struct gw_vault *v, const char *tenant, int kind,
+		  const uint8_t id[16], char *out, size_t len);
+
+enum gw_vault_result {
+	GW_VR_DOWN = -1,      /* Redis did not answer in time (or its breaker is open) */
+	GW_VR_OK = 0,         /* done; a get's value in @val */
+	GW_VR_NONE = 1,       /* no such entry, or not the value expected */
+	GW_VR_REUSE = 2,      /* rotate: an older generation of the chain came back; it ended */
+};
+/* Runs exactly once, maybe before the call returns. */
+typedef void (*gw_vault_cb)(void *arg, int res, const char *val);
+
+void gw_vault_r_put(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
+		    const char *value, uint32_t ttl_s, gw_vault_cb cb, void *arg);
+void gw_vault_r_get(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
+		    gw_vault_cb cb, void *arg);
+/* Delete the entry if it holds @value (one use: only one caller gets GW_VR_OK). */
+void gw_vault_r_take(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
+		     const char *value, gw_vault_cb cb, void *arg);
+/* Delete the entry and give its value (one use: only one caller gets it). */
+void gw_vault_r_pop(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
+		    gw_vault_cb cb, void *arg);
+/* A chain at (@family, @gen) advances to @gen + 1 for @ttl_s more (OK); an older @gen of
+ * that family ends it (REUSE); anything else is NONE. */
+void gw_vault_r_rotate(struct gw_vault *v, const char *tenant, const uint8_t id[16],
+		       uint64_t family, uint32_t gen, uint32_t ttl_s, gw_vault_cb cb, void *arg);
+
+/* The values: a chain's "family:gen", a code's check hash, a link's sealed box (its purpose
+ * and account, opened only with the link's secret). */
+void gw_vault_chain_value(uint64_t family, uint32_t gen, char out[GW_VAULT_VALUE_MAX]);
+void gw_vault_code_value(const uint8_t check[32], char out[GW_VAULT_VALUE_MAX]);
+/* @code's value as Redis holds it for (@tenant, @name); false: no 6-digit code. */
+bool gw_vault_code_check(const struct gw_vault *v, uint16_t tenant, const char *name,
+			 const char *code, size_t len, char out[GW_VAULT_VALUE_MAX]);
+int gw_vault_link_seal(const struct gw_vault *v, const char *secret, int purpose,
+		       const char *account, char out[GW_VAULT_VALUE_MAX]);
+int gw_vault_link_open(const struct gw_vault *v, const char *secret, const char *val,
+		       int *purpose, char account[GW_USER_MAX + 1]);
+/* A request the vault could not answer for: 503 with Retry-After (the breaker's open time,
+ * rounded up), never a fallback to this node's table. */
+struct gw_req;
+void gw_vault_unavailable(struct gw_req *r);
 
 #endif
