@@ -205,6 +205,7 @@ void gw_send_now(struct gw_req *r)
 	struct gateway *g = r->g;
 	struct evhttp_request *req = r->req;
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+	struct evhttp_connection *ec;
 	char ra[16];
 
 	if (!r->raw)
@@ -243,8 +244,12 @@ void gw_send_now(struct gw_req *r)
 		if (!r->job.deadline_ns || gw_now_ns() <= r->job.deadline_ns)
 			g->ts[r->job.tenant].goodput++;
 	}
-	/* When the client has gone, evhttp frees the request here instead of sending. */
+	/* When the client has gone, evhttp frees the request here instead of sending (it has
+	 * no connection then). Sent, the answer is written at once (gw_write_now). */
+	ec = evhttp_request_get_connection(req);
 	evhttp_send_reply(req, r->code, r->reason, NULL);
+	if (ec)
+		gw_write_now(evhttp_connection_get_bufferevent(ec));
 	req_free(r);
 }
 

@@ -15,6 +15,7 @@
 #include <sys/queue.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
@@ -330,6 +331,36 @@ static bool is_login(const struct gw_req *r)
 
 /* ---- a forward ---------------------------------------------------------------------------- */
 
+/*
+ * libevent's socket bufferevent writes only when epoll says the socket is writable: each
+ * message evhttp queues costs an epoll_ctl to arm EPOLLOUT, a trip through epoll_wait (a
+ * wake-up of its own when nothing else is ready) and an epoll_ctl to disarm it, twice per
+ * forward (the request out, the answer back). A socket with room in its send buffer takes
+ * the message at once: write it here, and run evhttp's write callback as the bufferevent
+ * does after a write that empties its output (deferred, so that evhttp's next step, such
+ * as reading the next request on the connection, never runs inside our caller). The
+ * output's start is frozen by the bufferevent against its users' drains: thawed around
+ * the write. A short write or an error leaves the rest, or the error, to the bufferevent.
+ */
+void gw_write_now(struct bufferevent *bev)
+{
+	struct evbuffer *out;
+	evutil_socket_t fd;
+	int n;
+
+	if (!bev || gw_tls_is(bev))
+		return;
+	fd = bufferevent_getfd(bev);
+	out = bufferevent_get_output(bev);
+	if (fd < 0 || !evbuffer_get_length(out) || !(bufferevent_get_enabled(bev) & EV_WRITE))
+		return;
+	evbuffer_unfreeze(out, 1);
+	n = evbuffer_write(out, fd);
+	evbuffer_freeze(out, 1);
+	if (n > 0 && !evbuffer_get_length(out))
+		bufferevent_trigger(bev, EV_WRITE, BEV_TRIG_DEFER_CALLBACKS);
+}
+
 /* Is @name among the tokens of a Connection header's value @conn? */
 static bool in_connection(const char *conn, const char *name)
 {
@@ -353,18 +384,41 @@ static bool in_connection(const char *conn, const char *name)
 	return false;
 }
 
-/* RFC 9110 7.6.1: not forwarded either way. Content-Length is evhttp's to set from the
- * body it sends. */
+enum { H_PASS, H_HOP, H_XFF, H_XFP, H_DEADLINE };
+
+/* What header @k is to a forward: one strcasecmp at most, chosen by its length. RFC 9110
+ * 7.6.1's hop-by-hop headers are not forwarded either way (Content-Length is evhttp's to
+ * set from the body it sends); X-Forwarded-For, X-Forwarded-Proto and X-Request-Deadline-Ms
+ * are the gateway's to write. */
+static int hdr_kind(const char *k)
+{
+	switch (strlen(k)) {
+	case 2:
+		return !strcasecmp(k, "TE") ? H_HOP : H_PASS;
+	case 7:
+		return !strcasecmp(k, "Trailer") || !strcasecmp(k, "Upgrade") ? H_HOP : H_PASS;
+	case 10:
+		return !strcasecmp(k, "Connection") || !strcasecmp(k, "Keep-Alive") ? H_HOP :
+										       H_PASS;
+	case 14:
+		return !strcasecmp(k, "Content-Length") ? H_HOP : H_PASS;
+	case 15:
+		return !strcasecmp(k, "X-Forwarded-For") ? H_XFF : H_PASS;
+	case 16:
+		return !strcasecmp(k, "Proxy-Connection") ? H_HOP : H_PASS;
+	case 17:
+		return !strcasecmp(k, "Transfer-Encoding") ? H_HOP :
+		       !strcasecmp(k, "X-Forwarded-Proto") ? H_XFP : H_PASS;
+	case 21:
+		return !strcasecmp(k, "X-Request-Deadline-Ms") ? H_DEADLINE : H_PASS;
+	default:
+		return H_PASS;
+	}
+}
+
 static bool hop_by_hop(const char *k, const char *conn)
 {
-	static const char *const hop[] = { "Connection", "Keep-Alive", "Proxy-Connection", "TE",
-		"Trailer", "Transfer-Encoding", "Upgrade", "Content-Length", NULL };
-	int i;
-
-	for (i = 0; hop[i]; i++)
-		if (!strcasecmp(k, hop[i]))
-			return true;
-	return conn && in_connection(conn, k);
+	return hdr_kind(k) == H_HOP || (conn && in_connection(conn, k));
 }
 
 static void up_release(struct gw_upconn *uc)
@@ -590,13 +644,9 @@ void gw_upstream_forward(struct gw_req *r)
 	ih = evhttp_request_get_input_headers(r->req);
 	oh = evhttp_request_get_output_headers(oreq);
 	conn = evhttp_find_header(ih, "Connection");
-	TAILQ_FOREACH(kv, ih, next) {
-		if (hop_by_hop(kv->key, conn) || !strcasecmp(kv->key, "X-Forwarded-For") ||
-		    !strcasecmp(kv->key, "X-Forwarded-Proto") ||
-		    !strcasecmp(kv->key, "X-Request-Deadline-Ms"))
-			continue;
-		evhttp_add_header(oh, kv->key, kv->value);
-	}
+	TAILQ_FOREACH(kv, ih, next)
+		if (hdr_kind(kv->key) == H_PASS && !(conn && in_connection(conn, kv->key)))
+			evhttp_add_header(oh, kv->key, kv->value);
 	add_xff(r, oh, evhttp_find_header(ih, "X-Forwarded-For"));
 	evhttp_add_header(oh, "X-Forwarded-Proto", "http");
 	if (r->job.deadline_ns) {
@@ -621,7 +671,11 @@ void gw_upstream_forward(struct gw_req *r)
 		up->forwarded--;
 		gw_sched_release(g->sched, &r->job, now);
 		gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
+		return;
 	}
+	/* On a connection still connecting nothing is queued yet (evhttp writes the request
+	 * once connected): this does nothing then. */
+	gw_write_now(evhttp_connection_get_bufferevent(uc->evcon));
 }
 
 void gw_upstream_cancel(struct gw_req *r)
