@@ -21,7 +21,13 @@
 #
 # Usage: bench/proxy.sh [overhead|monday|all]       (make bench-proxy runs all)
 # Knobs: ROUNDS (3), SECONDS_EACH (5), M_COST (16384), T_COST (2), WORKERS (2),
-#        WARMUP (5), DURATION (15). One JSON line per run in $BUILD/bench/proxy-results.jsonl.
+#        WARMUP (5), DURATION (15), SLUICED_ENV (variables for the proxying sluiced, e.g.
+#        SLUICED_ENV=EVENT_EPOLL_USE_CHANGELIST=1: libevent's epoll change list, see
+#        docs/performance.md), ALSO (more sluiced proxies to interleave with the others in
+#        the overhead rounds, each "LABEL=BINARY[,VAR=VALUE...]", space-separated: an A/B
+#        of two builds, or of one build with and without a libevent setting, in one run,
+#        e.g. ALSO="before=/tmp/old/sluiced cl=build/sluiced,EVENT_EPOLL_USE_CHANGELIST=1").
+#        One JSON line per run in $BUILD/bench/proxy-results.jsonl.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-build}
@@ -34,6 +40,8 @@ T_COST=${T_COST:-2}
 WORKERS=${WORKERS:-2}
 WARMUP=${WARMUP:-5}
 DURATION=${DURATION:-15}
+SLUICED_ENV=${SLUICED_ENV:-}
+ALSO=${ALSO:-}
 WHAT=${1:-all}
 OUT=$BUILD/bench/proxy-results.jsonl
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
@@ -74,7 +82,7 @@ cpu_ticks() { # PID: its user + system time so far, in clock ticks (0 without a 
 	awk '{print $14 + $15}' "/proc/$1/stat"
 }
 mkdir -p "$BUILD/bench"
-echo "# $(date -u +%FT%TZ) bench/proxy.sh $WHAT on $(nproc) CPUs" | tee -a "$OUT"
+echo "# $(date -u +%FT%TZ) bench/proxy.sh $WHAT on $(nproc) CPUs at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)${SLUICED_ENV:+, proxy with $SLUICED_ENV}" | tee -a "$OUT"
 
 # ---- overhead ------------------------------------------------------------------------------------
 # wrk's --latency output into JSON: p50, p99 (ms), requests/s, non-2xx.
@@ -174,12 +182,35 @@ gateway: {
 counters: { login_failures = { enabled = false; }; login_successes = { enabled = false; }; };
 daemon: { control_socket = "$DIR/proxy.sock"; log_level = "warn"; };
 EOF
-	"$BUILD/sluiced" -c "$DIR/proxy.conf" -f >"$DIR/proxy.log" 2>&1 &
+	# shellcheck disable=SC2086 # SLUICED_ENV: words on purpose
+	env $SLUICED_ENV "$BUILD/sluiced" -c "$DIR/proxy.conf" -f >"$DIR/proxy.log" 2>&1 &
 	PIDS+=($!)
 	GW_PID=$!
 	wait_port "$ng"
 	wait_port "$np"
 	wait_port "$gw"
+	# The other proxies (ALSO): the same configuration on a port of their own.
+	local a label rest bin envs targets="direct nginx sluice"
+	declare -A XPORT XPID
+	for a in $ALSO; do
+		label=${a%%=*} rest=${a#*=}
+		bin=${rest%%,*} envs=
+		[ "$bin" != "$rest" ] && envs=${rest#*,} && envs=${envs//,/ }
+		case "$label" in direct|nginx|sluice|*[!a-z0-9_-]*|"")
+			echo "bench/proxy.sh: ALSO label '$label': a new name of [a-z0-9_-]" >&2; exit 2 ;;
+		esac
+		[ -x "$bin" ] || { echo "bench/proxy.sh: ALSO $label: no binary $bin" >&2; exit 2; }
+		XPORT[$label]=$(free_port)
+		sed -e "s/127.0.0.1:$gw\"/127.0.0.1:${XPORT[$label]}\"/" -e "s|$DIR/proxy.sock|$DIR/$label.sock|" \
+			"$DIR/proxy.conf" >"$DIR/$label.conf"
+		# shellcheck disable=SC2086
+		env $envs "$bin" -c "$DIR/$label.conf" -f >"$DIR/$label.log" 2>&1 &
+		PIDS+=($!)
+		XPID[$label]=$!
+		wait_port "${XPORT[$label]}"
+		echo "  also: $label = $bin${envs:+ with $envs}"
+		targets="$targets $label"
+	done
 	# The proxy's own CPU per request (user + system, from /proc): the figure a shared
 	# machine cannot skew much. nginx's work is in its worker, the master's child.
 	NP_WORKER=$(pgrep -P "$NP_MASTER" | head -1)
@@ -188,11 +219,12 @@ EOF
 	for i in $(seq 1 "$ROUNDS"); do
 		for route in static check; do
 			for c in 1 16; do
-				for target in direct nginx sluice; do
+				for target in $targets; do
 					case $target in
 					direct) port=$ng pid= ;;
 					nginx) port=$np pid=$NP_WORKER ;;
 					sluice) port=$gw pid=$GW_PID ;;
+					*) port=${XPORT[$target]} pid=${XPID[$target]} ;;
 					esac
 					t0=$(cpu_ticks "$pid")
 					r=$(wrk -t1 -c$c -d"${SECONDS_EACH}s" --latency -H "$AUTH" \
@@ -275,7 +307,8 @@ EOF
 		wait_port "$up"
 		port=$up
 		if [ "$label" = "with sluice" ]; then
-			"$BUILD/sluiced" -c "$DIR/front.conf" -f >"$DIR/front.log" 2>&1 &
+			# shellcheck disable=SC2086
+			env $SLUICED_ENV "$BUILD/sluiced" -c "$DIR/front.conf" -f >"$DIR/front.log" 2>&1 &
 			FRONT_PID=$!
 			wait_port "$fr"
 			port=$fr

@@ -9,9 +9,13 @@ import statistics
 import sys
 
 runs = collections.defaultdict(list)
+targets = []  # the proxies, in the order they ran: nginx, sluice, then bench/proxy.sh's ALSO
 for line in open(sys.argv[1]):
     r = json.loads(line)
     runs[r["label"]].append(r)
+    t = r["label"].split()[-1]
+    if t != "direct" and t not in targets:
+        targets.append(t)
 
 
 def med(label, key):
@@ -26,7 +30,7 @@ for route in ("static", "check"):
             continue
         for k in ("p50_ms", "p99_ms", "rps"):
             out["%s_c%d_direct_%s" % (route, c, k)] = round(med(d, k), 3)
-        for target in ("nginx", "sluice"):
+        for target in targets:
             t = "%s c%d %s" % (route, c, target)
             if t not in runs:
                 continue
