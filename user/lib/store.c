@@ -45,7 +45,11 @@
  *       no debt left, and a cleared or refunded key keeps its value, spent or not, until its
  *       old TTL: so a missing value with a debt known is a loss, never a clear);
  *   [6] pend: the debt (us) charged here while Redis could not be asked, added once;
- *   [7] clear: "1" when a success cleared the key meanwhile (what came before goes).
+ *   [7] clear: "1" when a success cleared the key meanwhile (what came before goes);
+ *   [8] prior: "1" when [5] was seen before the server restarted (its run_id changed: a
+ *       restore from an old snapshot, a failover to a replica that lags): a value Redis
+ *       holds that is less spent than [5] is then the snapshot's, older than what this
+ *       node saw, and [5] is its floor (this key's first check after the restart only).
  * Returns {allowed, retry_ms, capped, debt_us, live, restored}: debt_us is the key's debt
  * after the call; live the tenant's live keys of this counter (ZCARD of the set, pruned of
  * expired entries whenever a new key asks; -1 without a cap), for sluice_store_live_keys;
@@ -58,7 +62,7 @@ static const char gcra_lua[] =
 	"local T, tau, cost = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])\n"
 	"local cap = tonumber(ARGV[4])\n"
 	"local known, pend = tonumber(ARGV[5] or '0'), tonumber(ARGV[6] or '0')\n"
-	"local clear = ARGV[7] == '1'\n"
+	"local clear, prior = ARGV[7] == '1', ARGV[8] == '1'\n"
 	"local raw = redis.call('GET', KEYS[1])\n"
 	"local cur = raw and tonumber(raw)\n"
 	"local dirty, tat, restored = false, now, 0\n"
@@ -67,6 +71,9 @@ static const char gcra_lua[] =
 	"  if pend > 0 then tat = now + pend end\n"
 	"elseif cur then\n"
 	"  tat = cur\n"
+	"  if prior and known > 0 and cur < now + known then\n"
+	"    tat = now + known; dirty = true; restored = 1\n"
+	"  end\n"
 	"  if pend > 0 then tat = math.max(tat, now) + pend; dirty = true end\n"
 	"elseif known > 0 then\n"
 	"  tat = now + math.max(known, pend); dirty = true; restored = 1\n"
@@ -183,6 +190,7 @@ struct rnode {
 	bool loaded[MAX_SCRIPTS]; /* SCRIPT LOAD answered on this connection */
 	uint32_t slots;       /* a cluster's: slots the map gives it */
 	uint64_t calls, errors, timeouts;
+	char run_id[48];      /* the server's INFO run_id at the last handshake */
 };
 
 /* A Redis Cluster's slot map: each slot's master, an index into at[]. */
@@ -223,6 +231,7 @@ struct sl_store {
 	uint32_t jcur;        /* the bucket the next flush starts at */
 	struct sl_store_live live[SL_STORE_LIVE_MAX]; /* capped counters seen, by tenant */
 	int n_live;
+	uint64_t epoch;       /* servers' restarts seen (a run_id that changed) */
 	bool closing;
 };
 
@@ -948,18 +957,36 @@ static uint64_t tat_add(uint64_t tat, uint64_t now, uint64_t ns, bool up)
 	return tat > sl_add_sat(now, ns) ? tat - ns : 0;
 }
 
-/* The mirror's TAT of @key (0: none). */
-static uint64_t mirror_get(struct sl_store *s, const char *tenant, const struct sl_limit *l,
-			   const char *key)
+/* A mirror TAT's lowest bit (a nanosecond) is the parity of the server epoch it was seen
+ * in: an entry of the other parity was seen before the server last restarted. */
+static uint64_t epoch_mark(const struct sl_store *s, uint64_t tat)
+{
+	return (tat & ~1ull) | (s->epoch & 1);
+}
+
+/* The mirror's TAT of @key (0: none); @prior (may be NULL) says it was seen before the
+ * server's last restart. */
+static uint64_t mirror_get_prior(struct sl_store *s, const char *tenant,
+				 const struct sl_limit *l, const char *key, bool *prior)
 {
 	struct table *t = table_of(s, TK_MIRROR, tenant, l, false);
 	struct slot *e;
 	struct where w;
 
+	if (prior)
+		*prior = false;
 	if (!t)
 		return 0;
 	e = slot_find(t, key_hash(s, key), &w);
+	if (e && prior)
+		*prior = (e->tat & 1) != (s->epoch & 1);
 	return e ? e->tat : 0;
+}
+
+static uint64_t mirror_get(struct sl_store *s, const char *tenant, const struct sl_limit *l,
+			   const char *key)
+{
+	return mirror_get_prior(s, tenant, l, key, NULL);
 }
 
 /* Set the mirror's TAT of @key to @tat (only raise it when @raise). A full table keeps its
@@ -981,6 +1008,7 @@ static void mirror_set(struct sl_store *s, const char *tenant, const struct sl_l
 	if (e) {
 		if (!raise || tat > e->tat)
 			e->tat = tat > now ? tat : now;
+		e->tat = epoch_mark(s, e->tat);
 		return;
 	}
 	if (tat <= now)
@@ -1006,7 +1034,7 @@ static void mirror_set(struct sl_store *s, const char *tenant, const struct sl_l
 		s->st.local_evictions++;
 		t->evictions++;
 	}
-	slot_put(s, t, sc.free, h, tat);
+	slot_put(s, t, sc.free, h, epoch_mark(s, tat));
 }
 
 /* A fail-open fallback took @cost of @key (a refund when negative): the mirror and the
@@ -2100,7 +2128,7 @@ static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 	struct rnode *n = ac->data;
 	struct sl_store *s = n ? n->s : NULL;
 	redisReply *reply = r;
-	char v[32];
+	char v[48];
 	bool is_cluster;
 
 	if (!s || s->closing || n->dropping || n->ac != ac)
@@ -2168,6 +2196,19 @@ static void on_hello(redisAsyncContext *ac, void *r, void *priv)
 		s->map_stale = true;
 		drop_connection(n);
 		return;
+	}
+	/* Another run_id than last time: the server restarted (empty, from a snapshot, or a
+	 * failover's new master). What this node saw before is a floor for each key's first
+	 * check from now on (gcra_lua, ARGV[8]): a snapshot's older value must not undo the
+	 * charges made after it. */
+	if (info_field(reply->str, "run_id", v, sizeof(v))) {
+		if (n->run_id[0] && strcmp(n->run_id, v)) {
+			s->epoch++;
+			log_warn("redis %s: the server restarted (run_id %.8s, was %.8s); each key's "
+				 "first check takes this node's last known debt as its floor", n->name,
+				 v, n->run_id);
+		}
+		snprintf(n->run_id, sizeof(n->run_id), "%s", v);
 	}
 	n->connecting = false;
 	n->connected = true;
@@ -2944,11 +2985,12 @@ static bool send_script(struct sl_store *s, struct rnode *n, int script, struct 
  * its server cannot be asked now (what the journal gave it is put back). */
 static bool send_gcra(struct sl_store *s, struct pending *p)
 {
-	char k[KEY_MAX], zk[KEY_MAX], a[7][32];
+	char k[KEY_MAX], zk[KEY_MAX], a[8][32];
 	const char *keys[2] = { k, zk };
-	const char *argv[7] = { a[0], a[1], a[2], a[3], a[4], a[5], a[6] };
+	const char *argv[8] = { a[0], a[1], a[2], a[3], a[4], a[5], a[6], a[7] };
 	uint64_t T = sl_gcra_emission(p->l.rate), now = now_ns();
-	uint64_t known = mirror_get(s, p->tenant, &p->l, p->key);
+	bool prior;
+	uint64_t known = mirror_get_prior(s, p->tenant, &p->l, p->key, &prior);
 	struct rnode *n;
 
 	snprintf(k, sizeof(k), "%s:{%s}:%s:%s", s->prefix, p->tenant, p->l.name, p->key);
@@ -2966,9 +3008,10 @@ static bool send_gcra(struct sl_store *s, struct pending *p)
 		 (unsigned long long)(known > now ? (known - now) / 1000 : 0));
 	snprintf(a[5], sizeof(a[5]), "%llu", (unsigned long long)(p->pend_sent / 1000));
 	snprintf(a[6], sizeof(a[6]), "%d", p->clear_sent ? 1 : 0);
+	snprintf(a[7], sizeof(a[7]), "%d", prior ? 1 : 0);
 	/* The live-key set only when a cap uses it: a call of one key runs on a slot being
 	 * migrated (ASK), where one of two keys, missing on the target, gets TRYAGAIN. */
-	if (send_script(s, n, s->gcra, p, p->l.max_keys ? 2 : 1, keys, 7, argv))
+	if (send_script(s, n, s->gcra, p, p->l.max_keys ? 2 : 1, keys, 8, argv))
 		return true;
 	s->st.errors++;
 	n->errors++;
