@@ -10,6 +10,8 @@
 #   - a sign-in link issued by A is consumed on B, once; a sign-up link likewise;
 #   - a refresh token rotates A -> B -> A; a spent generation replayed on B ends the chain for
 #     both nodes (the live token fails on A too);
+#   - a password reset's link consumed on B ends the account's earlier tokens on A and B (the
+#     revocation is in Redis), while the link's new token counts on both;
 #   - nothing in Redis (every key and value, by SCAN) holds an account name, a code, a link's
 #     secret or a token;
 #   - Redis not answering (stopped with SIGSTOP, then killed): the vault's endpoints answer 503
@@ -53,6 +55,7 @@ tenants = ( { name = "default"; reservation = 0.0; },
 routes = (
   { name = "login"; method = "POST"; path = "/login"; cpu = 10.0; },
   { name = "token"; method = "POST"; path = "/token"; cpu = 10.0; },
+  { name = "validate"; method = "GET"; path = "/token/validate"; cpu = 1.0; },
   { name = "mfa_send"; method = "POST"; path = "/mfa/send"; cpu = 5.0; },
   { name = "mfa_verify"; method = "POST"; path = "/mfa/verify"; cpu = 2.0; },
   { name = "reset"; method = "POST"; path = "/password-reset"; cpu = 10.0; },
@@ -175,6 +178,10 @@ def cc(node):
                                           "client_id": "ci-bot",
                                           "client_secret": "ci-bot-secret"}))
 
+def validate(node, tok):
+    return req(node, "/token/validate", method="GET",
+               headers={"Authorization": "Bearer " + tok})["status"]
+
 def refresh(node, rt):
     return req(node, "/token", urlencode({"grant_type": "refresh_token", "client_id": "ci-bot",
                                           "client_secret": "ci-bot-secret",
@@ -205,6 +212,9 @@ elif CMD == "attempts":
     out["right_b"] = verify("b", tok, code)["status"]
     out["secrets"] = [code, tok]
 elif CMD == "link":
+    old = login("a", "carol", "pw-carol-333")
+    out["old_valid"] = [validate("a", old), validate("b", old)]
+    time.sleep(0.01)
     r = req("a", "/password-reset", urlencode({"username": "carol"}))
     out["reset_a"] = r["status"]
     link = link_of("a", "reset_link", "carol")
@@ -214,6 +224,10 @@ elif CMD == "link":
     p = req("b", "/magic/" + link, "")
     out["post_b"] = p["status"]
     out["post_b_token"] = body(p, "access_token") != ""
+    new = body(p, "access_token")
+    # the reset on B ended carol's earlier tokens on both nodes; the new one counts
+    out["old_after"] = [validate("a", old), validate("b", old), send("a", old)["status"]]
+    out["new_after"] = [validate("a", new), validate("b", new)]
     out["again_a"] = req("a", "/magic/" + link, "")["status"]
     out["again_b"] = req("b", "/magic/" + link, "")["status"]
     forged = link[:-2] + ("AA" if link[-2:] != "AA" else "BB")
@@ -225,7 +239,7 @@ elif CMD == "link":
     s = req("b", "/magic/" + reg, urlencode({"password": "erin-pw-4444"}))
     out["signup_b"] = s["status"]
     out["signup_again_a"] = req("a", "/magic/" + reg, urlencode({"password": "other-pw-55"}))["status"]
-    out["secrets"] = [link, reg, body(p, "access_token"), body(s, "access_token")]
+    out["secrets"] = [link, reg, new, old, body(s, "access_token")]
 elif CMD == "refresh":
     r0 = cc("a")
     rt0 = body(r0, "refresh_token")
@@ -253,6 +267,8 @@ elif CMD == "down":
     res["magic_b"] = req("b", "/magic/" + "x" * 43, "")
     res["refresh_a"] = refresh("a", rt)
     res["cc_b"] = cc("b")
+    v = req("a", "/token/validate", method="GET", headers={"Authorization": "Bearer " + tok})
+    res["validate_a"] = v
     out = {k: [v["status"], v["retry_after"], v["ms"]] for k, v in res.items()}
 elif CMD == "prep":
     out["tok"] = login("a", "alice", "pw-alice-1")
@@ -282,6 +298,10 @@ r=$(drive link)
 expect_eq "A sends carol a reset link" "$(jget "$r" reset_a) $(jget "$r" link_in_a)" "202 true"
 expect_eq "  ... B shows its page (GET spends nothing)" "$(jget "$r" page_b)" "[200, true]"
 expect_eq "  ... B consumes it and signs carol in" "$(jget "$r" post_b) $(jget "$r" post_b_token)" "200 true"
+expect_eq "carol's password token from before validates on A and B" "$(jget "$r" old_valid)" "[200, 200]"
+expect_eq "  ... the reset consumed on B ends it on A and B (validate, and as a first factor)" \
+	"$(jget "$r" old_after)" "[401, 401, 401]"
+expect_eq "  ... while the link's new token validates on both" "$(jget "$r" new_after)" "[200, 200]"
 expect_eq "  ... once: a second POST fails on A and on B" "$(jget "$r" again_a) $(jget "$r" again_b)" "401 401"
 expect_eq "a forged link fails" "$(jget "$r" forged)" 401
 expect_eq "A sends a sign-up link for erin" "$(jget "$r" register_a) $(jget "$r" reg_in_a)" "202 true"
@@ -330,6 +350,8 @@ expect_eq "no account name, client id, code, link secret or token in any key or 
 expect_ge "  ... (of $(wc -l <"$dump") lines looked at, ${#SECRETS[@]} secrets looked for)" "${#SECRETS[@]}" 10
 ttl=$(redis-cli -s "$REDIS_SOCK" --scan --pattern '*:vault:chain:*' | head -1 | xargs -r redis-cli -s "$REDIS_SOCK" ttl)
 expect_ge "a chain's key has a lifetime (refresh_ttl_s)" "${ttl:-0}" 1
+ttl=$(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{acme}:vault:revoked:*' | head -1 | xargs -r redis-cli -s "$REDIS_SOCK" ttl)
+expect_ge "carol's revocation is in Redis, kept as long as a token lives" "${ttl:-0}" 60
 
 # ---- Redis not answering ---------------------------------------------------------------------
 p=$(drive prep)
@@ -343,8 +365,8 @@ bad=$($PY -c '
 import json, sys
 r = json.loads(sys.argv[1]); lim = float(sys.argv[2])
 print(" ".join(k for k, v in r.items() if v[0] != 503 or not v[1] or v[2] > lim) or "none")' \
-	"$r" "$((TIMEOUT_MS + 2 * FLOOR_MS + 400))")
-expect_eq "Redis stopped: send, verify, reset, link, refresh and a new chain answer 503 with Retry-After in time, on both nodes" "$bad" none
+	"$r" "$((3 * TIMEOUT_MS + FLOOR_MS + 300))")
+expect_eq "Redis stopped: send, verify, reset, link, refresh, a new chain and a person's token's validation answer 503 with Retry-After in time, on both nodes" "$bad" none
 tap_diag "stopped: $r"
 redis_stop
 sleep 0.3
@@ -353,7 +375,7 @@ bad=$($PY -c '
 import json, sys
 r = json.loads(sys.argv[1]); lim = float(sys.argv[2])
 print(" ".join(k for k, v in r.items() if v[0] != 503 or not v[1] or v[2] > lim) or "none")' \
-	"$r" "$((TIMEOUT_MS + 2 * FLOOR_MS + 400))")
+	"$r" "$((3 * TIMEOUT_MS + FLOOR_MS + 300))")
 expect_eq "Redis gone: the same 503s, nothing hangs" "$bad" none
 tap_diag "gone: $r"
 expect_eq "  ... and no code or link went out meanwhile" "$(cat "$NT_DIR"/a.outbox "$NT_DIR"/b.outbox | wc -l)" "$sent_before"

@@ -417,6 +417,18 @@ static void shared_values_and_keys(void **state)
 	assert_int_equal(strncmp(k, "sluice:{acme}:vault:otp:", 24), 0);
 	assert_int_equal(strlen(k), 24 + 32);
 	assert_null(strstr(k, "alice"));
+	{
+		uint8_t r1[16], r2[16], r3[16];
+
+		/* A revocation's id by tenant name: another tenant's same account is another. */
+		gw_vault_id_revoke(v, "acme", "alice", r1);
+		gw_vault_id_revoke(v, "other", "alice", r2);
+		gw_vault_id_revoke(v, "acme", "alicf", r3);
+		assert_memory_not_equal(r1, r2, 16);
+		assert_memory_not_equal(r1, r3, 16);
+		gw_vault_key(v, "acme", GW_V_REVOKED, r1, k, sizeof(k));
+		assert_int_equal(strncmp(k, "sluice:{acme}:vault:revoked:", 28), 0);
+	}
 	gw_vault_free(v);
 }
 

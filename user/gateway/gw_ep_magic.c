@@ -177,6 +177,12 @@ static void ep_magic_page(struct gw_req *r, const struct gw_vault_entry *e)
 	gw_ep_answer(r, 200, "OK", NULL, false);
 }
 
+/* A reset's revocation is in Redis too: the person signs in afresh. */
+static void magic_reset_issue(struct gw_req *r)
+{
+	gw_ep_issue(r, GW_TOK_PASSWORD, r->user, NULL);
+}
+
 /* A reset link's POST, its entry found (and spent) in this table or in Redis. */
 static void magic_reset_spent(struct gw_req *r, struct gw_vault_entry *e)
 {
@@ -187,7 +193,11 @@ static void magic_reset_spent(struct gw_req *r, struct gw_vault_entry *e)
 	}
 	gw_vault_del(e); /* consumed: once */
 	/* A password reset: whoever holds the account's tokens from before it (the reason one
-	 * resets) holds nothing now; the person signs in afresh with this one. */
+	 * resets) holds nothing now, on any node; the person signs in afresh with this one. */
+	if (gw_vault_shared(r->g->vault)) {
+		gw_vault_revoke_then(r, magic_reset_issue);
+		return;
+	}
 	gw_account_revoke(r->g, r->tenant, r->user);
 	gw_ep_issue(r, GW_TOK_PASSWORD, r->user, NULL);
 }
@@ -449,6 +459,10 @@ static void reset_written(void *arg, int res, const char *phc)
 			  "link is spent; a new reset sends another)", r->tenant, gw_pg_result_name(res));
 		gw_respond(r, 503, "Service Unavailable", BODY_503, r->g->cfg->gw.db.retry_after_s,
 			   false, false);
+		return;
+	}
+	if (gw_vault_shared(r->g->vault)) {
+		gw_vault_revoke_then(r, magic_reset_issue);
 		return;
 	}
 	gw_account_revoke(r->g, r->tenant, r->user);

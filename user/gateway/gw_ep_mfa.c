@@ -23,29 +23,62 @@
 #include "gw_internal.h"
 #include "gw_usual.h"
 
-/* The second factor follows a first: a password token names the account. Then the
- * counters: sends per account and the tenant's outbound messages, or the attempts per
- * account. */
+static void mfa_counters(struct gw_req *r);
+
+static void mfa_unauthorized(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+
+	g->ts[r->job.tenant].unauthorized++;
+	g->ep[r->kind].failed++;
+	gw_respond(r, 401, "Unauthorized", r->kind == K_MFA_SEND ? BODY_401_TOKEN :
+		   BODY_MFA_FAIL, 0, true, false);
+}
+
+/* Redis said whether a reset on any node ended the first factor's account tokens. */
+static void mfa_revoked(struct gw_req *r, void *arg, int res)
+{
+	(void)arg;
+	if (res == GW_VR_DOWN)
+		gw_vault_unavailable(r);
+	else if (res != GW_VR_OK)
+		mfa_unauthorized(r);
+	else
+		mfa_counters(r);
+}
+
+/* The second factor follows a first: a password token names the account. */
 static void mfa_start(struct gw_req *r)
 {
 	struct gateway *g = r->g;
 	struct gw_token_claims cl;
-	char token[GW_TOKEN_MAX + 1], where[GW_PREFIX_STR];
+	char token[GW_TOKEN_MAX + 1];
 	size_t tlen = gw_bearer_of(r->req, token);
 	int tk;
 
 	if (!tlen || gw_token_any(g, token, tlen, &cl, &tk) || tk != GW_TOK_PASSWORD ||
 	    strcmp(cl.tenant, r->tenant) || !gw_account_canonical(cl.account, strlen(cl.account))) {
 		sodium_memzero(token, sizeof(token));
-		g->ts[r->job.tenant].unauthorized++;
-		g->ep[r->kind].failed++;
-		gw_respond(r, 401, "Unauthorized", r->kind == K_MFA_SEND ? BODY_401_TOKEN :
-			   BODY_MFA_FAIL, 0, true, false);
+		mfa_unauthorized(r);
 		return;
 	}
 	sodium_memzero(token, sizeof(token));
 	snprintf(r->user, sizeof(r->user), "%s", cl.account);
 	r->user_len = strlen(r->user);
+	if (gw_vault_shared(g->vault)) {
+		/* And not ended by a reset on another node (gw_vault_revoke_then). */
+		gw_vault_check_revoked(r, r->user, cl.iat_ns, mfa_revoked, NULL);
+		return;
+	}
+	mfa_counters(r);
+}
+
+/* Then the counters: sends per account and the tenant's outbound messages, or the attempts
+ * per account. */
+static void mfa_counters(struct gw_req *r)
+{
+	char where[GW_PREFIX_STR];
+
 	gw_usual_where(r, GW_USUAL_MFA, where);
 	gw_chain_begin(r);
 	if (r->kind == K_MFA_SEND) {

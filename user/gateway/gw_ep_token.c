@@ -12,7 +12,8 @@
  * carries a stamp of the account's credential, so a password change (a new PHC string in
  * the credential file) ends every token issued before it on every node that reads the
  * file; a password reset (a sign-in link consumed) revokes the account's tokens issued
- * before it on this node (gw_vault.h). docs/endpoints.md, "POST /token", "Tokens".
+ * before it on this node, and on every node when the vault is in Redis (gw_vault.h).
+ * docs/endpoints.md, "POST /token", "Tokens".
  */
 #include <errno.h>
 #include <stdio.h>
@@ -147,24 +148,13 @@ int gw_token_any(const struct gateway *g, const char *tok, size_t len,
 	return 0;
 }
 
-/* Validate and introspect: cheap, on the loop, right after admission. */
-static void check_token(struct gw_req *r)
+static void check_answer(struct gw_req *r, int bad, const struct gw_token_claims *cl, int tk)
 {
 	struct gateway *g = r->g;
 	struct gw_tstats *t = &g->ts[r->job.tenant];
-	struct gw_token_claims cl;
-	int bad, tk;
 
-	bad = gw_token_any(g, r->bearer, r->bearer_len, &cl, &tk) ||
-	      strcmp(cl.tenant, r->tenant);
-	sodium_memzero(r->bearer, sizeof(r->bearer));
-	/* A person's token names an account that still exists with the same credential (its
-	 * stamp, gw_token_any); introspection also asks whether a client's still exists. */
-	if (!bad && r->kind == K_INTROSPECT && tk == GW_TOK_CLIENT &&
-	    sl_config_client(g->cfg, r->tenant_idx, cl.account) < 0)
-		bad = 1;
 	if (!bad)
-		claims_json(evhttp_request_get_output_buffer(r->req), &cl, tk);
+		claims_json(evhttp_request_get_output_buffer(r->req), cl, tk);
 	gw_admit_done(r);
 	if (!bad) {
 		t->ok++;
@@ -176,6 +166,55 @@ static void check_token(struct gw_req *r)
 		t->unauthorized++;
 		gw_respond(r, 401, "Unauthorized", BODY_401_TOKEN, 0, true, false);
 	}
+}
+
+struct check_held {
+	struct gw_token_claims cl;
+	int tk;
+};
+
+/* Redis said whether a reset on any node ended the account's tokens before this one. */
+static void check_revoked(struct gw_req *r, void *arg, int res)
+{
+	struct check_held *h = arg;
+
+	if (res == GW_VR_DOWN)
+		gw_vault_unavailable(r);
+	else
+		check_answer(r, res != GW_VR_OK, &h->cl, h->tk);
+	sodium_memzero(h, sizeof(*h));
+	free(h);
+}
+
+/* Validate and introspect: cheap, on the loop, right after admission. */
+static void check_token(struct gw_req *r)
+{
+	struct gateway *g = r->g;
+	struct gw_token_claims cl;
+	struct check_held *h;
+	int bad, tk;
+
+	bad = gw_token_any(g, r->bearer, r->bearer_len, &cl, &tk) ||
+	      strcmp(cl.tenant, r->tenant);
+	sodium_memzero(r->bearer, sizeof(r->bearer));
+	/* A person's token names an account that still exists with the same credential (its
+	 * stamp, gw_token_any); introspection also asks whether a client's still exists. */
+	if (!bad && r->kind == K_INTROSPECT && tk == GW_TOK_CLIENT &&
+	    sl_config_client(g->cfg, r->tenant_idx, cl.account) < 0)
+		bad = 1;
+	if (!bad && gw_vault_shared(g->vault) && (tk == GW_TOK_PASSWORD || tk == GW_TOK_MFA)) {
+		/* And was not ended by a reset on another node (gw_vault_revoke_then). */
+		h = malloc(sizeof(*h));
+		if (!h) {
+			gw_vault_unavailable(r);
+			return;
+		}
+		h->cl = cl;
+		h->tk = tk;
+		gw_vault_check_revoked(r, cl.account, cl.iat_ns, check_revoked, h);
+		return;
+	}
+	check_answer(r, bad, &cl, tk);
 }
 
 /* A bearer, or nothing to check: refused before it costs anything, like any other failed

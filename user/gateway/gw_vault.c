@@ -184,6 +184,12 @@ static void revoke_id(const struct gw_vault *v, const char *tenant, const char *
 	hash_parts(v, id, 16, GW_V_REVOKED, 0xfffe, tenant, account);
 }
 
+void gw_vault_id_revoke(const struct gw_vault *v, const char *tenant, const char *account,
+			uint8_t id[16])
+{
+	revoke_id(v, tenant, account, id);
+}
+
 void gw_vault_note_ttl(struct gw_vault *v, uint32_t ttl_s)
 {
 	if (ttl_s > v->ttl_max_s)

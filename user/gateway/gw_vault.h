@@ -11,8 +11,9 @@
  * A fixed table in this process, open addressing with a bounded probe: a full probe window
  * forgets the entry closest to its expiry. Entries live on one node, unless the counter store
  * has a Redis: then codes, links (and the sign-ups they hold) and refresh chains live there
- * under the same keyed ids, one Lua script per operation (gw_vault_redis.c), so any node
- * verifies what another sent (docs/endpoints.md, "Many nodes").
+ * under the same keyed ids, one Lua script call per operation (gw_vault_redis.c), so any
+ * node verifies what another sent, and revocations are written there too and checked there
+ * (docs/endpoints.md, "Many nodes").
  *
  * Beside it, the revocations: for an account whose password was reset, the time before
  * which its tokens no longer count, kept (by keyed hash of tenant and account) until every
@@ -127,6 +128,8 @@ uint64_t gw_vault_valid_since(const struct gw_vault *v, const char *tenant,
 
 /* ---- shared through Redis (gw_vault_redis.c) ------------------------------------------- */
 
+struct gw_req;
+
 /* Hex text of a box of 1 + GW_USER_MAX + 1 bytes with its nonce and MAC, and a NUL. */
 #define GW_VAULT_VALUE_MAX 512
 _Static_assert(2 * (24 + 16 + 1 + GW_USER_MAX + 1) + 1 <= GW_VAULT_VALUE_MAX, "a link fits");
@@ -174,9 +177,20 @@ int gw_vault_link_seal(const struct gw_vault *v, const char *secret, int purpose
 		       const char *account, char out[GW_VAULT_VALUE_MAX]);
 int gw_vault_link_open(const struct gw_vault *v, const char *secret, const char *val,
 		       int *purpose, char account[GW_USER_MAX + 1]);
+/* The id of (@tenant, @account)'s revocation (by tenant name, as the table keeps it). */
+void gw_vault_id_revoke(const struct gw_vault *v, const char *tenant, const char *account,
+			uint8_t id[16]);
+/* A password reset of r->user: every token of the account issued so far ends, in this
+ * node's table and in Redis (the later of the two revocations kept); @done once Redis holds
+ * it, 503 if it does not answer. */
+void gw_vault_revoke_then(struct gw_req *r, void (*done)(struct gw_req *r));
+/* Is a token of (r->tenant, @account) issued at @iat_ns revoked in Redis? @done gets
+ * GW_VR_OK (not revoked), GW_VR_REUSE (revoked) or GW_VR_DOWN. */
+typedef void (*gw_vault_check_fn)(struct gw_req *r, void *arg, int res);
+void gw_vault_check_revoked(struct gw_req *r, const char *account, uint64_t iat_ns,
+			    gw_vault_check_fn done, void *arg);
 /* A request the vault could not answer for: 503 with Retry-After (the breaker's open time,
  * rounded up), never a fallback to this node's table. */
-struct gw_req;
 void gw_vault_unavailable(struct gw_req *r);
 
 #endif

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <hiredis/hiredis.h>
 #include <sodium.h>
@@ -35,6 +36,8 @@
  *   pop           one use: the value to the one call that finds it, nil to every later one
  *   rotate F G TTL  a chain "F:gen": G equal to gen advances it (1); an older G of that
  *                 family ends it (2: a spent token came back); anything else is 0
+ *   revoke T TTL  an account's revocation: the later of T and the one held (times in ns,
+ *                 compared as decimal text: Lua's numbers are doubles, exact to 2^53 only)
  */
 static const char vault_lua[] =
 	"local op, k = ARGV[1], KEYS[1] "
@@ -52,6 +55,10 @@ static const char vault_lua[] =
 	"  if want < have then redis.call('DEL', k) return 2 end "
 	"  if want ~= have then return 0 end "
 	"  redis.call('SET', k, f .. ':' .. (have + 1), 'EX', ARGV[4]) return 1 end "
+	"if op == 'revoke' then "
+	"  local t = ARGV[2] "
+	"  if v and (#v > #t or (#v == #t and v > t)) then t = v end "
+	"  redis.call('SET', k, t, 'EX', ARGV[3]) return 1 end "
 	"return redis.error_reply('vault: unknown op')";
 
 int gw_vault_attach(struct gw_vault *v, struct sl_store *s, const char *prefix)
@@ -77,6 +84,7 @@ static const char *kind_name(int kind)
 	case GW_V_OTP: return "otp";
 	case GW_V_MAGIC: return "link";
 	case GW_V_REFRESH: return "chain";
+	case GW_V_REVOKED: return "revoked";
 	default: return "other";
 	}
 }
@@ -277,4 +285,90 @@ void gw_vault_unavailable(struct gw_req *r)
 	 * an answer from this node alone would let a spent one be replayed on another. */
 	gw_admit_done(r);
 	gw_respond(r, 503, "Service Unavailable", BODY_503, ra, false, false);
+}
+
+/* ---- revocations ------------------------------------------------------------------------ */
+
+struct revoke_call {
+	struct gw_req *r;
+	void (*done)(struct gw_req *r);
+};
+
+static void on_revoked(void *arg, int res, const char *val)
+{
+	struct revoke_call c = *(struct revoke_call *)arg;
+
+	(void)val;
+	free(arg);
+	if (res != GW_VR_OK)
+		gw_vault_unavailable(c.r);
+	else
+		c.done(c.r);
+}
+
+void gw_vault_revoke_then(struct gw_req *r, void (*done)(struct gw_req *r))
+{
+	struct gateway *g = r->g;
+	struct revoke_call *c;
+	char since[24], ttl[16];
+	const char *argv[2] = { since, ttl };
+	uint8_t id[16];
+
+	/* This node's table first, as without Redis (and its count in tokens_revoked). */
+	gw_account_revoke(g, r->tenant, r->user);
+	c = malloc(sizeof(*c));
+	if (!c) {
+		gw_vault_unavailable(r);
+		return;
+	}
+	c->r = r;
+	c->done = done;
+	gw_vault_id_revoke(g->vault, r->tenant, r->user, id);
+	snprintf(since, sizeof(since), "%019" PRIu64,
+		 gw_vault_valid_since(g->vault, r->tenant, r->user,
+				      (uint64_t)time(NULL)));
+	/* Kept until the last token it revokes has expired by itself. */
+	snprintf(ttl, sizeof(ttl), "%u", g->vault->ttl_max_s + 1);
+	call(g->vault, "revoke", r->tenant, GW_V_REVOKED, id, 2, argv, on_revoked, c);
+}
+
+struct check_call {
+	struct gw_req *r;
+	uint64_t iat_ns;
+	gw_vault_check_fn done;
+	void *arg;
+};
+
+static void on_checked(void *arg, int res, const char *val)
+{
+	struct check_call c = *(struct check_call *)arg;
+	uint64_t since = 0;
+
+	free(arg);
+	if (res == GW_VR_DOWN) {
+		c.done(c.r, c.arg, GW_VR_DOWN);
+		return;
+	}
+	if (res == GW_VR_OK && val)
+		since = strtoull(val, NULL, 10);
+	c.done(c.r, c.arg, c.iat_ns < since ? GW_VR_REUSE : GW_VR_OK);
+}
+
+void gw_vault_check_revoked(struct gw_req *r, const char *account, uint64_t iat_ns,
+			    gw_vault_check_fn done, void *arg)
+{
+	struct gateway *g = r->g;
+	struct check_call *c = malloc(sizeof(*c));
+	uint8_t id[16];
+
+	if (!c) {
+		done(r, arg, GW_VR_DOWN);
+		return;
+	}
+	c->r = r;
+	c->iat_ns = iat_ns;
+	c->done = done;
+	c->arg = arg;
+	gw_vault_id_revoke(g->vault, r->tenant, account, id);
+	call(g->vault, "get", r->tenant, GW_V_REVOKED, id, 0, NULL, on_checked, c);
 }
