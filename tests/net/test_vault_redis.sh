@@ -12,6 +12,9 @@
 #     both nodes (the live token fails on A too);
 #   - a password reset's link consumed on B ends the account's earlier tokens on A and B (the
 #     revocation is in Redis), while the link's new token counts on both;
+#   - floods: twenty codes for one account leave one key (each replaced the one before),
+#     five resets five links, a forged refresh token is refused on both nodes and ends
+#     nothing, one chain per client;
 #   - nothing in Redis (every key and value, by SCAN) holds an account name, a code, a link's
 #     secret or a token;
 #   - Redis not answering (stopped with SIGSTOP, then killed): the vault's endpoints answer 503
@@ -270,6 +273,20 @@ elif CMD == "down":
     v = req("a", "/token/validate", method="GET", headers={"Authorization": "Bearer " + tok})
     res["validate_a"] = v
     out = {k: [v["status"], v["retry_after"], v["ms"]] for k, v in res.items()}
+elif CMD == "flood":
+    # the careless client and the attacker: twenty codes for one account, twenty resets of
+    # one account, forged and replayed refresh tokens
+    tok = login("a", "alice", "pw-alice-1")
+    out["sends"] = sorted(set(send("ab"[i % 2], tok)["status"] for i in range(20)))
+    out["resets"] = sorted(set(req("ab"[i % 2], "/password-reset",
+                                   urlencode({"username": "alice"}))["status"]
+                               for i in range(5)))
+    rt = body(cc("a"), "refresh_token")
+    forged = rt[:-3] + ("AAA" if rt[-3:] != "AAA" else "BBB")
+    out["forged"] = [refresh(n, forged)["status"] for n in "ab"]
+    out["live"] = refresh("b", rt)["status"]
+    out["secrets"] = [tok, rt, code_of("a", "alice"), code_of("b", "alice"),
+                      link_of("a", "reset_link", "alice"), link_of("b", "reset_link", "alice")]
 elif CMD == "prep":
     out["tok"] = login("a", "alice", "pw-alice-1")
     out["rt"] = body(cc("a"), "refresh_token")
@@ -322,6 +339,26 @@ expect_eq "the client's secret starts a new chain on B, which rotates on A" "$(j
 SECRETS+=($($PY -c 'import json,sys; print(" ".join(json.loads(sys.argv[1])["secrets"]))' "$r"))
 reuse=$(curl -s "http://127.0.0.1:$MB/metrics" | awk '/^sluice_gateway_refresh_reuse_total/ {print $2}')
 [ -n "$reuse" ] && expect_eq "  ... B counted the reuse" "$reuse" 1
+
+# ---- floods: one code per account, one chain per client --------------------------------------
+otp0=$(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{acme}:vault:otp:*' | wc -l)
+chain0=$(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{acme}:vault:chain:*' | wc -l)
+link0=$(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{acme}:vault:link:*' | wc -l)
+r=$(drive flood)
+expect_eq "twenty codes for alice over both nodes are sent" "$(jget "$r" sends)" "[202]"
+expect_eq "  ... and Redis holds one code for her: each replaced the one before" \
+	"$(( $(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{acme}:vault:otp:*' | wc -l) - otp0 ))" 1
+expect_eq "five resets of alice: one link each (the reset counters bound them)" \
+	"$(jget "$r" resets) $(( $(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{acme}:vault:link:*' | wc -l) - link0 ))" "[202] 5"
+expect_eq "a forged refresh token is refused on both nodes" "$(jget "$r" forged)" "[400, 400]"
+expect_eq "  ... and ends nothing: the live one still rotates" "$(jget "$r" live)" 200
+expect_eq "  ... one chain per client in Redis (the new one replaced the old)" \
+	"$(redis-cli -s "$REDIS_SOCK" --scan --pattern 'sluice:{acme}:vault:chain:*' | wc -l)" "$chain0"
+SECRETS+=($($PY -c 'import json,sys; print(" ".join(s for s in json.loads(sys.argv[1])["secrets"] if s))' "$r"))
+for kind in otp link chain revoked; do
+	k=$(redis-cli -s "$REDIS_SOCK" --scan --pattern "sluice:{acme}:vault:$kind:*" | head -1)
+	[ -n "$k" ] && tap_diag "memory usage of a $kind entry: $(redis-cli -s "$REDIS_SOCK" memory usage "$k") bytes"
+done
 
 # ---- nothing in Redis names anyone or holds a secret ----------------------------------------
 keys=$(redis-cli -s "$REDIS_SOCK" --scan)
