@@ -30,7 +30,7 @@ declare -A SET=(
 		libssl-dev"
 	[test]="libcmocka-dev iproute2 python3 python3-scapy python3-prometheus-client curl procps
 		util-linux openssl tcpdump ethtool groff-base man-db redis-server redis-tools tmux postgresql
-		nginx-light"
+		nginx-light stunnel4"
 	[demo]="iproute2 python3 python3-scapy python3-prometheus-client curl procps util-linux
 		openssl gnuplot-nox nginx-light redis-server redis-tools xdp-tools wrk"
 )

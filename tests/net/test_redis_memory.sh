@@ -35,6 +35,12 @@
 #      half spent in the snapshot and locked out after it (the store sees the new run_id
 #      and takes what it saw as each key's floor at its first check: before, the
 #      snapshot's older value won and the pair could guess again on both nodes).
+#   6. TLS to Redis through a local tunnel (docs/operations.md, "Encryption"): a
+#      redis-server that listens on a TLS port only (no plaintext port), Debian's stunnel4
+#      in client mode on loopback verifying its certificate, a third gateway node pointed at
+#      the tunnel: its lockout counts in that Redis (five 401s, then 429), the keys are
+#      there (redis-cli --tls), and a plaintext client gets nothing from the TLS port.
+#      Skipped without stunnel4 or openssl.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -49,11 +55,15 @@ redis_available || { echo "1..0 # SKIP redis-server is not installed"; exit 0; }
 MAXMEM=$((4 * 1024 * 1024))
 PIDS=()
 EDGE_NS=
+STUNNEL_PID=
+TLS_REDIS_PID=
 cleanup() {
 	local p
 	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
 	redis_stop
+	[ -n "$STUNNEL_PID" ] && kill "$STUNNEL_PID" 2>/dev/null
+	[ -n "$TLS_REDIS_PID" ] && kill "$TLS_REDIS_PID" 2>/dev/null
 	[ -n "$EDGE_NS" ] && ip netns del "$EDGE_NS" 2>/dev/null
 	rm -rf "/sys/fs/bpf/sluice-test-rm$$" 2>/dev/null
 	[ -n "${KEEP:-}" ] && { echo "# kept $NT_DIR"; return; }
@@ -409,5 +419,65 @@ expect_eq "  ... n1 logged the restart (a new run_id)" "$(grep -c 'the server re
 # never saw the lockout: the floor is n1's, once), and the next failure starts from there.
 r=$(logins "$P2,alice,right-password,10.5.7.7")
 expect_eq "  ... and a right password still signs in" "$r" 200
+
+# ---- 6. TLS to Redis through stunnel -------------------------------------------------------
+if ! command -v stunnel4 >/dev/null || ! command -v openssl >/dev/null; then
+	tap_skip "TLS to Redis through a local stunnel" "stunnel4 or openssl is not installed"
+	tap_diag "took $(( $(date +%s) - T0 )) s"
+	tap_done
+	exit $?
+fi
+T=$NT_DIR/tls
+mkdir -p "$T"
+openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj "/CN=redis.test" \
+	-addext "subjectAltName=DNS:redis.test" -keyout "$T/key.pem" -out "$T/cert.pem" \
+	>/dev/null 2>&1 || tap_diag "openssl failed"
+TP=$(free_port)
+LP=$(free_port)
+redis-server --port 0 --tls-port "$TP" --bind 127.0.0.1 --tls-cert-file "$T/cert.pem" \
+	--tls-key-file "$T/key.pem" --tls-ca-cert-file "$T/cert.pem" --tls-auth-clients no \
+	--save '' --appendonly no --dir "$T" --logfile "$T/redis.log" >/dev/null &
+TLS_REDIS_PID=$!
+cat >"$T/stunnel.conf" <<CONF
+foreground = yes
+pid =
+output = $T/stunnel.log
+[redis]
+client = yes
+accept = 127.0.0.1:$LP
+connect = 127.0.0.1:$TP
+verifyChain = yes
+CAfile = $T/cert.pem
+checkHost = redis.test
+CONF
+stunnel4 "$T/stunnel.conf" >/dev/null 2>&1 &
+STUNNEL_PID=$!
+tcli() { redis-cli -p "$TP" --tls --cacert "$T/cert.pem" --sni redis.test "$@"; }
+for _ in $(seq 1 50); do
+	tcli ping 2>/dev/null | grep -q PONG && ss -Hltn "( sport = :$LP )" | grep -q . && break
+	sleep 0.1
+done
+expect_eq "TLS: redis-server answers on its TLS port" "$(tcli ping 2>/dev/null)" PONG
+plain=$(timeout 2 redis-cli -p "$TP" ping 2>&1 | head -c 80)
+[ "$plain" != PONG ] && tap_ok "  ... and a plaintext client gets no answer there (${plain:-nothing})" ||
+	tap_not_ok "  ... and a plaintext client gets no answer there"
+expect_eq "  ... the tunnel's local end answers PING in plaintext" "$(timeout 2 redis-cli -p "$LP" ping 2>/dev/null)" PONG
+P3=$(free_port)
+M3=$(free_port)
+write_conf n3 "$P3" "$M3" $CAP
+sed -i "s|address = \"unix:$REDIS_SOCK\"|address = \"127.0.0.1:$LP\"|" "$NT_DIR/n3.conf"
+"$BUILD/sluiced" -c "$NT_DIR/n3.conf" -f >"$NT_DIR/n3.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 1 100); do
+	grep -q "gateway listening" "$NT_DIR/n3.log" && grep -q "redis .*connected" "$NT_DIR/n3.log" && break
+	sleep 0.05
+done
+expect_ge "  ... a gateway pointed at the tunnel connects" "$(grep -c "redis 127.0.0.1:$LP: connected" "$NT_DIR/n3.log")" 1
+r=$(logins "$P3,tlsv,bad,10.6.6.6" "$P3,tlsv,bad,10.6.6.6" "$P3,tlsv,bad,10.6.6.6" "$P3,tlsv,bad,10.6.6.6" "$P3,tlsv,bad,10.6.6.6" "$P3,tlsv,bad,10.6.6.6")
+expect_eq "  ... its lockout counts through it (401 x5, 429)" "$r" "401 401 401 401 401 429"
+expect_eq "  ... every check answered exactly (no fallback)" \
+	"$($PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$M3/metrics" sluice_store_fallbacks_total mode=local)" 0
+expect_ge "  ... and the keys are in the TLS Redis (login_fail keys)" \
+	"$(tcli --scan --pattern 'sluice:{default}:login_fail:*' 2>/dev/null | grep -vc ':live$')" 1
 tap_diag "took $(( $(date +%s) - T0 )) s"
 tap_done
