@@ -254,10 +254,11 @@ static void on_chain_answer(void *arg, int allowed, uint32_t retry_ms, int answe
 	struct gw_chain_slot *s = arg;
 	struct gw_chain_wait *w = s->w;
 
-	(void)answer;
 	if (w->r) {
 		struct gw_ask *a = &w->r->chain.ask[s->i];
 
+		if (answer != SL_ANS_EXACT)
+			w->r->chain.redis_missed = true;
 		a->heard = allowed ? 1 : 0;
 		a->heard_retry_ms = retry_ms;
 	}

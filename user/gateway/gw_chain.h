@@ -77,6 +77,7 @@ struct gw_chain {
 	int refused;                /* the first refusal (an index), -1 none */
 	uint32_t retry_ms;
 	int soft_refused;           /* the first refusal by a soft ask, -1 none */
+	bool redis_missed;          /* a fallback answered one of its asks: Redis did not */
 	uint32_t soft_retry_ms;
 	gw_chain_done_fn done;
 	struct gw_chain_wait *wait; /* while answers are due; NULL otherwise */

@@ -148,23 +148,27 @@ enum gw_vault_result {
 	GW_VR_NONE = 1,       /* no such entry, or not the value expected */
 	GW_VR_REUSE = 2,      /* rotate: an older generation of the chain came back; it ended */
 };
-/* Runs exactly once, maybe before the call returns. */
+/* Runs exactly once, maybe before the call returns, with @r as its arg. When @r's counters
+ * have just found Redis not answering (a fallback answered one of them), the call is not
+ * made: it gets GW_VR_DOWN at once, so the request waits one store timeout in all, not one
+ * for its counters and another for the vault (issue 16: the whole request's Redis budget is
+ * timeout_ms). */
 typedef void (*gw_vault_cb)(void *arg, int res, const char *val);
 
 void gw_vault_r_put(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
-		    const char *value, uint32_t ttl_s, gw_vault_cb cb, void *arg);
+		    const char *value, uint32_t ttl_s, gw_vault_cb cb, struct gw_req *r);
 void gw_vault_r_get(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
-		    gw_vault_cb cb, void *arg);
+		    gw_vault_cb cb, struct gw_req *r);
 /* Delete the entry if it holds @value (one use: only one caller gets GW_VR_OK). */
 void gw_vault_r_take(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
-		     const char *value, gw_vault_cb cb, void *arg);
+		     const char *value, gw_vault_cb cb, struct gw_req *r);
 /* Delete the entry and give its value (one use: only one caller gets it). */
 void gw_vault_r_pop(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
-		    gw_vault_cb cb, void *arg);
+		    gw_vault_cb cb, struct gw_req *r);
 /* A chain at (@family, @gen) advances to @gen + 1 for @ttl_s more (OK); an older @gen of
  * that family ends it (REUSE); anything else is NONE. */
 void gw_vault_r_rotate(struct gw_vault *v, const char *tenant, const uint8_t id[16],
-		       uint64_t family, uint32_t gen, uint32_t ttl_s, gw_vault_cb cb, void *arg);
+		       uint64_t family, uint32_t gen, uint32_t ttl_s, gw_vault_cb cb, struct gw_req *r);
 
 /* The values: a chain's "family:gen", a code's check hash, a link's sealed box (its purpose
  * and account, opened only with the link's secret). */

@@ -131,13 +131,19 @@ static void on_reply(void *arg, struct redisReply *reply)
 }
 
 static void call(struct gw_vault *v, const char *op, const char *tenant, int kind,
-		 const uint8_t id[16], int argc, const char **argv, gw_vault_cb cb, void *arg)
+		 const uint8_t id[16], int argc, const char **argv, gw_vault_cb cb, void *arg,
+		 const struct gw_req *r)
 {
 	char key[160];
 	const char *av[5] = { op };
-	struct vcall *c = malloc(sizeof(*c));
+	struct vcall *c;
 	int i;
 
+	if (r && r->chain.redis_missed) {
+		cb(arg, GW_VR_DOWN, NULL);
+		return;
+	}
+	c = malloc(sizeof(*c));
 	if (!c || argc > 4 || v->script < 0) {
 		free(c);
 		cb(arg, GW_VR_DOWN, NULL);
@@ -152,37 +158,37 @@ static void call(struct gw_vault *v, const char *op, const char *tenant, int kin
 }
 
 void gw_vault_r_put(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
-		    const char *value, uint32_t ttl_s, gw_vault_cb cb, void *arg)
+		    const char *value, uint32_t ttl_s, gw_vault_cb cb, struct gw_req *r)
 {
 	char ttl[16];
 	const char *argv[2] = { value, ttl };
 
 	snprintf(ttl, sizeof(ttl), "%u", ttl_s ? ttl_s : 1);
-	call(v, "put", tenant, kind, id, 2, argv, cb, arg);
+	call(v, "put", tenant, kind, id, 2, argv, cb, r, r);
 }
 
 void gw_vault_r_get(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
-		    gw_vault_cb cb, void *arg)
+		    gw_vault_cb cb, struct gw_req *r)
 {
-	call(v, "get", tenant, kind, id, 0, NULL, cb, arg);
+	call(v, "get", tenant, kind, id, 0, NULL, cb, r, r);
 }
 
 void gw_vault_r_take(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
-		     const char *value, gw_vault_cb cb, void *arg)
+		     const char *value, gw_vault_cb cb, struct gw_req *r)
 {
 	const char *argv[1] = { value };
 
-	call(v, "take", tenant, kind, id, 1, argv, cb, arg);
+	call(v, "take", tenant, kind, id, 1, argv, cb, r, r);
 }
 
 void gw_vault_r_pop(struct gw_vault *v, const char *tenant, int kind, const uint8_t id[16],
-		    gw_vault_cb cb, void *arg)
+		    gw_vault_cb cb, struct gw_req *r)
 {
-	call(v, "pop", tenant, kind, id, 0, NULL, cb, arg);
+	call(v, "pop", tenant, kind, id, 0, NULL, cb, r, r);
 }
 
 void gw_vault_r_rotate(struct gw_vault *v, const char *tenant, const uint8_t id[16],
-		       uint64_t family, uint32_t gen, uint32_t ttl_s, gw_vault_cb cb, void *arg)
+		       uint64_t family, uint32_t gen, uint32_t ttl_s, gw_vault_cb cb, struct gw_req *r)
 {
 	char f[17], g[12], ttl[16];
 	const char *argv[3] = { f, g, ttl };
@@ -190,7 +196,7 @@ void gw_vault_r_rotate(struct gw_vault *v, const char *tenant, const uint8_t id[
 	snprintf(f, sizeof(f), "%016" PRIx64, family);
 	snprintf(g, sizeof(g), "%u", gen);
 	snprintf(ttl, sizeof(ttl), "%u", ttl_s ? ttl_s : 1);
-	call(v, "rotate", tenant, GW_V_REFRESH, id, 3, argv, cb, arg);
+	call(v, "rotate", tenant, GW_V_REFRESH, id, 3, argv, cb, r, r);
 }
 
 void gw_vault_chain_value(uint64_t family, uint32_t gen, char out[GW_VAULT_VALUE_MAX])
@@ -329,7 +335,7 @@ void gw_vault_revoke_then(struct gw_req *r, void (*done)(struct gw_req *r))
 				      (uint64_t)time(NULL)));
 	/* Kept until the last token it revokes has expired by itself. */
 	snprintf(ttl, sizeof(ttl), "%u", g->vault->ttl_max_s + 1);
-	call(g->vault, "revoke", r->tenant, GW_V_REVOKED, id, 2, argv, on_revoked, c);
+	call(g->vault, "revoke", r->tenant, GW_V_REVOKED, id, 2, argv, on_revoked, c, r);
 }
 
 struct check_call {
@@ -370,5 +376,5 @@ void gw_vault_check_revoked(struct gw_req *r, const char *account, uint64_t iat_
 	c->done = done;
 	c->arg = arg;
 	gw_vault_id_revoke(g->vault, r->tenant, account, id);
-	call(g->vault, "get", r->tenant, GW_V_REVOKED, id, 0, NULL, on_checked, c);
+	call(g->vault, "get", r->tenant, GW_V_REVOKED, id, 0, NULL, on_checked, c, r);
 }
