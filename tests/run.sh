@@ -5,7 +5,9 @@
 #   unit  cmocka unit tests                    san   the same under ASan + UBSan
 #   bpf   BPF_PROG_TEST_RUN fixtures           net   veth/netns end-to-end scenarios
 # Every suite speaks TAP; a suite that cannot run here prints "1..0 # SKIP reason" and is
-# counted as one skip; a suite that dies without saying why counts as one failure.
+# counted as one skip; a suite that dies without saying why counts as one failure. The net
+# suites run NET_JOBS (2) at a time, but for those that measure against the clock (ALONE);
+# NET_JOBS=1 runs them one by one.
 # Usage: tests/run.sh [unit|san|bpf|net ...]
 set -u
 cd "$(dirname "$0")/.."
@@ -16,14 +18,11 @@ suites=("$@")
 [ ${#suites[@]} -eq 0 ] && suites=(unit san bpf net)
 PASS=0 FAIL=0 SKIP=0
 
-# run_tap NAME CMD...: run one TAP producer, echo its output, add up its results.
-run_tap() {
-	local name=$1 out rc p f s t0
-	shift
+# tally NAME RC SECS OUTFILE: echo one TAP producer's output, add up its results.
+tally() {
+	local name=$1 rc=$2 secs=$3 out p f s
+	out=$(cat "$4")
 	echo "== $name"
-	t0=$SECONDS
-	out=$("$@" 2>&1)
-	rc=$?
 	printf '%s\n' "$out" | sed 's/^/   /'
 	p=$(grep -cE '^ok [0-9]+' <<<"$out" | tr -d ' ')
 	s=$(grep -cE '^ok [0-9]+.*# SKIP' <<<"$out" | tr -d ' ')
@@ -38,8 +37,59 @@ run_tap() {
 	fi
 	PASS=$((PASS + p)) FAIL=$((FAIL + f)) SKIP=$((SKIP + s))
 	# how long each suite takes: CI has 20 minutes for all of them
-	[ $((SECONDS - t0)) -ge 20 ] && echo "   ($name took $((SECONDS - t0)) s)"
+	[ "$secs" -ge 20 ] && echo "   ($name took $secs s)"
 	return 0
+}
+
+TMPD=$(mktemp -d /tmp/sluice-run.XXXXXX)
+trap 'rm -rf "$TMPD"' EXIT
+
+# run_tap NAME CMD...: run one TAP producer now, then tally it.
+run_tap() {
+	local name=$1 t0 rc
+	shift
+	t0=$SECONDS
+	"$@" >"$TMPD/out" 2>&1
+	rc=$?
+	tally "$name" "$rc" $((SECONDS - t0)) "$TMPD/out"
+}
+
+# The net suites, NET_JOBS at a time (default 2): each makes its own namespaces, veths, pins,
+# ports and files, so two do not meet. The ones that measure rates, latencies or timing
+# against the machine's speed run alone (ALONE). Output is printed in the suites' order.
+NET_JOBS=${NET_JOBS:-2}
+ALONE=" test_spoof test_redis_deploy test_demo_chart test_lease_bound test_leases test_store_faults test_store test_loop_stalls test_login_answers test_office test_health test_upstream test_oidc_upstream test_redis_cluster test_redis_memory "
+run_net() {
+	local t n i=0 running=0 names=()
+	for t in tests/net/test_*.sh; do
+		n=$(basename "$t" .sh)
+		names+=("$n")
+		if [[ "$ALONE" == *" $n "* ]] || [ "$NET_JOBS" -le 1 ]; then
+			wait
+			running=0
+			net_one "$t" "$n" "$i"
+		else
+			if [ "$running" -ge "$NET_JOBS" ]; then
+				wait -n
+				running=$((running - 1))
+			fi
+			net_one "$t" "$n" "$i" &
+			running=$((running + 1))
+		fi
+		i=$((i + 1))
+	done
+	wait
+	for i in "${!names[@]}"; do
+		tally "net ${names[$i]}" "$(cat "$TMPD/net.$i.rc")" "$(cat "$TMPD/net.$i.secs")" \
+			"$TMPD/net.$i.out"
+	done
+}
+net_one() { # FILE NAME INDEX
+	local t0=$SECONDS rc
+	bash "$1" >"$TMPD/net.$3.out" 2>&1
+	rc=$?
+	echo "$rc" >"$TMPD/net.$3.rc"
+	echo $((SECONDS - t0)) >"$TMPD/net.$3.secs"
 }
 
 for suite in "${suites[@]}"; do
@@ -59,9 +109,7 @@ for suite in "${suites[@]}"; do
 			run_tap "bpf $(basename "$t")" "$t"
 		done ;;
 	net)
-		for t in tests/net/test_*.sh; do
-			run_tap "net $(basename "$t" .sh)" bash "$t"
-		done ;;
+		run_net ;;
 	*)
 		echo "unknown suite: $suite" >&2
 		FAIL=$((FAIL + 1)) ;;
