@@ -38,7 +38,8 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_ghosts SEC(".maps");
 
-/* ASN table (see abi.h): the /24 nibble table, two slots back to back, and the LPM tries. */
+/* ASN table (see abi.h): the /24 nibble table, two slots back to back, the IPv6 table and the
+ * LPM tries. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, SL_ASN_SLOTS * SL_DIR_WORDS);
@@ -46,6 +47,15 @@ struct {
 	__type(value, __u64);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_asn_dir SEC(".maps");
+
+/* The IPv6 table (abi.h): root and node pool per slot, two slots back to back. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_ASN_SLOTS * SL_V6_WORDS);
+	__type(key, __u32);
+	__type(value, __u32);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_asn6 SEC(".maps");
 
 struct sl_asn_trie {
 	__uint(type, BPF_MAP_TYPE_LPM_TRIE);

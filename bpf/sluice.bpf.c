@@ -185,8 +185,9 @@ static __always_inline void lpm_key_of(struct sl_lpm_key *lk, const __u8 *addr, 
 }
 
 /*
- * The source's class: one load from the /24 table for IPv4; the LPM trie for IPv6 and for
- * the IPv4 /24s that hold a longer row. Sources in no row get the unknown class.
+ * The source's class: one load from the /24 table for IPv4, one to nine dependent loads from
+ * the IPv6 table (abi.h) for IPv6; the LPM trie only for the IPv4 /24s and IPv6 /48s that
+ * hold a longer row. Sources in no row get the unknown class.
  */
 static __always_inline __u32 classify(const struct src *s, const struct sl_settings *set,
 				      struct sl_lpm_key *lk)
@@ -208,6 +209,21 @@ static __always_inline __u32 classify(const struct src *s, const struct sl_setti
 		cls = (*w >> (((a >> 8) & 15) * 4)) & 15;
 		if (cls != SL_DIR_USE_TRIE)
 			return cls;
+	} else {
+		__u32 base = slot * SL_V6_WORDS, idx = base + sl_v6_root(s->saddr), e = 0, i;
+		__u32 *w = bpf_map_lookup_elem(&sl_asn6, &idx);
+
+		if (w)
+			e = *w;
+		/* A fixed bound the verifier can see; a table never nests deeper than /48. */
+		for (i = 0; w && i < SL_V6_LEVELS && (e & SL_V6_CHILD); i++) {
+			idx = base + sl_v6_next(e, s->saddr, i);
+			w = bpf_map_lookup_elem(&sl_asn6, &idx);
+			if (w)
+				e = *w;
+		}
+		if (w && !(e & SL_V6_CHILD) && (e & 15) != SL_DIR_USE_TRIE)
+			return e & 15;
 	}
 	lpm_key_of(lk, s->saddr, s->family);
 	trie = bpf_map_lookup_elem(&sl_asn, &slot);

@@ -164,6 +164,46 @@ enum sl_level {
 #define SL_DIR_USE_TRIE 15
 #define SL_DIR_WORDS (1u << 20)    /* 2^24 /24s, 16 per word */
 #define SL_ASN_SLOTS 2
+
+/*
+ * The IPv6 table (sl_asn6): the same rows as the trie down to /48, as a multibit trie in one
+ * array, so an IPv6 source is typed by a few dependent array loads instead of an LPM walk.
+ * Each slot is a root of 2^16 entries (indexed by the address's first 16 bits) followed by a
+ * pool of nodes of 16 entries (4 more bits each; 8 levels reach /48). An entry is either
+ *  - a leaf: the class id of the longest row of length <= its depth covering it (low nibble),
+ *    or SL_DIR_USE_TRIE where a row longer than /48 lies below it (or the pool ran out): the
+ *    packet then walks the trie, which holds every row; or
+ *  - SL_V6_CHILD | n: descend into node n of the pool.
+ * A node is 64 bytes, one cache line. Both slots flip with the /24 table and the trie.
+ */
+#define SL_V6_ROOT_BITS 16
+#define SL_V6_STRIDE 4
+#define SL_V6_FANOUT (1u << SL_V6_STRIDE)
+#define SL_V6_LEVELS 8             /* 16 + 8 * 4 = /48 */
+#define SL_V6_LEAF_PLEN (SL_V6_ROOT_BITS + SL_V6_LEVELS * SL_V6_STRIDE)
+#ifndef SL_V6_NODES
+#define SL_V6_NODES (1u << 18)     /* 16 MB a slot; the real 168k-prefix IPv6 table needs 112k */
+#endif
+#define SL_V6_ROOT (1u << SL_V6_ROOT_BITS)
+#define SL_V6_WORDS (SL_V6_ROOT + SL_V6_NODES * SL_V6_FANOUT)
+#define SL_V6_CHILD 0x80000000u
+_Static_assert(SL_V6_NODES < SL_V6_CHILD, "a node index must fit below the child bit");
+_Static_assert(SL_V6_LEAF_PLEN == 48, "the IPv6 table types /48s");
+
+/* The array index, within a slot, of the entry below @entry (a child) for @addr at @level
+ * (0 = the first node below the root). Shared by the datapath and the controller's checks. */
+static inline __u32 sl_v6_next(__u32 entry, const __u8 *addr, __u32 level)
+{
+	__u8 b = addr[2 + (level >> 1)];
+	__u32 nib = (level & 1) ? (b & 15u) : (__u32)(b >> 4);
+
+	return SL_V6_ROOT + (entry & ~SL_V6_CHILD) * SL_V6_FANOUT + nib;
+}
+
+static inline __u32 sl_v6_root(const __u8 *addr)
+{
+	return ((__u32)addr[0] << 8) | addr[1];
+}
 struct sl_lpm_key {
 	__u32 prefixlen;
 	__u8 addr[16];

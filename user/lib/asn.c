@@ -207,3 +207,104 @@ void sl_asn_free(struct sl_asn_table *t)
 	free(t->rows);
 	memset(t, 0, sizeof(*t));
 }
+
+static int cmp_row_plen(const void *a, const void *b)
+{
+	const struct sl_asn_entry *x = *(struct sl_asn_entry *const *)a;
+	const struct sl_asn_entry *y = *(struct sl_asn_entry *const *)b;
+
+	return (int)x->key.prefixlen - (int)y->key.prefixlen;
+}
+
+/*
+ * Rows go in shortest first, each overwriting the leaves it covers at its own depth and
+ * pushing the leaf above it down into a new node where it needs to go deeper. In that order
+ * an entry a row writes is always a leaf: a child below it could only have been made by an
+ * earlier, longer row. Rows longer than /48 come last and only mark their /48 for the trie;
+ * a leaf already marked (by one of them, or because the pool ran out above it) stays marked,
+ * since the trie answers correctly for everything below it.
+ */
+int sl_asn6_build(uint32_t *w, uint32_t cap_nodes, const struct sl_asn_table *t,
+		  uint32_t unknown_class, struct sl_asn6_stats *st)
+{
+	const struct sl_asn_entry **v;
+	struct sl_asn6_stats s = { 0 };
+	uint32_t fill = unknown_class & 15, i, j;
+	size_t r;
+
+	for (i = 0; i < SL_V6_ROOT; i++)
+		w[i] = fill;
+	v = calloc(t->n + 1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (r = 0; r < t->n; r++)
+		v[r] = &t->rows[r];
+	qsort(v, t->n, sizeof(*v), cmp_row_plen);
+	for (r = 0; r < t->n; r++) {
+		const uint8_t *a = v[r]->key.addr;
+		uint32_t p = v[r]->key.prefixlen, q = p > SL_V6_LEAF_PLEN ? SL_V6_LEAF_PLEN : p;
+		uint32_t leaf = p > SL_V6_LEAF_PLEN ? SL_DIR_USE_TRIE : v[r]->val.class_id & 15;
+		uint32_t *ent, *range = NULL, span = 0, first = 0;
+
+		if (q <= SL_V6_ROOT_BITS) {
+			span = 1u << (SL_V6_ROOT_BITS - q);
+			first = sl_v6_root(a) & ~(span - 1);
+			range = w;
+		}
+		ent = &w[sl_v6_root(a)];
+		for (i = 0; !range && i < SL_V6_LEVELS; i++) {
+			uint32_t depth = SL_V6_ROOT_BITS + (i + 1) * SL_V6_STRIDE, node, nib;
+
+			if (!(*ent & SL_V6_CHILD)) {
+				if (*ent == SL_DIR_USE_TRIE)
+					break; /* the trie has this whole subtree already */
+				if (s.nodes == cap_nodes) {
+					*ent = SL_DIR_USE_TRIE;
+					s.overflow++;
+					break;
+				}
+				node = s.nodes++;
+				for (j = 0; j < SL_V6_FANOUT; j++)
+					w[SL_V6_ROOT + node * SL_V6_FANOUT + j] = *ent;
+				*ent = SL_V6_CHILD | node;
+			}
+			node = *ent & ~SL_V6_CHILD;
+			nib = sl_v6_next(*ent, a, i) - SL_V6_ROOT - node * SL_V6_FANOUT;
+			if (q <= depth) {
+				span = 1u << (depth - q);
+				first = nib & ~(span - 1);
+				range = &w[SL_V6_ROOT + node * SL_V6_FANOUT];
+				break;
+			}
+			ent = &w[sl_v6_next(*ent, a, i)];
+		}
+		if (!range)
+			continue;
+		for (j = first; j < first + span; j++) {
+			if (range[j] & SL_V6_CHILD)
+				continue; /* cannot happen in this order; never cut a subtree off */
+			if (leaf == SL_DIR_USE_TRIE && range[j] != SL_DIR_USE_TRIE)
+				s.trie_48s++;
+			if (range[j] != SL_DIR_USE_TRIE)
+				range[j] = leaf;
+		}
+	}
+	free(v);
+	if (st)
+		*st = s;
+	return (int)s.nodes;
+}
+
+uint32_t sl_asn6_walk(const uint32_t *w, size_t n_words, const uint8_t *addr)
+{
+	uint32_t e = w[sl_v6_root(addr)], i;
+
+	for (i = 0; i < SL_V6_LEVELS && (e & SL_V6_CHILD); i++) {
+		uint32_t idx = sl_v6_next(e, addr, i);
+
+		if (idx >= n_words)
+			return SL_DIR_USE_TRIE;
+		e = w[idx];
+	}
+	return e & SL_V6_CHILD ? SL_DIR_USE_TRIE : e & 15;
+}

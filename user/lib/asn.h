@@ -7,6 +7,7 @@
 #define SLUICE_ASN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "config.h"
 #include "sluice/abi.h"
@@ -33,5 +34,22 @@ int sl_asn_parse(const char *name, const char *buf, size_t len, const struct sl_
 		 struct sl_asn_table *t, char *err, size_t errlen);
 
 void sl_asn_free(struct sl_asn_table *t);
+
+/*
+ * The IPv6 table (abi.h, sl_asn6) for one slot, built from every row of @t: @w holds
+ * SL_V6_ROOT + @cap_nodes * SL_V6_FANOUT entries. Sources in no row get @unknown_class. Where
+ * the pool runs out the subtree is left to the trie (correct, only slower). Returns the nodes
+ * used; @st (may be NULL) gets what was left to the trie.
+ */
+struct sl_asn6_stats {
+	uint32_t nodes;     /* nodes used */
+	uint32_t trie_48s;  /* /48s that hold a row longer than /48: their sources walk the trie */
+	uint32_t overflow;  /* subtrees left to the trie because the pool was full (0 normally) */
+};
+int sl_asn6_build(uint32_t *w, uint32_t cap_nodes, const struct sl_asn_table *t,
+		  uint32_t unknown_class, struct sl_asn6_stats *st);
+/* What the datapath reads for @addr (16 bytes, network order) in a table of @n_words: a class
+ * id, or SL_DIR_USE_TRIE where the trie decides. */
+uint32_t sl_asn6_walk(const uint32_t *w, size_t n_words, const uint8_t *addr);
 
 #endif

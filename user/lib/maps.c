@@ -318,6 +318,34 @@ static int build_dir(uint64_t *dir, const struct sl_asn_table *t, uint32_t unkno
 	return 0;
 }
 
+/* The IPv6 table of @slot: only the root and the nodes in use are written; nodes past them
+ * hold whatever an older table left, which no entry of this one points at. */
+static int stage_v6(const struct sl_maps *m, const struct sl_asn_table *t,
+		    uint32_t unknown_class, uint32_t slot, struct sl_asn6_stats *st)
+{
+	uint32_t *w = malloc((size_t)SL_V6_WORDS * sizeof(*w)), *keys = NULL, n, i;
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	ret = sl_asn6_build(w, SL_V6_NODES, t, unknown_class, st);
+	if (ret < 0)
+		goto out;
+	n = SL_V6_ROOT + (uint32_t)ret * SL_V6_FANOUT;
+	keys = malloc((size_t)n * sizeof(*keys));
+	if (!keys) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < n; i++)
+		keys[i] = slot * SL_V6_WORDS + i;
+	ret = bpf_map_update_batch(m->asn6, keys, w, &n, NULL) ? -errno : 0;
+out:
+	free(keys);
+	free(w);
+	return ret;
+}
+
 /*
  * The ASN swap in three steps, so the slow ones can leave sluiced's event loop: staging
  * (filling a trie of up to millions of rows and writing the 8 MB /24 table: seconds at 500k
@@ -369,6 +397,9 @@ int sl_maps_stage_asn(const struct sl_maps *m, const struct sl_asn_table *t,
 		ret = -errno;
 		goto out;
 	}
+	ret = stage_v6(m, t, unknown_class, slot, &st->v6);
+	if (ret)
+		goto out;
 	/* Replaces (and frees) whatever an unfinished swap left in the idle slot. */
 	if (bpf_map_update_elem(m->asn, &slot, &fd, BPF_ANY)) {
 		ret = -errno;
@@ -514,6 +545,42 @@ int sl_maps_lookup_asn(const struct sl_maps *m, const struct sl_prefix *a, struc
 		ret = -errno;
 	close(fd);
 	return ret;
+}
+
+int sl_maps_fast_class(const struct sl_maps *m, const struct sl_prefix *a, uint32_t *cls)
+{
+	struct sl_settings set;
+	__u32 slot, idx, i;
+
+	if (sl_maps_read_settings(m, &set))
+		return -errno;
+	slot = set.asn_slot & 1;
+	if (a->family == SL_FAM_V4) {
+		__u64 word;
+		uint32_t v4 = ((uint32_t)a->addr[0] << 24) | ((uint32_t)a->addr[1] << 16) |
+			      ((uint32_t)a->addr[2] << 8) | a->addr[3];
+
+		idx = slot * SL_DIR_WORDS + (v4 >> 12);
+		if (bpf_map_lookup_elem(m->asn_dir, &idx, &word))
+			return -errno;
+		*cls = (uint32_t)(word >> (((v4 >> 8) & 15) * 4)) & 15;
+		return 0;
+	}
+	/* The walk of sl_asn6_walk, one map read per level. */
+	{
+		__u32 e;
+
+		idx = slot * SL_V6_WORDS + sl_v6_root(a->addr);
+		if (bpf_map_lookup_elem(m->asn6, &idx, &e))
+			return -errno;
+		for (i = 0; i < SL_V6_LEVELS && (e & SL_V6_CHILD); i++) {
+			idx = slot * SL_V6_WORDS + sl_v6_next(e, a->addr, i);
+			if (bpf_map_lookup_elem(m->asn6, &idx, &e))
+				return -errno;
+		}
+		*cls = e & SL_V6_CHILD ? SL_DIR_USE_TRIE : e & 15;
+	}
+	return 0;
 }
 
 int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket *b)

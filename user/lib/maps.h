@@ -19,8 +19,9 @@
 		       "sl_conns", "sl_tenant_keys", "sl_tenants", "sl_tenant_state", \
 		       "sl_verdicts", "sl_vcount", "sl_events", "sl_routes", "sl_hosts", \
 		       "sl_route_stats", "sl_tenant_stats", "sl_tenant_demand", "sl_shed", \
-		       "sl_pending", "sl_local", "sl_local_host", "sl_shed_sets", "sl_local_gen" }
-#define SL_N_MAPS 28
+		       "sl_pending", "sl_local", "sl_local_host", "sl_shed_sets", "sl_local_gen", \
+		       "sl_asn6" }
+#define SL_N_MAPS 29
 
 struct sl_maps {
 	union {
@@ -29,6 +30,7 @@ struct sl_maps {
 			int cookie_keys, conns, tenant_keys, tenants, tenant_state, verdicts;
 			int vcount, events, routes, hosts, route_stats, tenant_stats;
 			int tenant_demand, shed, pending, local, local_host, shed_sets, local_gen;
+			int asn6;
 		};
 		int fd[SL_N_MAPS];
 	};
@@ -60,7 +62,7 @@ uint32_t sl_syn_pend_ttl(void);
 /* Classes, ports and settings from @c; keeps the installation's hash seed. */
 int sl_maps_write_config(const struct sl_maps *m, const struct sl_config *c,
 			 uint32_t generation);
-/* Build the /24 table and the LPM trie from @t in the idle slot and flip to it: packets see
+/* Build the /24 table, the IPv6 table and the LPM trie from @t in the idle slot and flip to it: packets see
  * the old table or the new one, whole. Sources in no row get @unknown_class. The three
  * steps below, in one call. */
 int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t,
@@ -73,6 +75,7 @@ int sl_maps_swap_asn(const struct sl_maps *m, const struct sl_asn_table *t,
 struct sl_asn_staged {
 	uint32_t slot; /* the slot it was built in */
 	uint32_t rows;
+	struct sl_asn6_stats v6; /* the IPv6 table's nodes, and what it leaves to the trie */
 };
 int sl_maps_stage_asn(const struct sl_maps *m, const struct sl_asn_table *t,
 		      uint32_t unknown_class, struct sl_asn_staged *st);
@@ -91,6 +94,9 @@ int sl_maps_read_class(const struct sl_maps *m, uint32_t id, struct sl_class_pol
 
 /* ASN row for a full address: 0 and *@v filled, or -ENOENT when no prefix covers it. */
 int sl_maps_lookup_asn(const struct sl_maps *m, const struct sl_prefix *a, struct sl_asn_val *v);
+/* What the live slot's fast table says for @a, as the datapath reads it: a class id from the
+ * /24 table (IPv4) or the IPv6 table, or SL_DIR_USE_TRIE where the trie decides. */
+int sl_maps_fast_class(const struct sl_maps *m, const struct sl_prefix *a, uint32_t *cls);
 /* The bucket at @k: 0, or -ENOENT when the key has no state. */
 int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket *b);
 
