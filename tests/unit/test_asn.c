@@ -490,6 +490,249 @@ static void missing_file_cannot_be_read(void **state)
 	assert_int_equal(t.n, 0);
 }
 
+/* ---- the IPv6 table (sl_asn6_build / sl_asn6_walk) against a brute-force longest match ---- */
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static uint32_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return (uint32_t)(rng_state >> 11);
+}
+
+static bool covers(const struct sl_lpm_key *k, const uint8_t *a, uint32_t plen)
+{
+	uint32_t full = plen / 8, rest = plen % 8;
+
+	if (memcmp(k->addr, a, full))
+		return false;
+	return !rest || !((k->addr[full] ^ a[full]) & (0xff00u >> rest));
+}
+
+/* The trie's answer: the class of the longest row covering @a, or @unknown. */
+static uint32_t brute_class(const struct sl_asn_table *t, const uint8_t *a, uint32_t unknown)
+{
+	uint32_t best = 0, cls = unknown;
+	size_t i;
+
+	for (i = 0; i < t->n; i++) {
+		const struct sl_lpm_key *k = &t->rows[i].key;
+
+		if (k->prefixlen >= best && covers(k, a, k->prefixlen)) {
+			best = k->prefixlen;
+			cls = t->rows[i].val.class_id;
+		}
+	}
+	return cls;
+}
+
+/* Whether the /48 of @a holds a row longer than /48: the sources the table leaves to the trie. */
+static bool long_row_in_48(const struct sl_asn_table *t, const uint8_t *a)
+{
+	size_t i;
+
+	for (i = 0; i < t->n; i++)
+		if (t->rows[i].key.prefixlen > SL_V6_LEAF_PLEN && covers(&t->rows[i].key, a, 48))
+			return true;
+	return false;
+}
+
+static void add_row(struct sl_asn_table *t, const uint8_t *addr, uint32_t plen, uint32_t cls)
+{
+	struct sl_asn_entry e;
+	uint32_t b;
+	size_t i;
+
+	memset(&e, 0, sizeof(e));
+	memcpy(e.key.addr, addr, 16);
+	for (b = plen; b < 128; b++) /* host bits off, as the parser leaves them */
+		e.key.addr[b / 8] &= (uint8_t)~(0x80u >> (b % 8));
+	e.key.prefixlen = plen;
+	e.val.class_id = cls;
+	e.val.asn = 64496 + (uint32_t)t->n;
+	for (i = 0; i < t->n; i++)
+		if (!memcmp(&t->rows[i].key, &e.key, sizeof(e.key)))
+			return; /* the parser keeps one row per prefix */
+	if (t->n == t->cap) {
+		t->cap = t->cap ? t->cap * 2 : 64;
+		t->rows = realloc(t->rows, t->cap * sizeof(*t->rows));
+		assert_non_null(t->rows);
+	}
+	e.line = t->n + 1;
+	t->rows[t->n++] = e;
+}
+
+/* An address near one of a few hot spots, so that rows nest and neighbour each other. */
+static void hot_addr(uint8_t *a)
+{
+	static const uint8_t spots[4][6] = { { 0x20, 0x01, 0x0d, 0xb8, 0x10, 0x00 },
+					     { 0x2a, 0x02, 0x00, 0x00, 0x00, 0x00 },
+					     { 0x24, 0x00, 0xcb, 0x00, 0xff, 0xf0 },
+					     { 0x00, 0x00, 0x00, 0x00, 0x00, 0x00 } };
+	int i, s = (int)(rnd() % 4), keep = (int)(rnd() % 7);
+
+	for (i = 0; i < 16; i++)
+		a[i] = (uint8_t)rnd();
+	memcpy(a, spots[s], (size_t)keep);
+	if (s == 3 && rnd() % 2) { /* IPv4-mapped, as the trie holds IPv4 rows */
+		memset(a, 0, 10);
+		a[10] = a[11] = 0xff;
+	}
+}
+
+static uint32_t rand_plen(void)
+{
+	static const uint32_t lens[] = { 1, 3, 12, 16, 17, 19, 20, 24, 29, 31, 32, 33, 36, 40,
+					 44, 45, 47, 48, 49, 52, 56, 64, 100, 120, 128 };
+
+	return lens[rnd() % (sizeof(lens) / sizeof(lens[0]))];
+}
+
+/* Every sampled address: the table's class is the trie's, or the table defers to the trie
+ * exactly where a longer row sits in the address's /48 (or the pool ran out). */
+static void check_table(const struct sl_asn_table *t, uint32_t cap, uint32_t unknown,
+			int samples, uint32_t *overflow)
+{
+	size_t words = SL_V6_ROOT + (size_t)cap * SL_V6_FANOUT;
+	uint32_t *w = calloc(words, sizeof(*w));
+	struct sl_asn6_stats st;
+	int nodes, i, deferred = 0;
+
+	assert_non_null(w);
+	nodes = sl_asn6_build(w, cap, t, unknown, &st);
+	assert_true(nodes >= 0 && (uint32_t)nodes <= cap);
+	assert_int_equal(st.nodes, (uint32_t)nodes);
+	for (i = 0; i < samples; i++) {
+		uint8_t a[16];
+		uint32_t got, want;
+
+		if (i % 3 == 0 && t->n) { /* a row's first address, or the one just past its end */
+			const struct sl_lpm_key *k = &t->rows[rnd() % t->n].key;
+			uint32_t b;
+
+			memcpy(a, k->addr, 16);
+			if (rnd() % 2) {
+				for (b = k->prefixlen; b < 128; b++)
+					a[b / 8] |= (uint8_t)(0x80u >> (b % 8));
+				for (b = 16; b-- > 0 && ++a[b] == 0;)
+					;
+			}
+		} else {
+			hot_addr(a);
+		}
+		got = sl_asn6_walk(w, words, a);
+		want = brute_class(t, a, unknown);
+		if (got == SL_DIR_USE_TRIE) {
+			deferred++;
+			if (!st.overflow && !long_row_in_48(t, a))
+				fail_msg("sample %d deferred to the trie with no longer row in its /48", i);
+			continue;
+		}
+		if (got != want)
+			fail_msg("sample %d: table says class %u, the trie %u", i, got, want);
+		if (!st.overflow && long_row_in_48(t, a))
+			fail_msg("sample %d: a longer row in its /48, but the table answered", i);
+	}
+	assert_true(deferred < samples);
+	*overflow = st.overflow;
+	free(w);
+}
+
+static void ipv6_table_matches_the_trie(void **state)
+{
+	int round;
+
+	(void)state;
+	for (round = 0; round < 40; round++) {
+		struct sl_asn_table t = { 0 };
+		int i, rows = 1 + (int)(rnd() % 300);
+		uint32_t overflow;
+
+		for (i = 0; i < rows; i++) {
+			uint8_t a[16];
+
+			hot_addr(a);
+			add_row(&t, a, rand_plen(), rnd() % 15);
+		}
+		check_table(&t, SL_V6_NODES, (uint32_t)round % 15, 3000, &overflow);
+		assert_int_equal(overflow, 0);
+		sl_asn_free(&t);
+	}
+}
+
+static void ipv6_table_edges(void **state)
+{
+	struct sl_asn_table t = { 0 };
+	size_t words = SL_V6_ROOT + (size_t)64 * SL_V6_FANOUT;
+	uint32_t *w = calloc(words, sizeof(*w));
+	struct sl_asn6_stats st;
+	uint8_t a[16] = { 0x20, 0x01, 0x0d, 0xb8 }, b[16], m[16] = { 0 };
+
+	(void)state;
+	assert_non_null(w);
+	/* No rows: every source is unknown, no node is made. */
+	assert_int_equal(sl_asn6_build(w, 64, &t, UNKNOWN, &st), 0);
+	assert_int_equal(sl_asn6_walk(w, words, a), UNKNOWN);
+
+	add_row(&t, a, 32, HOSTING);     /* 2001:db8::/32 hosting */
+	a[4] = 0x12;
+	add_row(&t, a, 48, RESIDENTIAL); /* 2001:db8:1200::/48 residential */
+	a[6] = 0x80;
+	add_row(&t, a, 64, HOSTING);     /* 2001:db8:1200:8000::/64: the /48 goes to the trie */
+	m[10] = m[11] = 0xff;
+	m[12] = 198;
+	add_row(&t, m, 120, HOSTING);    /* ::ffff:198.0.0.0/120, an IPv4 row */
+	/* Four nodes down to the /32, four more to the /48 (its /64 only marks it), eight down to
+	 * ::/48 for the IPv4 row. */
+	assert_int_equal(sl_asn6_build(w, 64, &t, UNKNOWN, &st), 4 + 4 + 8);
+	assert_int_equal(st.trie_48s, 2); /* 2001:db8:1200::/48 and ::/48 */
+	assert_int_equal(st.overflow, 0);
+	memcpy(b, a, 16);
+	b[4] = 0x13;
+	assert_int_equal(sl_asn6_walk(w, words, b), HOSTING);         /* in the /32 only */
+	assert_int_equal(sl_asn6_walk(w, words, a), SL_DIR_USE_TRIE); /* the /48 with a /64 */
+	b[0] = 0x20;
+	b[1] = 0x02;
+	assert_int_equal(sl_asn6_walk(w, words, b), UNKNOWN);
+	assert_int_equal(sl_asn6_walk(w, words, m), SL_DIR_USE_TRIE);
+
+	/* A pool of 3 nodes: the subtree that found it full is left to the trie, the rest
+	 * still answers. */
+	assert_int_equal(sl_asn6_build(w, 3, &t, UNKNOWN, &st), 3);
+	assert_true(st.overflow > 0);
+	a[6] = 0;
+	assert_int_equal(sl_asn6_walk(w, SL_V6_ROOT + 3 * SL_V6_FANOUT, a), SL_DIR_USE_TRIE);
+	b[0] = 0x20;
+	b[1] = 0x02;
+	assert_int_equal(sl_asn6_walk(w, SL_V6_ROOT + 3 * SL_V6_FANOUT, b), UNKNOWN);
+	sl_asn_free(&t);
+	free(w);
+}
+
+static void ipv6_table_full_pool_stays_correct(void **state)
+{
+	int round;
+
+	(void)state;
+	for (round = 0; round < 20; round++) {
+		struct sl_asn_table t = { 0 };
+		uint32_t overflow;
+		int i;
+
+		for (i = 0; i < 200; i++) {
+			uint8_t a[16];
+
+			hot_addr(a);
+			add_row(&t, a, rand_plen(), rnd() % 15);
+		}
+		check_table(&t, 1 + (uint32_t)round, UNKNOWN, 2000, &overflow);
+		assert_true(overflow > 0);
+		sl_asn_free(&t);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -506,6 +749,9 @@ int main(void)
 		cmocka_unit_test(sample_table_loads),
 		cmocka_unit_test(load_csv_names_the_file),
 		cmocka_unit_test(missing_file_cannot_be_read),
+		cmocka_unit_test(ipv6_table_matches_the_trie),
+		cmocka_unit_test(ipv6_table_edges),
+		cmocka_unit_test(ipv6_table_full_pool_stays_correct),
 	};
 
 	return cmocka_run_group_tests_name("asn", tests, NULL, NULL);
