@@ -496,6 +496,155 @@ static void malformed_policy_pass(void)
 	env_close(&e);
 }
 
+/* ---- the IPv6 table against the trie, through the datapath ------------------------------ */
+
+static const char *v6_csv_a =
+	"2001:db8::/32,64500,hosting\n"
+	"2001:db8:1200::/40,64501,residential\n"
+	"2001:db8:1234::/48,64502,watch\n"
+	"2001:db8:1234:5600::/56,64503,hosting\n"      /* longer than /48: its /48 -> trie */
+	"2001:db8:1234:5678::1/128,64504,residential\n"
+	"2001:db8:8000::/33,64505,residential\n"
+	"2400::/12,64506,hosting\n"
+	"2400:cb00::/32,64507,residential\n"
+	"2a00:1450:4000::/37,64508,watch\n"
+	"198.51.100.0/24,64509,hosting\n";
+/* The same space reclassed: what the first table typed must not linger after the flip. */
+static const char *v6_csv_b =
+	"2001:db8::/32,64600,residential\n"
+	"2001:db8:1234::/48,64601,hosting\n"
+	"2001:db8:1234:5678::/64,64602,watch\n"
+	"2400:cb00:0:10::/60,64603,hosting\n";
+
+/* The class row a SYN on the SYN-front port moved: -1 if none or more than one. */
+static int syn_class(struct env *e, const char *src)
+{
+	struct sl_counters before[SL_STATS_ROWS], after[SL_STATS_ROWS];
+	struct fspec f = { V6(src, 81) };
+	uint8_t buf[512];
+	struct fbuilt b = build_frame(&f, buf);
+	int r, k, row = -1;
+
+	sl_maps_read_stats(&e->maps, before);
+	run(e, buf, b.len);
+	sl_maps_read_stats(&e->maps, after);
+	for (r = 0; r < SL_STATS_ROWS; r++)
+		for (k = 0; k < SL_REASON_SLOTS; k++)
+			if (after[r].pkts[k] != before[r].pkts[k])
+				row = row == -1 ? r : -2;
+	return row < 0 ? -1 : row;
+}
+
+/* Whether a row of @csv longer than /48 lies in the /48 of @a. */
+static bool csv_long_row_in_48(const char *csv, const uint8_t *a)
+{
+	const char *p = csv;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		char line[128], err[128], *comma;
+		struct sl_prefix pf;
+
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - p), p);
+		p = nl + 1;
+		comma = strchr(line, ',');
+		*comma = '\0';
+		if (!sl_prefix_parse(line, &pf, 1, err, sizeof(err)) && pf.family == SL_FAM_V6 &&
+		    pf.plen > 48 && !memcmp(pf.addr, a, 6))
+			return true;
+	}
+	return false;
+}
+
+/* Sample each row of @csv at its first and last address, the addresses either side, and at
+ * random in the row and its /32; every one typed by the datapath as the kernel's LPM trie
+ * (the table now in force, @table) types it. */
+static void v6_table_sample(struct env *e, const char *csv, const char *table,
+			    const char *label)
+{
+	int n = 0, bad = 0, fast = 0, deferred = 0, deferred_ok = 1;
+	char line[128], src[INET6_ADDRSTRLEN];
+	const char *p = csv;
+
+	while (*p) {
+		const char *nl = strchr(p, '\n');
+		struct sl_prefix pf;
+		char err[128], *comma;
+		int i;
+
+		snprintf(line, sizeof(line), "%.*s", (int)(nl - p), p);
+		p = nl + 1;
+		comma = strchr(line, ',');
+		*comma = '\0';
+		if (sl_prefix_parse(line, &pf, 1, err, sizeof(err)) || pf.family != SL_FAM_V6)
+			continue;
+		for (i = 0; i < 24; i++) {
+			struct sl_prefix a = pf;
+			struct sl_asn_val av;
+			uint32_t want, fc = 0;
+			int got, b, j;
+
+			a.plen = 128;
+			if (i == 1 || i == 2) { /* the last address, and the one after it */
+				for (b = pf.plen; b < 128; b++)
+					a.addr[b / 8] |= (uint8_t)(0x80u >> (b % 8));
+				for (j = 16; i == 2 && j-- > 0 && ++a.addr[j] == 0;)
+					;
+			} else if (i == 3) { /* the one before the first */
+				for (j = 16; j-- > 0 && a.addr[j]-- == 0;)
+					;
+			} else if (i > 3) { /* random, inside the row's /32 */
+				for (j = 4; j < 16; j++)
+					a.addr[j] = (uint8_t)rand();
+				if (i % 4 == 0) /* or inside the row itself: its bits, then random */
+					for (b = 32; b < pf.plen; b++) {
+						uint8_t bit = (uint8_t)(0x80u >> (b % 8));
+
+						a.addr[b / 8] = (uint8_t)((a.addr[b / 8] & ~bit) |
+									  (pf.addr[b / 8] & bit));
+					}
+			}
+			inet_ntop(AF_INET6, a.addr, src, sizeof(src));
+			want = sl_maps_lookup_asn(&e->maps, &a, &av) ? (uint32_t)e->cfg.unknown_class :
+								     av.class_id;
+			got = syn_class(e, src);
+			n++;
+			if (got != (int)want) {
+				if (bad++ < 5)
+					diag("  %s: the datapath typed it %d, the trie %u", src, got, want);
+			}
+			if (!sl_maps_fast_class(&e->maps, &a, &fc) && fc == SL_DIR_USE_TRIE) {
+				deferred++;
+				if (!csv_long_row_in_48(table, a.addr))
+					deferred_ok = 0;
+			} else {
+				fast++;
+			}
+		}
+	}
+	tap(n > 90 && bad == 0, "%s: %d sampled IPv6 sources, each typed by the datapath as "
+	    "the LPM trie types it (%d differ)", label, n, bad);
+	tap(fast > n / 2 && deferred > 0 && deferred_ok, "%s: the IPv6 table answered %d of them, "
+	    "left %d to the trie, only where a /48 holds a longer row", label, fast, deferred);
+}
+
+static void ipv6_table_against_trie(void)
+{
+	struct env e;
+
+	if (env_open(&e, fixture_conf(4096, "drop"), v6_csv_a)) {
+		tap(false, "the IPv6 table fixture loads");
+		env_close(&e);
+		return;
+	}
+	v6_table_sample(&e, v6_csv_a, v6_csv_a, "IPv6 table A");
+	e.asn_csv = v6_csv_b; /* a second table: built in the idle slot, flipped */
+	tap(env_config(&e, fixture_conf(4096, "drop")) == 0, "IPv6 table B swapped in");
+	v6_table_sample(&e, v6_csv_b, v6_csv_b, "IPv6 table B after the flip, its rows");
+	v6_table_sample(&e, v6_csv_a, v6_csv_b, "IPv6 table B after the flip, table A's rows");
+	env_close(&e);
+}
+
 int main(void)
 {
 	struct env e;
@@ -528,6 +677,7 @@ int main(void)
 	env_close(&e);
 	eviction_keeps_spent_keys_spent();
 	malformed_policy_pass();
+	ipv6_table_against_trie();
 	printf("1..%d\n", n_test);
 	return n_fail ? 1 : 0;
 }
