@@ -200,7 +200,8 @@ net-test: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o $(BUILD)/bench/monday $(BUILD)/be
 demo: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
-$(BUILD)/bench/xdp_cost: bench/xdp_cost.c tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h \
+$(BUILD)/bpf/parts.bpf.o: bench/parts.h
+$(BUILD)/bench/xdp_cost: bench/xdp_cost.c bench/parts.h tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h \
 		$(BUILD)/parts.skel.h $(BUILD)/restore.skel.h $(LIB_A) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)

@@ -89,3 +89,171 @@ int part_dir_lookup(struct xdp_md *ctx)
 
 	return w ? XDP_PASS : XDP_DROP;
 }
+
+/* ---- the verified first request's parts (issue 18, item 2) -------------------------------- */
+
+#include "../bpf/cookie_mac.h"
+#include "../bpf/request.h"
+
+#include "parts.h"
+
+_Static_assert(sizeof(struct req_buf) == PART_BUF, "the bench's buffers are the reader's");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct part_in);
+} part_in SEC(".maps");
+
+struct part_scratch {
+	struct req_buf rb;
+	struct sl_route_key rk;
+	struct sl_host_key hk;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct part_scratch);
+} part_scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LPM_TRIE);
+	__uint(max_entries, 256);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct sl_route_key);
+	__type(value, struct sl_route_val);
+} part_routes SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, struct sl_host_key);
+	__type(value, __u32);
+} part_hosts SEC(".maps");
+
+/* The IPv6 table of one slot, built by the bench with sl_asn6_build from the trie's rows. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_V6_WORDS);
+	__type(key, __u32);
+	__type(value, __u32);
+} part_v6 SEC(".maps");
+
+SEC("xdp")
+int part_cookie_mac(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+
+	if (!in)
+		return XDP_DROP;
+	/* One MAC, as a SYN-ACK makes it and a valid cookie's check finds it first. */
+	USE(SL_COOKIE_MAC(&in->id, 12345, 1, 0xb5, &in->keys, 0));
+	return XDP_PASS;
+}
+
+/* The segment's payload into the per-CPU buffer, as sl_route_request copies it. */
+SEC("xdp")
+int part_req_copy(struct xdp_md *ctx)
+{
+	__u32 zero = 0, len;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+
+	if (!in || !s)
+		return XDP_DROP;
+	len = in->req_len;
+	if (len == 0 || len > SL_REQ_SCAN)
+		return XDP_DROP;
+	return bpf_xdp_load_bytes(ctx, in->req_off & 0xff, s->rb.b, len) ? XDP_DROP : XDP_PASS;
+}
+
+/* Method, path and Host of the login request. */
+SEC("xdp")
+int part_req_http(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+
+	if (!in || !s)
+		return XDP_DROP;
+	__builtin_memset(&s->rk, 0, sizeof(s->rk));
+	__builtin_memset(&s->hk, 0, sizeof(s->hk));
+	return sl_parse_http((const struct req_buf *)in->http, in->http_len, &s->rk, &s->hk) == (REQ_LINE | REQ_HOST) ?
+	       XDP_PASS : XDP_DROP;
+}
+
+/* The same, then the route (LPM) and host (hash) lookups that price and place it. */
+SEC("xdp")
+int part_req_lookups(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+
+	if (!in || !s)
+		return XDP_DROP;
+	__builtin_memset(&s->rk, 0, sizeof(s->rk));
+	__builtin_memset(&s->hk, 0, sizeof(s->hk));
+	if (sl_parse_http((const struct req_buf *)in->http, in->http_len, &s->rk, &s->hk) != (REQ_LINE | REQ_HOST))
+		return XDP_DROP;
+	if (!bpf_map_lookup_elem(&part_routes, &s->rk))
+		return XDP_DROP;
+	return bpf_map_lookup_elem(&part_hosts, &s->hk) ? XDP_PASS : XDP_DROP;
+}
+
+/* The SNI of a ClientHello. */
+SEC("xdp")
+int part_req_sni(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+
+	if (!in || !s)
+		return XDP_DROP;
+	__builtin_memset(&s->hk, 0, sizeof(s->hk));
+	return sl_parse_sni((const struct req_buf *)in->tls, in->tls_len, &s->hk) == REQ_HOST ? XDP_PASS : XDP_DROP;
+}
+
+/* An IPv6 source typed by the IPv6 table, as classify() walks it. */
+SEC("xdp")
+int part_v6_table(struct xdp_md *ctx)
+{
+	__u32 zero = 0, idx, e = 0, i;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+	__u32 *w;
+
+	if (!in)
+		return XDP_DROP;
+	idx = sl_v6_root(in->v6);
+	w = bpf_map_lookup_elem(&part_v6, &idx);
+	if (w)
+		e = *w;
+	for (i = 0; w && i < SL_V6_LEVELS && (e & SL_V6_CHILD); i++) {
+		idx = sl_v6_next(e, in->v6, i);
+		w = bpf_map_lookup_elem(&part_v6, &idx);
+		if (w)
+			e = *w;
+	}
+	USE(e);
+	return w ? XDP_PASS : XDP_DROP;
+}
+
+/* The same IPv6 source through the LPM trie. */
+SEC("xdp")
+int part_v6_trie(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+	struct sl_lpm_key k = { .prefixlen = 128 };
+
+	if (!in)
+		return XDP_DROP;
+	__builtin_memcpy(k.addr, in->v6, 16);
+	return bpf_map_lookup_elem(&part_trie, &k) ? XDP_PASS : XDP_DROP;
+}

@@ -35,6 +35,7 @@
 
 #include "asn.h"
 #include "bare_pass.skel.h"
+#include "parts.h"
 #include "parts.skel.h"
 #include "restore.skel.h"
 #include "sluice/cookie.h"
@@ -63,6 +64,7 @@ static const char *conf_text =
 	"routes = ( { method = \"POST\"; path = \"/login\"; cpu = 950.0; } );\n";
 
 static int last_retval;
+static const __u32 zero_key;
 
 static double run_ns(int fd, const uint8_t *frame, size_t len, int repeat)
 {
@@ -249,9 +251,9 @@ int main(int argc, char **argv)
 		  .dst = "10.0.0.2", .dport = 80, .tcp_opts = 1 }, 3.0 },
 		{ "SYN front: SYN shed (IPv4)", { .family = 4, .src = "203.0.113.9",
 		  .dst = "10.0.0.2", .dport = 80, .tcp_opts = 1 }, 3.0 },
-		{ "SYN front: SYN passed (IPv6, LPM trie)", { .family = 6, .src = "2001:db8:1000::9",
+		{ "SYN front: SYN passed (IPv6)", { .family = 6, .src = "2001:db8:1000::9",
 		  .dst = "2001:db8:ffff::2", .dport = 80, .tcp_opts = 1 }, 3.0 },
-		{ "SYN front: SYN shed (IPv6, LPM trie)", { .family = 6, .src = "2001:db8:2000::9",
+		{ "SYN front: SYN shed (IPv6)", { .family = 6, .src = "2001:db8:2000::9",
 		  .dst = "2001:db8:ffff::2", .dport = 80, .tcp_opts = 1 }, 3.0 },
 	};
 	int repeat = 1000000, rounds = 5, asn_rows = 100000, opt;
@@ -567,56 +569,187 @@ int main(int argc, char **argv)
 		struct sl_bkey k = { .family = SL_FAM_V4, .plen = 24 };
 		struct sl_bucket b = { 0 };
 		struct fspec pf = { .family = 4, .src = "192.0.2.1", .dst = "10.0.0.2", .dport = 22 };
-		uint8_t frame[512];
-		struct fbuilt fb = build_frame(&pf, frame);
+		static const char *login = "POST /login HTTP/1.1\r\nHost: idp.example\r\n"
+					   "Content-Length: 0\r\n\r\n";
+		struct fspec rq = { .family = 4, .src = "198.51.100.9", .dst = "10.0.0.2",
+				    .dport = 9090, .flags = F_ACK | 0x08, .tcp_opts = 3,
+				    .data = login };
+		uint8_t frame[512], rframe[512], deep[16] = { 0 };
+		struct fbuilt fb = build_frame(&pf, frame), rb = build_frame(&rq, rframe);
+		char deep_trie[80] = "", deep_table[80] = "";
 		struct {
 			const char *name;
 			struct bpf_program *p;
-		} parts[6];
+			int req_frame;     /* run on the login request's frame */
+			const uint8_t *v6; /* the IPv6 source the v6 parts look up */
+		} parts[14];
+		struct part_in *in = calloc(1, sizeof(*in));
+		uint8_t v6_bench[16];
+		size_t np = 0;
 		__u32 key;
 
-		if (!pt) {
+		if (!pt || !in) {
 			fprintf(stderr, "xdp_cost: cannot load the parts object\n");
 			return 1;
 		}
-		parts[0].name = "coarse clock (bpf_ktime_get_coarse_ns)";
-		parts[0].p = pt->progs.part_clock;
-		parts[1].name = "precise clock (bpf_ktime_get_ns)";
-		parts[1].p = pt->progs.part_clock_precise;
-		parts[2].name = "LRU hash lookup, 12-byte key";
-		parts[2].p = pt->progs.part_lru_lookup;
-		parts[3].name = "LRU hash lookup + compare-and-swap";
-		parts[3].p = pt->progs.part_lru_cas;
-		parts[4].name = "LPM trie lookup (same rows as above)";
-		parts[4].p = pt->progs.part_trie_lookup;
-		parts[5].name = "/24 table load (array)";
-		parts[5].p = pt->progs.part_dir_lookup;
+		inet_pton(AF_INET6, "2001:db8:1000::9", v6_bench);
+#define PART(n, prog, rf, v)                                                                \
+	do {                                                                                \
+		parts[np].name = (n);                                                       \
+		parts[np].p = pt->progs.prog;                                               \
+		parts[np].req_frame = (rf);                                                 \
+		parts[np].v6 = (v);                                                         \
+		np++;                                                                       \
+	} while (0)
+		PART("coarse clock (bpf_ktime_get_coarse_ns)", part_clock, 0, NULL);
+		PART("precise clock (bpf_ktime_get_ns)", part_clock_precise, 0, NULL);
+		PART("LRU hash lookup, 12-byte key", part_lru_lookup, 0, NULL);
+		PART("LRU hash lookup + compare-and-swap", part_lru_cas, 0, NULL);
+		PART("LPM trie, ::ffff:198.51.100.9", part_trie_lookup, 0, NULL);
+		PART("/24 table load (array)", part_dir_lookup, 0, NULL);
+		PART("LPM trie, 2001:db8:1000::9 (/36)", part_v6_trie, 0, v6_bench);
+		PART("IPv6 table, 2001:db8:1000::9 (/36)", part_v6_table, 0, v6_bench);
+		PART(deep_trie, part_v6_trie, 0, deep);
+		PART(deep_table, part_v6_table, 0, deep);
+		PART("cookie MAC (SipHash-2-4, IPv4, 3 words)", part_cookie_mac, 0, NULL);
+		PART("request: copy the payload (83 bytes)", part_req_copy, 1, NULL);
+		PART("request: method, path, Host", part_req_http, 0, NULL);
+		PART("request: + route LPM + host hash", part_req_lookups, 0, NULL);
+#undef PART
 		bpf_map_update_elem(bpf_map__fd(pt->maps.part_lru), &k, &b, BPF_ANY);
 		if ((asn_file ? file_asn(&asn, asn_file, &cfg, &parse_s) :
 				synth_asn(&asn, (size_t)asn_rows, &cfg)) == 0) {
+			uint32_t *w = malloc((size_t)SL_V6_WORDS * sizeof(*w)), *keys, n6 = 0;
+			struct sl_asn6_stats st6 = { 0 };
 			size_t r;
+			int nodes = w ? sl_asn6_build(w, SL_V6_NODES, &asn,
+						      (uint32_t)cfg.unknown_class, &st6) : -1;
 
-			for (r = 0; r < asn.n; r++)
+			for (r = 0; r < asn.n; r++) {
 				bpf_map_update_elem(bpf_map__fd(pt->maps.part_trie), &asn.rows[r].key,
 						    &asn.rows[r].val, BPF_ANY);
+				/* The deepest case: a /48 row's address (9 loads in the table). */
+				if (!deep[0] && asn.rows[r].key.prefixlen == 48)
+					memcpy(deep, asn.rows[r].key.addr, 16);
+			}
+			if (nodes >= 0) {
+				n6 = SL_V6_ROOT + (uint32_t)nodes * SL_V6_FANOUT;
+				keys = malloc(n6 * sizeof(*keys));
+				for (key = 0; keys && key < n6; key++)
+					keys[key] = key;
+				if (!keys || bpf_map_update_batch(bpf_map__fd(pt->maps.part_v6), keys, w,
+								  &n6, NULL)) {
+					fprintf(stderr, "xdp_cost: cannot write the IPv6 table\n");
+					return 1;
+				}
+				free(keys);
+				printf("\nIPv6 table: %d nodes of %u (%.1f MB of %.1f a slot), %u /48s "
+				       "with a longer row left to the trie, %u subtrees for want of "
+				       "nodes\n", nodes, SL_V6_NODES,
+				       (SL_V6_ROOT + nodes * 16.0) * 4 / 1048576.0,
+				       SL_V6_WORDS * 4.0 / 1048576.0, st6.trie_48s, st6.overflow);
+			}
+			free(w);
 			sl_asn_free(&asn);
+		}
+		{
+			char a6[INET6_ADDRSTRLEN];
+
+			inet_ntop(AF_INET6, deep, a6, sizeof(a6));
+			snprintf(deep_trie, sizeof(deep_trie), "LPM trie, %s (/48)", a6);
+			snprintf(deep_table, sizeof(deep_table), "IPv6 table, %s (/48)", a6);
 		}
 		key = 0;
 		bpf_map_update_elem(bpf_map__fd(pt->maps.part_dir), &key, &(__u64){ 0 }, BPF_ANY);
+		/* The parts' inputs: the same cookie, request and ClientHello the cases use. */
+		{
+			struct sl_route_key rk = { .prefixlen = 8 * 7, .data = { SL_M_POST } };
+			struct sl_route_val rv = { .cost = 950 };
+			struct sl_host_key hk = { .name = "idp.example" };
+			__u32 one = 1;
+			size_t n = 0, ext, sl = strlen("idp.example");
+			uint8_t *t = in->tls;
+			int j;
+
+			memcpy(&rk.data[1], "/login", 6);
+			bpf_map_update_elem(bpf_map__fd(pt->maps.part_routes), &rk, &rv, BPF_ANY);
+			bpf_map_update_elem(bpf_map__fd(pt->maps.part_hosts), &hk, &one, BPF_ANY);
+			bpf_map_lookup_elem(m.cookie_keys, &zero_key, &in->keys);
+			in->id.family = SL_FAM_V4;
+			in->id.sport = 41000;
+			in->id.dport = 9090;
+			in->id.isn = 0x11223344;
+			inet_pton(AF_INET, "198.51.100.9", in->id.saddr);
+			inet_pton(AF_INET, "10.0.0.2", in->id.daddr);
+			memcpy(in->http, login, strlen(login));
+			in->http_len = (__u32)strlen(login);
+			in->req_off = (__u32)(rb.len - strlen(login));
+			in->req_len = (__u32)strlen(login);
+			/* A ClientHello as a browser's begins: session id, 2 suites, 3 extensions,
+			 * the SNI last (tests/bpf/stateless.c builds the same). */
+			t[n++] = 22; t[n++] = 3; t[n++] = 1; n += 2;
+			t[n++] = 1; n += 3;
+			t[n++] = 3; t[n++] = 3;
+			for (j = 0; j < 32; j++)
+				t[n++] = (uint8_t)j;
+			t[n++] = 32;
+			for (j = 0; j < 32; j++)
+				t[n++] = 0xaa;
+			t[n++] = 0; t[n++] = 4; t[n++] = 0x13; t[n++] = 1; t[n++] = 0xc0; t[n++] = 0x2f;
+			t[n++] = 1; t[n++] = 0;
+			n += 2;
+			ext = n;
+			t[n++] = 0; t[n++] = 23; t[n++] = 0; t[n++] = 0;
+			t[n++] = 0; t[n++] = 10; t[n++] = 0; t[n++] = 4;
+			t[n++] = 0; t[n++] = 2; t[n++] = 0; t[n++] = 29;
+			t[n++] = 0; t[n++] = 0; t[n++] = 0; t[n++] = (uint8_t)(sl + 5);
+			t[n++] = 0; t[n++] = (uint8_t)(sl + 3); t[n++] = 0;
+			t[n++] = 0; t[n++] = (uint8_t)sl;
+			memcpy(t + n, "idp.example", sl);
+			n += sl;
+			t[ext - 2] = (uint8_t)((n - ext) >> 8);
+			t[ext - 1] = (uint8_t)(n - ext);
+			t[6] = (uint8_t)((n - 9) >> 16); t[7] = (uint8_t)((n - 9) >> 8);
+			t[8] = (uint8_t)(n - 9);
+			t[3] = (uint8_t)((n - 5) >> 8); t[4] = (uint8_t)(n - 5);
+			in->tls_len = (__u32)n;
+		}
 
 		printf("\nwhere the time goes: each part alone, minus the bare program\n");
-		printf("%-38s %10s\n", "part", "extra ns");
-		for (i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		printf("%-52s %10s\n", "part", "extra ns");
+		for (i = 0; i < np + 1; i++) {
 			double d[99];
-			int r, pfd = bpf_program__fd(parts[i].p);
+			int r, pfd;
+			const uint8_t *fr = frame;
+			size_t fl = fb.len;
 
-			run_ns(pfd, frame, fb.len, 1000);
+			if (i == np) { /* the SNI reader, last */
+				parts[0].name = "request: the SNI of a ClientHello";
+				parts[0].p = pt->progs.part_req_sni;
+				parts[0].req_frame = 0;
+				parts[0].v6 = NULL;
+				i = 0;
+				np = 0; /* stop after this one */
+			}
+			pfd = bpf_program__fd(parts[i].p);
+			if (parts[i].req_frame) {
+				fr = rframe;
+				fl = rb.len;
+			}
+			if (parts[i].v6)
+				memcpy(in->v6, parts[i].v6, 16);
+			bpf_map_update_elem(bpf_map__fd(pt->maps.part_in), &zero_key, in, BPF_ANY);
+			run_ns(pfd, fr, fl, 1000);
+			if (last_retval != XDP_PASS)
+				printf("(%s did not find what it looks for)\n", parts[i].name);
 			for (r = 0; r < rounds; r++)
-				d[r] = run_ns(pfd, frame, fb.len, repeat) -
-				       run_ns(base, frame, fb.len, repeat);
+				d[r] = run_ns(pfd, fr, fl, repeat) - run_ns(base, fr, fl, repeat);
 			qsort(d, (size_t)rounds, sizeof(double), cmp_d);
-			printf("%-38s %10.0f\n", parts[i].name, d[rounds / 2]);
+			printf("%-52s %10.0f\n", parts[i].name, d[rounds / 2]);
+			if (np == 0)
+				break;
 		}
+		free(in);
 		parts_bpf__destroy(pt);
 	}
 	sluice_bpf__destroy(skel);
