@@ -6,7 +6,7 @@
 #include "sluice/abi.h"
 #include "sluice/cookie.h"
 
-#define PART_BUF 512 /* = SL_REQ_SCAN, the reader's buffer (checked in parts.bpf.c) */
+#define PART_BUF 520 /* = sizeof(struct req_buf), the reader's buffer (checked in parts.bpf.c) */
 
 /* The cookie's input and keys, a login request and a ClientHello as the datapath's reader
  * sees them, where the request sits in the frame, and an IPv6 source to type. */

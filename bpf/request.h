@@ -21,6 +21,7 @@ _Static_assert((SL_REQ_SCAN & SL_REQ_MASK) == 0, "the scan buffer must be a powe
 
 struct req_buf {
 	__u8 b[SL_REQ_SCAN];
+	__u8 slack[8]; /* a word read may start at any byte of b[] (copy_host) */
 };
 
 /* What the parser found. */
@@ -112,48 +113,34 @@ static long find_host_step(__u32 idx, struct find_ctx *f)
 	return 0;
 }
 
-struct host_ctx {
-	const struct req_buf *rb;
-	struct sl_host_key *hk;
-	__u32 len, at, max, n, done;
-};
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "copy_host reads words as little-endian: the lowest byte is the first"
+#endif
 
-/* bpf_loop step: one byte of the host name. done: 1 ended well, 2 ended badly. */
-static long host_step(__u32 i, struct host_ctx *h)
+/* The bytes of @x equal to @c, as their high bits. The lowest one flagged is exact (a borrow
+ * can flag a byte only above a true match), which is all the callers use. */
+static __always_inline __u64 eq_bytes(__u64 x, __u8 c)
 {
-	__u32 at = h->at + i;
-	__u8 c;
+	const __u64 ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+	__u64 v = x ^ (ones * c);
 
-	if (h->max && i >= h->max) {
-		h->done = 1;
-		return 1;
-	}
-	if (at >= h->len || i >= SL_HOST_KEY_LEN - 1) {
-		h->done = 2; /* cut short, or longer than any configured host */
-		return 1;
-	}
-	c = h->rb->b[at & SL_REQ_MASK];
-	if (!h->max && (c == '\r' || c == '\n' || c == ':' || c == ' ' || c == '\t' || c == '/' ||
-			c == '?')) {
-		h->done = h->n ? 1 : 2;
-		return 1;
-	}
-	h->hk->name[i & (SL_HOST_KEY_LEN - 1)] = c;
-	h->n++;
-	return 0;
+	return (v - ones) & ~v & highs;
 }
 
 /*
  * Copy the host name at @at (after "Host:", or the SNI) into @hk: optional blanks, then up to
  * the end of line, a ':' (port) or a blank; or exactly @max bytes (SNI). 1 when it ended
- * inside the buffer. One byte per bpf_loop step: as a plain loop, its exits multiplied the
- * verifier's states to within a few percent of its budget.
+ * inside the buffer, 0 when the buffer (@len) or the key's 63 bytes ran out first, or the name
+ * is empty. Eight bytes a step (SWAR): the delimiters, the end of the data and the key's limit
+ * are flags in one word, and the lowest one says how the name ends. Where two fall on the same
+ * byte, a name of @max bytes has ended; a delimiter past the data or the limit has not been
+ * seen. @hk must be zero: bytes past the name are left so.
  */
 static __always_inline int copy_host(const struct req_buf *rb, __u32 len, __u32 at,
 				     struct sl_host_key *hk, __u32 max)
 {
-	struct host_ctx h = { .rb = rb, .hk = hk, .len = len, .max = max };
-	__u32 i;
+	const __u64 highs = 0x8080808080808080ull;
+	__u32 i, w;
 
 	for (i = 0; i < 8 && at < len; i++) {
 		__u8 c = rb->b[at & SL_REQ_MASK];
@@ -162,9 +149,44 @@ static __always_inline int copy_host(const struct req_buf *rb, __u32 len, __u32 
 			break;
 		at++;
 	}
-	h.at = at;
-	bpf_loop(SL_HOST_KEY_LEN, host_step, &h, 0);
-	return h.done == 1;
+	for (w = 0; w < SL_HOST_KEY_LEN / 8; w++) {
+		__u32 off = at + w * 8, i0 = w * 8;
+		__u64 x, stop = 0, bad = 0, lb;
+
+		if (off >= len || off >= SL_REQ_SCAN)
+			return 0; /* cut short */
+		/* off < SL_REQ_SCAN: the word ends inside b[] and its slack. The barrier keeps
+		 * clang from reading at (rb + at) + w * 8, whose bound the verifier cannot see
+		 * ("invalid access to memory, off=525"); one unaligned load, which the verifier
+		 * allows where the CPU does (x86, arm64), instead of eight byte loads. */
+		asm volatile("" : "+r"(off));
+		x = *(const __u64 *)(const void *)&rb->b[off];
+		if (len - off < 8)
+			bad |= highs << (8 * (len - off)); /* bytes past the data */
+		if (w == SL_HOST_KEY_LEN / 8 - 1)
+			bad |= 0x80ull << 56;              /* byte 63: longer than any host */
+		if (max) {
+			if (max >= i0 && max - i0 < 8)
+				stop = 0x80ull << (8 * (max - i0));
+		} else {
+			stop = eq_bytes(x, '\r') | eq_bytes(x, '\n') | eq_bytes(x, ':') |
+			       eq_bytes(x, ' ') | eq_bytes(x, '\t') | eq_bytes(x, '/') |
+			       eq_bytes(x, '?');
+		}
+		if (!(stop | bad)) {
+			*(__u64 *)(void *)&hk->name[i0] = x;
+			continue;
+		}
+		lb = (stop | bad) & -(stop | bad);
+		x &= (lb >> 7) - 1; /* the bytes before it */
+		*(__u64 *)(void *)&hk->name[i0] = x;
+		if (max)
+			return (lb & stop) ? 1 : 0;
+		if (lb & bad)
+			return 0;
+		return !(w == 0 && lb == 0x80); /* an empty name is no name */
+	}
+	return 0;
 }
 
 /* Lowercase the key eight bytes at a time, without a branch (SWAR): for each byte below 0x80,

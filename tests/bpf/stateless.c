@@ -538,6 +538,31 @@ static void request_reader(struct env *e)
 	expect_req(e, "a complete request line, Host cut short: the route's cost, by destination",
 		   SRC, "10.0.0.3", 80, HTTP("GET /token HTTP/1.1\r\nHost: acme.exa"),
 		   ADMIT(R_TOKEN, T_CAROL, 40));
+	/* The Host reader's edges (it reads eight bytes a step): where the name ends decides
+	 * whether it was read whole (a name no tenant lists: the default tenant) or not (to
+	 * carol's address: carol). */
+	expect_req(e, "Host ending the segment without a line end: not whole, by destination",
+		   SRC, "10.0.0.3", 80, HTTP("GET /token HTTP/1.1\r\nHost: acme.example"),
+		   ADMIT(R_TOKEN, T_CAROL, 40));
+	expect_req(e, "Host one byte past a tenant's name: another name, the default tenant",
+		   SRC, "10.0.0.3", 80, HTTP("GET /token HTTP/1.1\r\nHost: acme.examplex\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_DEFAULT, 40));
+	expect_req(e, "Host ended by '/' after a tab: acme", SRC, "10.0.0.3", 80,
+		   HTTP("GET /token HTTP/1.1\r\nHost:\tacme.example/\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_ACME, 40));
+	expect_req(e, "empty Host: no name, by destination", SRC, "10.0.0.3", 80,
+		   HTTP("GET /token HTTP/1.1\r\nHost: \r\n\r\n"), ADMIT(R_TOKEN, T_CAROL, 40));
+	expect_req(e, "Host of 8 bytes, ended by the next word's first byte: read whole", SRC,
+		   "10.0.0.3", 80, HTTP("GET /token HTTP/1.1\r\nHost: abcd.efg\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_DEFAULT, 40));
+	expect_req(e, "Host of 62 bytes: the longest read whole", SRC, "10.0.0.3", 80,
+		   HTTP("GET /token HTTP/1.1\r\nHost: "
+			"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bcd\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_DEFAULT, 40));
+	expect_req(e, "Host of 63 bytes: longer than any host, by destination", SRC, "10.0.0.3",
+		   80, HTTP("GET /token HTTP/1.1\r\nHost: "
+			    "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bcd\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_CAROL, 40));
 
 	/* Unreadable: the port's unreadable_cost, by default its dearest route (950). */
 	expect_req(e, "request line cut short: unreadable, the dearest route's 950", SRC, NULL, 80,
@@ -607,6 +632,14 @@ static void request_reader(struct env *e)
 		   ADMIT(R_DEFAULT, T_ACME, 3));
 	expect_req(e, "port 8443, cut before its SNI: its unreadable_cost 9", SRC, NULL, 8443,
 		   hello, 60, ADMIT(R_DEFAULT, T_DEFAULT, 9));
+	n = client_hello(hello, "acme.examplex");
+	expect_req(e, "SNI one byte past a tenant's name, to carol's address: the default tenant",
+		   SRC, "10.0.0.3", 443, hello, n, ADMIT(R_DEFAULT, T_DEFAULT, 3));
+	n = client_hello(hello, "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa.bcd");
+	expect_req(e, "SNI of 63 bytes, to carol's address: read whole, the default tenant", SRC,
+		   "10.0.0.3", 443, hello, n, ADMIT(R_DEFAULT, T_DEFAULT, 3));
+	expect_req(e, "SNI cut in its middle, to carol's address: by destination", SRC,
+		   "10.0.0.3", 443, hello, n - 20, ADMIT(R_DEFAULT, T_CAROL, 3));
 	n = client_hello(hello, NULL);
 	expect_req(e, "port 8443, no SNI at all: unreadable_cost 9 (leaving it out costs more)",
 		   SRC, NULL, 8443, hello, n, ADMIT(R_DEFAULT, T_DEFAULT, 9));
