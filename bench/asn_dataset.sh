@@ -9,6 +9,8 @@
 #     longer than /24 and the /24s they send to the trie), rows and IPv4 addresses per class
 #   - load time: the import (read + build), writing and checking it, and a live sluiced
 #     loading it (`sluicectl asn load`, parse + trie + /24 table swap), wall clock
+#   - the fast shapes against the trie: every row sampled at six sources, each typed by the
+#     live /24 table or IPv6 table and by the kernel's LPM trie (tests/bin/asn_check)
 #   - the per-packet cost on it: bench/xdp_cost --asn-table against the bare XDP program in
 #     the same run, as ratios, beside xdp_cost's default synthetic 100,000 rows
 # This is the only script that touches the network (npm); the tests never do.
@@ -98,6 +100,16 @@ for i in 1 2 3; do
 	loads+=("$(awk "BEGIN { printf \"%.2f\", $t1 - $t0 }")")
 done
 echo "asn load:    sluiced: ${out}; wall clock ${loads[*]} s (three loads)"
+grep -o "asn-table.csv installed ([^)]*)" "$NT_DIR/sluiced.log" | tail -1 | sed 's/^/sluiced log: /'
+# The fast shapes against the trie on the real table: six sources sampled per row (its first
+# and last address, either side, two inside), each typed by the live /24 or IPv6 table and
+# by the kernel's trie (tests/bin/asn_check).
+if [ -x "$BUILD/tests/bin/asn_check" ]; then
+	chk=$("$BUILD/tests/bin/asn_check" "$PIN" "$TABLE" 2>&1) && v=agree || v=DISAGREE
+	echo "fast vs trie: $v: $(tail -1 <<<"$chk")"
+else
+	echo "fast vs trie: not checked ($BUILD/tests/bin/asn_check missing: make $BUILD/tests/bin/asn_check)"
+fi
 nt_stop_sluiced TERM
 nt_teardown
 trap - EXIT

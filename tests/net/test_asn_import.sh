@@ -200,6 +200,64 @@ out=$(sluicectl asn load "$NT_DIR/t.mmdb" --map "$NT_DIR/classes.map" 2>&1); rc=
 expect_match "asn load refuses --map (it is for asn import)" "$out" \
 	"--map does not apply here \(it is for asn import\)"
 
+# 4b. The fast shapes of the live table (the /24 table, the IPv6 table) type every sampled
+# source as the kernel's trie does: rows nested from /12 to /128, IPv6 /48s holding longer
+# rows, IPv4 /24s holding longer rows; then a careless operator's table of 90,000 scattered
+# IPv6 /48s, more than the IPv6 table has nodes for: slower where it ran out, never wrong.
+/usr/bin/python3 - "$NT_DIR/nest.csv" "$NT_DIR/wide.csv" <<'PYEOF'
+import ipaddress, random, sys
+random.seed(18)
+cls = ["hosting", "residential", "mobile", "business", "unknown"]
+rows = set()
+for base in ("2001:db8::/32", "2400::/12", "2a02:1200::/28", "2600:1f00::/24"):
+    rows.add(ipaddress.ip_network(base))
+    net = ipaddress.ip_network(base)
+    for _ in range(150):
+        plen = random.choice([33, 36, 40, 44, 47, 48, 49, 56, 64, 100, 128])
+        plen = max(plen, net.prefixlen + 1)
+        addr = int(net.network_address) | random.getrandbits(128 - net.prefixlen)
+        rows.add(ipaddress.ip_network((addr >> (128 - plen) << (128 - plen), plen)))
+for _ in range(200):
+    plen = random.choice([12, 16, 20, 24, 25, 28, 32])
+    addr = random.getrandbits(32)
+    rows.add(ipaddress.ip_network((addr >> (32 - plen) << (32 - plen), plen)))
+with open(sys.argv[1], "w") as f:
+    f.write("prefix,asn,class\n")
+    for i, r in enumerate(sorted(rows, key=lambda n: (n.version, n))):
+        f.write("%s,%d,%s\n" % (r, 64512 + i, cls[i % 5]))
+with open(sys.argv[2], "w") as f:
+    f.write("prefix,asn,class\n")
+    seen = set()
+    while len(seen) < 90000:
+        seen.add((0x2000 << 112 | random.getrandbits(125)) >> 80 << 80)
+    for i, a in enumerate(sorted(seen)):
+        f.write("%s/48,%d,%s\n" % (ipaddress.IPv6Address(a), 64512 + i % 1000, cls[i % 4]))
+PYEOF
+out=$(sluicectl asn load "$NT_DIR/nest.csv" 2>&1); rc=$?
+expect_eq "a nested table loads" "$rc" 0
+out=$("$BUILD/tests/bin/asn_check" "$PIN" "$NT_DIR/nest.csv" 2>&1); rc=$?
+expect_eq "every sampled source typed by the fast tables as by the trie" "$rc" 0
+tap_diag "$out"
+expect_eq "  ... none disagree" "$(jget "$(tail -1 <<<"$out")" disagree)" 0
+expect_ge "  ... the IPv6 table answered most IPv6 sources" \
+	"$(( $(jget "$(tail -1 <<<"$out")" v6_sources) - 2 * $(jget "$(tail -1 <<<"$out")" v6_trie) ))" 1
+expect_ge "  ... and left the /48s with longer rows to the trie" \
+	"$(jget "$(tail -1 <<<"$out")" v6_trie)" 1
+expect_match "  ... sluiced's log says what the IPv6 table holds" "$(cat "$NT_DIR/sluiced.log")" \
+	"nest.csv installed \([0-9]+ rows; the IPv6 table: [0-9]+ nodes of 262144, [0-9]+ /48s"
+out=$(sluicectl asn load "$NT_DIR/wide.csv" 2>&1); rc=$?
+expect_eq "90,000 scattered IPv6 /48s load" "$rc" 0
+expect_match "  ... sluiced's log says the IPv6 table ran out of nodes" \
+	"$(cat "$NT_DIR/sluiced.log")" "wide.csv installed .*for want of nodes"
+out=$("$BUILD/tests/bin/asn_check" "$PIN" "$NT_DIR/wide.csv" --every 7 2>&1); rc=$?
+expect_eq "  ... every sampled source still typed as by the trie" "$rc" 0
+tap_diag "$out"
+expect_ge "  ... the sources it had no room for go to the trie" \
+	"$(jget "$(tail -1 <<<"$out")" v6_trie)" 1
+expect_ge "  ... the rest it still answers" \
+	"$(( $(jget "$(tail -1 <<<"$out")" v6_sources) - $(jget "$(tail -1 <<<"$out")" v6_trie) ))" 1
+sluicectl asn load "$NT_DIR/mmdb.csv" >/dev/null 2>&1
+
 # 5. sluiced down: the table is written, and the operator is told how to load it.
 nt_stop_sluiced TERM
 out=$(sluicectl asn import "$NT_DIR/t.mmdb" --map "$NT_DIR/classes.map" \

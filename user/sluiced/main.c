@@ -507,7 +507,10 @@ static int asn_apply(struct daemon *d, struct job *j, char *msg, size_t n)
 		snprintf(msg, n, "cannot install the table");
 		return -EIO;
 	}
-	log_info("ASN table %s installed (%zu rows)", j->path, j->rows);
+	log_info("ASN table %s installed (%zu rows; the IPv6 table: %u nodes of %u, %u /48s with "
+		 "longer rows left to the trie%s)", j->path, j->rows, j->staged.v6.nodes,
+		 SL_V6_NODES, j->staged.v6.trie_48s,
+		 j->staged.v6.overflow ? ", and subtrees for want of nodes (SL_V6_NODES)" : "");
 	snprintf(msg, n, "installed %zu rows from %s", j->rows, j->path);
 	return 0;
 }
