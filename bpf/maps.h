@@ -48,12 +48,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_asn_dir SEC(".maps");
 
-/* The IPv6 table (abi.h): root and node pool per slot, two slots back to back. */
+/* The IPv6 table (abi.h): root and node pool per slot, two slots back to back. Mappable, so
+ * the controller builds a table in place in the idle slot instead of writing millions of
+ * entries through the syscall (lookups stay inlined array loads). */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SL_ASN_SLOTS * SL_V6_WORDS);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(max_entries, SL_ASN_SLOTS * SL_V6_LINES);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct sl_v6_line);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_asn6 SEC(".maps");
 

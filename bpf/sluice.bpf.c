@@ -210,17 +210,20 @@ static __always_inline __u32 classify(const struct src *s, const struct sl_setti
 		if (cls != SL_DIR_USE_TRIE)
 			return cls;
 	} else {
-		__u32 base = slot * SL_V6_WORDS, idx = base + sl_v6_root(s->saddr), e = 0, i;
-		__u32 *w = bpf_map_lookup_elem(&sl_asn6, &idx);
+		__u32 base = slot * SL_V6_WORDS, idx = base + sl_v6_root(s->saddr), line, e = 0, i;
+		struct sl_v6_line *w;
 
+		line = idx / SL_V6_FANOUT;
+		w = bpf_map_lookup_elem(&sl_asn6, &line);
 		if (w)
-			e = *w;
+			e = w->e[idx & (SL_V6_FANOUT - 1)];
 		/* A fixed bound the verifier can see; a table never nests deeper than /48. */
 		for (i = 0; w && i < SL_V6_LEVELS && (e & SL_V6_CHILD); i++) {
 			idx = base + sl_v6_next(e, s->saddr, i);
-			w = bpf_map_lookup_elem(&sl_asn6, &idx);
+			line = idx / SL_V6_FANOUT;
+			w = bpf_map_lookup_elem(&sl_asn6, &line);
 			if (w)
-				e = *w;
+				e = w->e[idx & (SL_V6_FANOUT - 1)];
 		}
 		if (w && !(e & SL_V6_CHILD) && (e & 15) != SL_DIR_USE_TRIE)
 			return e & 15;

@@ -187,6 +187,12 @@ enum sl_level {
 #define SL_V6_ROOT (1u << SL_V6_ROOT_BITS)
 #define SL_V6_WORDS (SL_V6_ROOT + SL_V6_NODES * SL_V6_FANOUT)
 #define SL_V6_CHILD 0x80000000u
+/* The map's element: 16 entries (a node, or a sixteenth of the root), so that its mmap is the
+ * plain array of entries (an array map rounds a 4-byte value up to 8). */
+struct sl_v6_line {
+	__u32 e[SL_V6_FANOUT];
+};
+#define SL_V6_LINES (SL_V6_WORDS / SL_V6_FANOUT)
 _Static_assert(SL_V6_NODES < SL_V6_CHILD, "a node index must fit below the child bit");
 _Static_assert(SL_V6_LEAF_PLEN == 48, "the IPv6 table types /48s");
 

@@ -108,7 +108,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dir = read_slot(m.asn_dir, (set.asn_slot & 1) * SL_DIR_WORDS, SL_DIR_WORDS, sizeof(*dir));
-	v6 = read_slot(m.asn6, (set.asn_slot & 1) * SL_V6_WORDS, SL_V6_WORDS, sizeof(*v6));
+	v6 = read_slot(m.asn6, (set.asn_slot & 1) * SL_V6_LINES, SL_V6_LINES,
+		       sizeof(struct sl_v6_line)); /* lines of 16 entries: the entries in order */
 	if (!dir || !v6) {
 		fprintf(stderr, "asn_check: cannot read the fast tables: %s\n", strerror(errno));
 		return 2;

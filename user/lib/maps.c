@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -318,32 +319,27 @@ static int build_dir(uint64_t *dir, const struct sl_asn_table *t, uint32_t unkno
 	return 0;
 }
 
-/* The IPv6 table of @slot: only the root and the nodes in use are written; nodes past them
- * hold whatever an older table left, which no entry of this one points at. */
+/*
+ * The IPv6 table of @slot, built in place in the mapped map: the slot is idle (no packet reads
+ * it: the last flip away from it was followed by an RCU grace period when its trie was
+ * dropped). Nodes past those in use keep whatever an older table left, which no entry of this
+ * one points at. Writing the ~2 million entries of a large table one by one through
+ * BPF_MAP_UPDATE_BATCH took seconds; this is a build in memory.
+ */
 static int stage_v6(const struct sl_maps *m, const struct sl_asn_table *t,
 		    uint32_t unknown_class, uint32_t slot, struct sl_asn6_stats *st)
 {
-	uint32_t *w = malloc((size_t)SL_V6_WORDS * sizeof(*w)), *keys = NULL, n, i;
+	size_t len = (size_t)SL_ASN_SLOTS * SL_V6_LINES * sizeof(struct sl_v6_line);
+	uint32_t *mem = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, m->asn6, 0);
 	int ret;
 
-	if (!w)
-		return -ENOMEM;
-	ret = sl_asn6_build(w, SL_V6_NODES, t, unknown_class, st);
-	if (ret < 0)
-		goto out;
-	n = SL_V6_ROOT + (uint32_t)ret * SL_V6_FANOUT;
-	keys = malloc((size_t)n * sizeof(*keys));
-	if (!keys) {
-		ret = -ENOMEM;
-		goto out;
-	}
-	for (i = 0; i < n; i++)
-		keys[i] = slot * SL_V6_WORDS + i;
-	ret = bpf_map_update_batch(m->asn6, keys, w, &n, NULL) ? -errno : 0;
-out:
-	free(keys);
-	free(w);
-	return ret;
+	if (mem == MAP_FAILED)
+		return -errno;
+	ret = sl_asn6_build(mem + (size_t)slot * SL_V6_WORDS, SL_V6_NODES, t, unknown_class, st);
+	/* The table before the flip that publishes it (a syscall, after this). */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	munmap(mem, len);
+	return ret < 0 ? ret : 0;
 }
 
 /*
@@ -566,17 +562,22 @@ int sl_maps_fast_class(const struct sl_maps *m, const struct sl_prefix *a, uint3
 		*cls = (uint32_t)(word >> (((v4 >> 8) & 15) * 4)) & 15;
 		return 0;
 	}
-	/* The walk of sl_asn6_walk, one map read per level. */
+	/* The walk of sl_asn6_walk, one map read (a line of 16 entries) per level. */
 	{
-		__u32 e;
+		struct sl_v6_line l;
+		__u32 e, line;
 
 		idx = slot * SL_V6_WORDS + sl_v6_root(a->addr);
-		if (bpf_map_lookup_elem(m->asn6, &idx, &e))
+		line = idx / SL_V6_FANOUT;
+		if (bpf_map_lookup_elem(m->asn6, &line, &l))
 			return -errno;
+		e = l.e[idx % SL_V6_FANOUT];
 		for (i = 0; i < SL_V6_LEVELS && (e & SL_V6_CHILD); i++) {
 			idx = slot * SL_V6_WORDS + sl_v6_next(e, a->addr, i);
-			if (bpf_map_lookup_elem(m->asn6, &idx, &e))
+			line = idx / SL_V6_FANOUT;
+			if (bpf_map_lookup_elem(m->asn6, &line, &l))
 				return -errno;
+			e = l.e[idx % SL_V6_FANOUT];
 		}
 		*cls = e & SL_V6_CHILD ? SL_DIR_USE_TRIE : e & 15;
 	}
