@@ -137,9 +137,9 @@ struct {
 /* The IPv6 table of one slot, built by the bench with sl_asn6_build from the trie's rows. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, SL_V6_WORDS);
+	__uint(max_entries, SL_V6_LINES);
 	__type(key, __u32);
-	__type(value, __u32);
+	__type(value, struct sl_v6_line);
 } part_v6 SEC(".maps");
 
 SEC("xdp")
@@ -224,21 +224,23 @@ int part_req_sni(struct xdp_md *ctx)
 SEC("xdp")
 int part_v6_table(struct xdp_md *ctx)
 {
-	__u32 zero = 0, idx, e = 0, i;
+	__u32 zero = 0, idx, line, e = 0, i;
 	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
-	__u32 *w;
+	struct sl_v6_line *w;
 
 	if (!in)
 		return XDP_DROP;
 	idx = sl_v6_root(in->v6);
-	w = bpf_map_lookup_elem(&part_v6, &idx);
+	line = idx / SL_V6_FANOUT;
+	w = bpf_map_lookup_elem(&part_v6, &line);
 	if (w)
-		e = *w;
+		e = w->e[idx & (SL_V6_FANOUT - 1)];
 	for (i = 0; w && i < SL_V6_LEVELS && (e & SL_V6_CHILD); i++) {
 		idx = sl_v6_next(e, in->v6, i);
-		w = bpf_map_lookup_elem(&part_v6, &idx);
+		line = idx / SL_V6_FANOUT;
+		w = bpf_map_lookup_elem(&part_v6, &line);
 		if (w)
-			e = *w;
+			e = w->e[idx & (SL_V6_FANOUT - 1)];
 	}
 	USE(e);
 	return w ? XDP_PASS : XDP_DROP;

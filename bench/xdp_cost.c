@@ -637,7 +637,8 @@ int main(int argc, char **argv)
 					memcpy(deep, asn.rows[r].key.addr, 16);
 			}
 			if (nodes >= 0) {
-				n6 = SL_V6_ROOT + (uint32_t)nodes * SL_V6_FANOUT;
+				/* Lines of 16 entries, as sl_asn6 holds them. */
+				n6 = (SL_V6_ROOT + (uint32_t)nodes * SL_V6_FANOUT) / SL_V6_FANOUT;
 				keys = malloc(n6 * sizeof(*keys));
 				for (key = 0; keys && key < n6; key++)
 					keys[key] = key;
