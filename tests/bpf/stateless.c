@@ -414,6 +414,28 @@ static bool expect_req(struct env *e, const char *what, const char *src, const c
 	return ok;
 }
 
+/* expect_req without a TAP line of its own: whether the request was judged as @w. */
+static bool quiet_req(struct env *e, const char *what, const char *src, const char *dst,
+		      uint16_t port, const void *data, size_t n, const struct want *w)
+{
+	struct conn c = conn_of(src, dst, port);
+	struct charges a, b;
+	char why[1024], got[512];
+	uint8_t in[SEG_MAX];
+	size_t len;
+	int act;
+
+	(void)what;
+	if (!handshake(e, &c))
+		return false;
+	len = first_seg(&c, data, n, in);
+	read_charges(e, src, "unknown", &a);
+	act = run_seg(e, in, len);
+	read_charges(e, src, "unknown", &b);
+	return charged_as(e, &a, &b, w, act, why, sizeof(why)) &&
+	       moved_exactly(e, w->moves, got, sizeof(got)) && act == w->act;
+}
+
 #define HTTP(req) req, sizeof(req) - 1
 #define ADMIT(route, tenant, cost)                                                   \
 	(&(struct want){ XDP_PASS, "unknown/first_admitted", (route), (tenant), (cost) })
@@ -643,6 +665,101 @@ static void request_reader(struct env *e)
 	n = client_hello(hello, NULL);
 	expect_req(e, "port 8443, no SNI at all: unreadable_cost 9 (leaving it out costs more)",
 		   SRC, NULL, 8443, hello, n, ADMIT(R_DEFAULT, T_DEFAULT, 9));
+}
+
+
+/*
+ * The Host reader against the byte-wise one it replaced, on random names built around the
+ * edges that matter: blanks before the name, every delimiter, names of 0 to 66 bytes (62 is
+ * the longest read whole), capitals, bytes above 0x7f and NULs, and segments that end inside
+ * the name. The reference below is the old reader's rule, byte by byte; each request goes to
+ * carol's address, so a name not read whole is charged to carol, one read whole to the tenant
+ * that lists it or to the default one.
+ */
+static uint32_t ref_host_tenant(const uint8_t *h, size_t len)
+{
+	uint8_t name[SL_HOST_KEY_LEN] = { 0 };
+	size_t at = 0, i, n = 0;
+
+	for (i = 0; i < 8 && at < len && (h[at] == ' ' || h[at] == '\t'); i++)
+		at++;
+	for (i = 0;; i++) {
+		uint8_t c;
+
+		if (at + i >= len || i >= SL_HOST_KEY_LEN - 1)
+			return T_CAROL; /* cut short, or longer than any host */
+		c = h[at + i];
+		if (c == '\r' || c == '\n' || c == ':' || c == ' ' || c == '\t' || c == '/' ||
+		    c == '?')
+			break;
+		name[i] = c >= 'A' && c <= 'Z' ? (uint8_t)(c + 32) : c;
+		n++;
+	}
+	if (!n)
+		return T_CAROL;
+	if (!memcmp(name, "acme.example", 13))
+		return T_ACME;
+	if (!memcmp(name, "beta.example", 13))
+		return T_BETA;
+	return T_DEFAULT;
+}
+
+static void host_reader_random(struct env *e)
+{
+	static const char delims[] = "\r\n: \t/?";
+	static const char *const names[] = { "acme.example", "ACME.Example", "beta.example",
+					     "acme.exampl", "acme.examplee", "" };
+	int i, bad = 0, by[T_DEFAULT + 1] = { 0 };
+
+	for (i = 0; i < 240; i++) {
+		uint8_t req[512], host[96];
+		size_t n = 0, hn = 0, k, nlen;
+		int j, kind = rand() % 3, ended;
+		uint32_t want;
+		struct want w;
+		char what[64];
+
+		for (j = rand() % 4; j > 0; j--)
+			host[hn++] = rand() % 2 ? ' ' : '\t';
+		if (kind == 0) { /* a tenant's name, or one a byte off */
+			const char *nm = names[rand() % 6];
+
+			memcpy(host + hn, nm, strlen(nm));
+			hn += strlen(nm);
+		} else { /* random bytes, mostly name-like */
+			nlen = (size_t)(kind == 1 ? 56 + rand() % 11 : rand() % 20);
+			for (k = 0; k < nlen; k++) {
+				int r = rand() % 40;
+
+				host[hn++] = r < 30 ? (uint8_t)('a' + rand() % 26) :
+					     r < 34 ? (uint8_t)('A' + rand() % 26) :
+					     r < 36 ? (uint8_t)(0x80 + rand() % 0x80) :
+					     r < 37 ? 0 : (uint8_t)'.';
+			}
+		}
+		ended = rand() % 8 != 0; /* by a delimiter, else the segment ends in the name */
+		if (ended)
+			host[hn++] = (uint8_t)delims[rand() % 7];
+		n = (size_t)snprintf((char *)req, sizeof(req), "GET /token HTTP/1.1\r\nHost:");
+		memcpy(req + n, host, hn);
+		n += hn;
+		if (ended) {
+			memcpy(req + n, "x\r\n\r\n", 5);
+			n += 5;
+		}
+		want = ref_host_tenant(req + 26, n - 26);
+		by[want]++;
+		w = (struct want){ XDP_PASS, "unknown/first_admitted", R_TOKEN, want, 40 };
+		snprintf(what, sizeof(what), "random Host %d", i);
+		preset(e, SRC, "unknown", 10);
+		if (!quiet_req(e, what, SRC, "10.0.0.3", 80, req, n, &w) && bad++ < 5)
+			diag("  Host value %d (%zu bytes) not charged as the byte-wise reader would "
+			     "(tenant %u)", i, hn, want);
+	}
+	tap(bad == 0 && by[T_ACME] && by[T_CAROL] && by[T_DEFAULT],
+	    "240 random Host values each charged to the tenant the byte-wise reader names "
+	    "(%d differ; acme %d, beta %d, carol %d, default %d)", bad, by[T_ACME], by[T_BETA],
+	    by[T_CAROL], by[T_DEFAULT]);
 }
 
 /* Without a tenant named "default", what names no tenant is charged to none. */
@@ -1559,6 +1676,7 @@ int main(void)
 		return 0;
 	}
 	request_reader(&e);
+	host_reader_random(&e);
 	fragments(&e);
 	costs_decide(&e);
 	lifecycle(&e);
