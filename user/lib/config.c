@@ -423,6 +423,7 @@ void sl_config_defaults(struct sl_config *c)
 	c->stream.prefix_v4 = 24;
 	c->stream.prefix_v6 = 48;
 	c->stream.max_keys = 200000;
+	c->stream.redis_max_keys = 100000;
 	c->stream.tail_per_day = 100;
 	c->stream.min_attempts = 200;
 	c->stream.baseline_s = 3600;
@@ -2456,7 +2457,8 @@ static void load_counters(struct vctx *x, const config_setting_t *root, struct s
 static void load_stream(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "enabled", "window_s", "queue", "prefix_v4",
-		"prefix_v6", "max_keys", "tail_per_day", "min_attempts", "baseline_s", "records",
+		"prefix_v6", "max_keys", "redis_max_keys", "tail_per_day", "min_attempts",
+		"baseline_s", "records",
 		"ladder_delay_ms", "mode", "prefix_accounts", "asn_accounts", "account_sources",
 		"password_accounts", "tenant_failure_ratio", "account_keys", NULL };
 	static const char *const dkeys[] = { "enabled", "mode", "threshold", "action", "factor",
@@ -2508,6 +2510,8 @@ static void load_stream(struct vctx *x, const config_setting_t *root, struct sl_
 		st->prefix_v6 = (uint8_t)v;
 	if (get_int(x, g, "stream", "max_keys", false, 1024, 1L << 26, &v))
 		st->max_keys = (uint32_t)v;
+	if (get_int(x, g, "stream", "redis_max_keys", false, 0, 1L << 26, &v))
+		st->redis_max_keys = (uint32_t)v;
 	if (get_int(x, g, "stream", "tail_per_day", false, 1, 1L << 30, &v))
 		st->tail_per_day = (uint32_t)v;
 	if (get_int(x, g, "stream", "min_attempts", false, 1, 1L << 30, &v))

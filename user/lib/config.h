@@ -285,6 +285,7 @@ struct sl_stream_cfg {
 	uint32_t queue;             /* outcome events in flight (a power of two) */
 	uint8_t prefix_v4, prefix_v6; /* the source prefix the detectors key by */
 	uint32_t max_keys;          /* per detector; the least recently seen go first */
+	uint32_t redis_max_keys;    /* with Redis: live HyperLogLog keys per tenant; 0 no cap */
 	uint32_t tail_per_day;      /* attempts per account per day above which it is non-human */
 	uint32_t min_attempts;      /* tenant ratio: attempts in the window before it judges */
 	uint32_t baseline_s;        /* tenant ratio: the trailing baseline's time constant */

@@ -560,6 +560,7 @@ static void show_stream(struct show *s, const struct sl_config *c)
 	integer(s, "prefix_v4", st->prefix_v4);
 	integer(s, "prefix_v6", st->prefix_v6);
 	integer(s, "max_keys", st->max_keys);
+	integer(s, "redis_max_keys", st->redis_max_keys);
 	integer(s, "tail_per_day", st->tail_per_day);
 	integer(s, "min_attempts", st->min_attempts);
 	integer(s, "baseline_s", st->baseline_s);

@@ -81,6 +81,9 @@ struct tstat {
 	double baseline;         /* trailing failure ratio (EWMA, per bucket) */
 	bool have_baseline;
 	uint64_t alerted_until;
+	/* With Redis: the tenant's live HyperLogLog keys the last grant saw, and its guesses
+	 * refused a new key at stream.redis_max_keys. */
+	uint64_t redis_keys, redis_capped;
 };
 
 struct probe;
@@ -124,6 +127,7 @@ struct stream {
 	char rpass[sizeof(((struct sl_config *)0)->redis.password)];
 	bool rdrop;              /* a reply said this connection is not the master's */
 	struct probe *probes;    /* a batch's, BATCH x (SL_DET_N - 1) */
+	int8_t *pstate;          /* each probe's round in redis_pipeline() */
 	int64_t *shared;
 	int first[BATCH + 1];
 	bool redis_down;
@@ -550,6 +554,13 @@ struct probe {
 	uint64_t member;
 	bool mint;          /* may make the key on Redis: a guess (checked against a password) */
 	char text[80];      /* the key for people: "2001:db8::/48", "AS64500", ... */
+	/* Set with the batch (under mu), for the round trip outside it: */
+	uint16_t tenant;
+	uint32_t cap;       /* stream.redis_max_keys then; 0: no cap */
+	char tname[SL_TENANT_NAME_LEN];
+	/* What the round trip found: */
+	bool capped;        /* its key was new and the tenant's live-key set was full */
+	int64_t live;       /* the tenant's live keys the grant saw; -1: not asked */
 };
 
 /*
@@ -580,6 +591,12 @@ static void detect(struct stream *s, const struct probe *p, const struct sl_outc
 	if (p->det != SL_DET_ACCOUNT_SOURCES && now < e->flagged_until)
 		return;
 	n = shared >= 0 ? (uint64_t)shared : hll_window_count(&e->w, now);
+	if (p->capped) {
+		/* Its key could not be made: Redis's count lacks this node's new members. */
+		uint64_t mine = hll_window_count(&e->w, now);
+
+		n = mine > n ? mine : n;
+	}
 	if (p->det == SL_DET_ACCOUNT_SOURCES) {
 		/* The ladder: delay at the threshold, step-up at twice it, and at four times
 		 * (a burst already in flight) the step-up held for the delay too. */
@@ -760,21 +777,48 @@ static bool redis_ready(struct stream *s, uint64_t now)
 }
 
 /*
- * A refused attempt (nobody's password checked: a 429, a step-up, a decoy) adds its member
- * only to a key a guess has already made, and never extends its TTL: whoever can send
- * refused requests from fresh prefixes cannot mint keys (issue 16: each 429 from a fresh
- * prefix made a ~270-byte key living 700 s, 100k of them 45 MB). A key costs a checked
- * attempt, which the counters and the hash pool bound. It still reads the shared count.
- * KEYS: the window's buckets, newest first; ARGV[1]: the member. Returns {count, the
- * PFADD's error (OOM, ...) or 0}. All keys share one hash tag, so one slot.
+ * Three rounds, each one pipeline (the later two only when there is something to ask):
+ *
+ *  1. Every probe, one EVAL of known_lua: add the member if the newest bucket's key exists,
+ *     and read the window's count. A refused attempt (nobody's password checked: a 429, a
+ *     step-up, a decoy) never goes further, so whoever can send refused requests from fresh
+ *     prefixes cannot mint keys (issue 16: each 429 from a fresh prefix made a ~270-byte key
+ *     living 700 s, 100k of them 45 MB). An existing key's TTL is never extended: a
+ *     bucket's key lives its window from its making, whoever adds to it.
+ *  2. A guess whose key did not exist asks its tenant's live-key set for room (grant_lua,
+ *     in the tenant's slot): a sorted set of the tenant's live HyperLogLog keys scored by
+ *     expiry, at most stream.redis_max_keys of them. The cap bounds what one tenant's
+ *     checked attempts (a credential-stuffing run, a forced reset) can make Redis hold,
+ *     whatever the counters allow; a guess refused room is counted (capped) and counts in
+ *     process only. Skipped when the cap is 0.
+ *  3. A guess granted room (or any, with no cap) makes the key: PFADD, PEXPIRE, PFCOUNT.
+ *
+ * All keys of one probe share one hash tag, so one slot; the live set is in the tenant's.
  */
-static const char add_if_known_lua[] =
-	"local failed = 0\n"
-	"if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+static const char known_lua[] =
+	"local failed, existed = 0, redis.call('EXISTS', KEYS[1])\n"
+	"if existed == 1 then\n"
 	"  local r = redis.pcall('PFADD', KEYS[1], ARGV[1])\n"
 	"  if type(r) == 'table' and r.err then failed = r.err end\n"
 	"end\n"
-	"return {redis.call('PFCOUNT', unpack(KEYS)), failed}\n";
+	"return {redis.call('PFCOUNT', unpack(KEYS)), failed, existed}\n";
+
+/* KEYS[1]: the tenant's live set; ARGV: the member (the HLL key's name past the prefix),
+ * its TTL in ms, the cap. Returns {1 granted | 0 full | -1 refused by Redis, live keys,
+ * Redis's error or 0}. Redis's own clock scores the entries, so nodes' clocks do not
+ * matter. A member already in the set (another node made the key a moment ago, or Redis
+ * evicted it) is granted again without counting twice. */
+static const char grant_lua[] =
+	"local t = redis.call('TIME')\n"
+	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
+	"local n = redis.call('ZCARD', KEYS[1])\n"
+	"if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {1, n, 0} end\n"
+	"if n >= tonumber(ARGV[3]) then return {0, n, 0} end\n"
+	"local r = redis.pcall('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
+	"if type(r) == 'table' and r.err then return {-1, n, r.err} end\n"
+	"redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+	"return {1, n + 1, 0}\n";
 
 /* A write Redis refused (an error reply to PFADD or PEXPIRE, or the script's PFADD):
  * counted, and logged at most once per WRITE_LOG_NS with the count since the last line. */
@@ -794,95 +838,172 @@ static void write_failed(struct stream *s, const char *why, uint64_t now)
 	s->write_logged_at = now ? now : 1;
 }
 
-/* Send the batch's commands and read its counts; false when the connection failed. A
- * probe that may make its key is PFADD, PEXPIRE and PFCOUNT; one that may not, one EVAL of
- * add_if_known_lua. */
-static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64_t *out,
+/* The window's bucket keys of @p, newest first. */
+static void bucket_keys(const struct stream *s, const struct probe *p, uint64_t b,
+			char keys[WINDOW_BUCKETS][160])
+{
+	char kh[2 * sizeof(p->k.b) + 1];
+	int j;
+
+	hex(p->k.b, p->k.len, kh);
+	for (j = 0; j < WINDOW_BUCKETS; j++)
+		snprintf(keys[j], sizeof(keys[0]), "%s:{hll:%s:%s}:%llu", s->rprefix,
+			 sl_detector_name(p->det), kh, (unsigned long long)(b - (uint64_t)j));
+}
+
+/* One reply; false when the connection broke. A reply that says this is not the master
+ * (a failover made it a replica) or that AUTH is now needed marks the connection to be
+ * made again next batch, and the write as failed. */
+static bool read_reply(struct stream *s, redisReply **out, uint64_t now)
+{
+	redisReply *r = NULL;
+
+	*out = NULL;
+	if (sl_sync_reply(s->rc, &r) != REDIS_OK || !r) {
+		const char *e = sl_sync_errstr(s->rc);
+
+		log_warn("stream: Redis: %s", e[0] ? e : "no reply");
+		return false;
+	}
+	if (r->type == REDIS_REPLY_ERROR &&
+	    (!strncmp(r->str, "READONLY", 8) || !strncmp(r->str, "NOAUTH", 6)))
+		s->rdrop = true;
+	if (r->type == REDIS_REPLY_ERROR)
+		write_failed(s, r->str, now);
+	*out = r;
+	return true;
+}
+
+static bool int_elem(const redisReply *r, size_t i, long long *v)
+{
+	if (r->type != REDIS_REPLY_ARRAY || r->elements <= i ||
+	    r->element[i]->type != REDIS_REPLY_INTEGER)
+		return false;
+	*v = r->element[i]->integer;
+	return true;
+}
+
+/* Send the batch's rounds and read its counts; false when the connection failed. */
+static bool redis_pipeline(struct stream *s, struct probe *p, int n, int64_t *out,
 			   uint64_t now)
 {
+	enum { KNOWN, ASK, MAKE };
 	uint64_t span = s->window_ns / WINDOW_BUCKETS, b = now / span;
 	char keys[WINDOW_BUCKETS][160], ttl[24], nkeys[8];
-	int i, j;
+	const char *argv[4 + WINDOW_BUCKETS];
+	size_t lens[4 + WINDOW_BUCKETS];
+	int i, j, k, round, sent;
 
 	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)((s->window_ns + span) / 1000000));
 	snprintf(nkeys, sizeof(nkeys), "%d", WINDOW_BUCKETS);
 	for (i = 0; i < n; i++) {
-		const char *argv[4 + WINDOW_BUCKETS];
-		size_t lens[4 + WINDOW_BUCKETS];
-		char kh[2 * sizeof(p[i].k.b) + 1];
-
-		hex(p[i].k.b, p[i].k.len, kh);
-		for (j = 0; j < WINDOW_BUCKETS; j++)
-			snprintf(keys[j], sizeof(keys[j]), "%s:{hll:%s:%s}:%llu",
-				 s->rprefix, sl_detector_name(p[i].det), kh,
-				 (unsigned long long)(b - (uint64_t)j));
-		if (!p[i].mint) {
-			argv[0] = "EVAL";
-			argv[1] = add_if_known_lua;
-			argv[2] = nkeys;
-			lens[0] = 4;
-			lens[1] = sizeof(add_if_known_lua) - 1;
-			lens[2] = strlen(nkeys);
-			for (j = 0; j < WINDOW_BUCKETS; j++) {
-				argv[3 + j] = keys[j];
-				lens[3 + j] = strlen(keys[j]);
-			}
-			argv[3 + WINDOW_BUCKETS] = (const char *)&p[i].member;
-			lens[3 + WINDOW_BUCKETS] = sizeof(p[i].member);
-			sl_sync_append(s->rc, keys[0], 4 + WINDOW_BUCKETS, argv, lens);
-			continue;
-		}
-		argv[0] = "PFADD";
-		argv[1] = keys[0];
-		argv[2] = (const char *)&p[i].member;
-		lens[0] = 5;
-		lens[1] = strlen(keys[0]);
-		lens[2] = sizeof(p[i].member);
-		sl_sync_append(s->rc, keys[0], 3, argv, lens);
-		argv[0] = "PEXPIRE";
-		argv[2] = ttl;
-		lens[0] = 7;
-		lens[2] = strlen(ttl);
-		sl_sync_append(s->rc, keys[0], 3, argv, lens);
-		argv[0] = "PFCOUNT";
-		lens[0] = 7;
-		for (j = 0; j < WINDOW_BUCKETS; j++) {
-			argv[1 + j] = keys[j];
-			lens[1 + j] = strlen(keys[j]);
-		}
-		sl_sync_append(s->rc, keys[0], 1 + WINDOW_BUCKETS, argv, lens);
+		p[i].capped = false;
+		p[i].live = -1;
+		s->pstate[i] = KNOWN;
 	}
-	for (i = 0; i < n; i++) {
-		int k, replies = p[i].mint ? 3 : 1;
-
-		for (k = 0; k < replies; k++) {
-			redisReply *r = NULL;
-
-			if (sl_sync_reply(s->rc, &r) != REDIS_OK || !r) {
-				const char *e = sl_sync_errstr(s->rc);
-
-				log_warn("stream: Redis: %s", e[0] ? e : "no reply");
-				return false;
-			}
-			if (r->type == REDIS_REPLY_ERROR &&
-			    (!strncmp(r->str, "READONLY", 8) || !strncmp(r->str, "NOAUTH", 6))) {
-				/* A failover made this a replica (or a restart brought a
-				 * password): located and authenticated again next batch. */
-				s->rdrop = true;
-				write_failed(s, r->str, now);
-			} else if (r->type == REDIS_REPLY_ERROR && (k < 2 || !p[i].mint)) {
-				write_failed(s, r->str, now);
-			} else if (!p[i].mint) {
-				if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-				    r->element[0]->type == REDIS_REPLY_INTEGER) {
-					out[i] = r->element[0]->integer;
-					if (r->element[1]->type == REDIS_REPLY_STRING)
-						write_failed(s, r->element[1]->str, now);
+	for (round = KNOWN; round <= MAKE; round++) {
+		sent = 0;
+		for (i = 0; i < n; i++) {
+			if (s->pstate[i] != round)
+				continue;
+			bucket_keys(s, &p[i], b, keys);
+			if (round == KNOWN) {
+				argv[0] = "EVAL";
+				argv[1] = known_lua;
+				argv[2] = nkeys;
+				lens[0] = 4;
+				lens[1] = sizeof(known_lua) - 1;
+				lens[2] = strlen(nkeys);
+				for (j = 0; j < WINDOW_BUCKETS; j++) {
+					argv[3 + j] = keys[j];
+					lens[3 + j] = strlen(keys[j]);
 				}
-			} else if (k == 2 && r->type == REDIS_REPLY_INTEGER) {
-				out[i] = r->integer;
+				argv[3 + WINDOW_BUCKETS] = (const char *)&p[i].member;
+				lens[3 + WINDOW_BUCKETS] = sizeof(p[i].member);
+				sl_sync_append(s->rc, keys[0], 4 + WINDOW_BUCKETS, argv, lens);
+			} else if (round == ASK) {
+				char live[200], cap[16];
+				const char *member = keys[0] + strlen(s->rprefix) + 1;
+
+				snprintf(live, sizeof(live), "%s:{%s}:hll:live", s->rprefix,
+					 p[i].tname);
+				snprintf(cap, sizeof(cap), "%u", p[i].cap);
+				argv[0] = "EVAL";
+				argv[1] = grant_lua;
+				argv[2] = "1";
+				argv[3] = live;
+				argv[4] = member;
+				argv[5] = ttl;
+				argv[6] = cap;
+				lens[0] = 4;
+				lens[1] = sizeof(grant_lua) - 1;
+				for (j = 2; j < 7; j++)
+					lens[j] = strlen(argv[j]);
+				sl_sync_append(s->rc, live, 7, argv, lens);
+			} else {
+				argv[0] = "PFADD";
+				argv[1] = keys[0];
+				argv[2] = (const char *)&p[i].member;
+				lens[0] = 5;
+				lens[1] = strlen(keys[0]);
+				lens[2] = sizeof(p[i].member);
+				sl_sync_append(s->rc, keys[0], 3, argv, lens);
+				argv[0] = "PEXPIRE";
+				argv[2] = ttl;
+				lens[0] = 7;
+				lens[2] = strlen(ttl);
+				sl_sync_append(s->rc, keys[0], 3, argv, lens);
+				argv[0] = "PFCOUNT";
+				lens[0] = 7;
+				for (j = 0; j < WINDOW_BUCKETS; j++) {
+					argv[1 + j] = keys[j];
+					lens[1 + j] = strlen(keys[j]);
+				}
+				sl_sync_append(s->rc, keys[0], 1 + WINDOW_BUCKETS, argv, lens);
 			}
-			freeReplyObject(r);
+			sent++;
+		}
+		if (!sent)
+			continue;
+		for (i = 0; i < n; i++) {
+			int replies = round == MAKE ? 3 : 1;
+
+			if (s->pstate[i] != round)
+				continue;
+			s->pstate[i] = -1; /* done, unless the reply says otherwise */
+			for (k = 0; k < replies; k++) {
+				redisReply *r;
+				long long v, w;
+
+				if (!read_reply(s, &r, now))
+					return false;
+				if (r->type == REDIS_REPLY_ERROR) {
+					freeReplyObject(r);
+					continue;
+				}
+				if (round == KNOWN && int_elem(r, 0, &v)) {
+					out[i] = v;
+					if (r->elements > 1 &&
+					    r->element[1]->type == REDIS_REPLY_STRING)
+						write_failed(s, r->element[1]->str, now);
+					if (p[i].mint && int_elem(r, 2, &w) && !w)
+						s->pstate[i] = p[i].cap ? ASK : MAKE;
+				} else if (round == ASK && int_elem(r, 0, &v) &&
+					   int_elem(r, 1, &w)) {
+					p[i].live = w;
+					if (v == 1)
+						s->pstate[i] = MAKE;
+					else if (v == 0)
+						p[i].capped = true;
+					else if (r->elements > 2 &&
+						 r->element[2]->type == REDIS_REPLY_STRING)
+						write_failed(s, r->element[2]->str, now);
+				} else if (round == MAKE && k == 2 &&
+					   r->type == REDIS_REPLY_INTEGER) {
+					out[i] = r->integer;
+				}
+				freeReplyObject(r);
+			}
 		}
 	}
 	return !s->rdrop;
@@ -893,7 +1014,7 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
  * and tries again after RETRY_NS. A batch with nothing to ask (successes only) says
  * nothing about Redis: it neither marks Redis down nor delays the next try (issue 16: it
  * did both, and background logins kept the job off Redis for good). */
-static void redis_counts(struct stream *s, const struct probe *p, int n, int64_t *out,
+static void redis_counts(struct stream *s, struct probe *p, int n, int64_t *out,
 			 uint64_t now)
 {
 	int i, attempt;
@@ -931,10 +1052,22 @@ static int batch_probes(struct stream *s, struct sl_outcome_event *evs, size_t n
 	int np = 0;
 
 	for (i = 0; i < n; i++) {
+		int j, k;
+
 		classify(s, &evs[i]);
 		first[i] = np;
-		if (!evs[i].success)
-			np += probes_of(s, &evs[i], &p[np]);
+		if (evs[i].success)
+			continue;
+		k = probes_of(s, &evs[i], &p[np]);
+		for (j = np; j < np + k; j++) {
+			uint16_t t = evs[i].tenant < TENANT_SLOTS ? evs[i].tenant : SL_MAX_TENANTS;
+
+			p[j].tenant = t;
+			p[j].cap = s->c->stream.redis_max_keys;
+			snprintf(p[j].tname, sizeof(p[j].tname), "%s",
+				 s->tenant_names[t][0] ? s->tenant_names[t] : "(none)");
+		}
+		np += k;
 	}
 	first[n] = np;
 	return np;
@@ -959,8 +1092,14 @@ static void batch_detect(struct stream *s, struct sl_outcome_event *evs, size_t 
 		if (ev->success)
 			continue;
 		s->failures++;
-		for (j = first[i]; j < first[i + 1]; j++)
+		for (j = first[i]; j < first[i + 1]; j++) {
+			struct tstat *t = &s->ts[p[j].tenant];
+
+			if (p[j].live >= 0)
+				t->redis_keys = (uint64_t)p[j].live;
+			t->redis_capped += p[j].capped;
 			detect(s, &p[j], ev, shared[j], now);
+		}
 	}
 }
 
@@ -1072,8 +1211,9 @@ struct stream *stream_start(struct event_base *base, const struct sl_config *c,
 			goto nomem;
 	}
 	s->probes = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->probes));
+	s->pstate = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->pstate));
 	s->shared = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->shared));
-	if (!s->probes || !s->shared)
+	if (!s->probes || !s->shared || !s->pstate)
 		goto nomem;
 	s->rec_cap = c->stream.records;
 	s->recs = calloc(s->rec_cap, sizeof(*s->recs));
@@ -1170,6 +1310,7 @@ void stream_stop(struct stream *s)
 		close(s->act_fd);
 	redis_close(s);
 	free(s->probes);
+	free(s->pstate);
 	free(s->shared);
 	evq_free(s->q);
 	for (i = 0; i < SL_DET_N; i++) {
@@ -1499,6 +1640,37 @@ void stream_metrics(struct stream *s, struct evbuffer *out)
 				    "sluice_stream_redis_write_errors_total %llu\n",
 				    (unsigned long long)__atomic_load_n(&s->write_errors,
 									 __ATOMIC_RELAXED));
+		if (redis) {
+			int i;
+
+			evbuffer_add_printf(out,
+					    "# HELP sluice_stream_redis_keys The tenant's live "
+					    "HyperLogLog keys in Redis (its live-key set at this node's "
+					    "last new key), against stream.redis_max_keys.\n"
+					    "# TYPE sluice_stream_redis_keys gauge\n");
+			for (i = 0; i < TENANT_SLOTS; i++)
+				if (s->tenant_names[i][0])
+					evbuffer_add_printf(out,
+							    "sluice_stream_redis_keys{tenant=\"%s\"} "
+							    "%llu\n", s->tenant_names[i],
+							    (unsigned long long)s->ts[i].redis_keys);
+			evbuffer_add_printf(out,
+					    "# HELP sluice_stream_redis_keys_max stream.redis_max_keys: "
+					    "the most live HyperLogLog keys per tenant (0: no cap).\n"
+					    "# TYPE sluice_stream_redis_keys_max gauge\n"
+					    "sluice_stream_redis_keys_max %u\n"
+					    "# HELP sluice_stream_redis_keys_capped_total Guesses whose "
+					    "HyperLogLog key would have been new while the tenant held "
+					    "stream.redis_max_keys; they counted in process only.\n"
+					    "# TYPE sluice_stream_redis_keys_capped_total counter\n",
+					    s->c->stream.redis_max_keys);
+			for (i = 0; i < TENANT_SLOTS; i++)
+				if (s->tenant_names[i][0])
+					evbuffer_add_printf(out,
+							    "sluice_stream_redis_keys_capped_total{"
+							    "tenant=\"%s\"} %llu\n", s->tenant_names[i],
+							    (unsigned long long)s->ts[i].redis_capped);
+		}
 	}
 	pthread_mutex_unlock(&s->mu);
 }
