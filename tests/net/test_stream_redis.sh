@@ -105,6 +105,8 @@ phc = open(path).read().strip().split(",", 2)[2]
 with open(path, "a") as f:
     for i in range(20):
         f.write("default,bg%02d,%s\n" % (i, phc))
+    for i in range(1, 53):
+        f.write("default,lock%d,%s\n" % (i, phc))
 PYEOF
 for n in n1 n2; do
 	"$BUILD/sluiced" -c "$NT_DIR/$n.conf" -f >"$NT_DIR/$n.log" 2>&1 &
@@ -256,15 +258,38 @@ events_done n1 "$e1"
 sleep 0.3
 expect_ge "a checked failure from a fresh /24 still counts on Redis (its key is made)" \
 	"$(rcli --scan --pattern 'sluice:{hll:prefix_accounts:*' | wc -l)" 1
+# Refused logins still count for their source, in this node's window where Redis has no key
+# for it: 52 known accounts, each locked out from its own /24 first (five wrong passwords), then
+# tried once each from one /24 nobody has guessed from: refused unchecked (429), they make
+# no key, and the node's own count (52, threshold 50) flags the /24. (It was never flagged:
+# Redis's count of the missing key, 0, stood for the count.)
+specs=()
+for j in $(seq 1 52); do for k in 1 2 3 4 5; do specs+=("$P1,lock$j,bad$j-$k,10.201.$j.1"); done; done
+r=$(logins "${specs[@]}")
+expect_eq "52 accounts locked out from their own /24s (5 x 401 each)" \
+	"$(echo "$r" | tr ' ' '\n' | grep -c '^401$')" 260
+k0=$(hll_keys)
+e1=$(prom n1 sluice_stream_events_total)
+specs=()
+for j in $(seq 1 52); do specs+=("$P1,lock$j,again$j,10.250.1.$j"); done
+r=$(logins "${specs[@]}")
+expect_eq "  ... then each tried once from 10.250.1.0/24: refused unchecked (429 x52)" \
+	"$(echo "$r" | tr ' ' '\n' | grep -c '^429$')" 52
+events_done n1 $((e1 + 52))
+sleep 0.5
+expect_eq "  ... no key made for the /24 in Redis" \
+	"$(( $(hll_keys) - k0 ))" 0
+expect_eq "  ... and the node's own count flags it (52 accounts, threshold 50)" \
+	"$(flagged 10.250.1.0/24)" 1
 
 # ---- 2b. a tenant's live HyperLogLog keys are capped --------------------------------------
 # Every guess here is checked against a password (unknown accounts hash against the dummy),
 # from its own /8 (the counters key by /8 here, and unknown names share a prefix's budget)
 # with its own account: each makes new keys (prefix_accounts,
-# account_sources, password_accounts, account_keys: ~3 a guess). With redis_max_keys = 200
-# the tenant, which holds L0 already, may make 200 - L0 more.
+# account_sources, password_accounts, account_keys: ~3 a guess). With redis_max_keys =
+# L0 + 200 the tenant, which holds L0 already, may make 200 more.
 L0=$(rcli zcard 'sluice:{default}:hll:live')
-STREAM_CAP=200
+STREAM_CAP=$((L0 + 200))
 for n in n1 n2; do write_conf "$n" "$( [ $n = n1 ] && echo "$P1" || echo "$P2")" \
 	"$( [ $n = n1 ] && echo "$M1" || echo "$M2")" "unix:$REDIS_SOCK"; done
 expect_eq "reload with stream.redis_max_keys = $STREAM_CAP (the tenant holds $L0) (n1, n2)" \
@@ -303,7 +328,7 @@ expect_eq "/metrics: sluice_stream_redis_keys_max $STREAM_CAP" "$(prom n1 sluice
 ttl=$(rcli pttl 'sluice:{default}:hll:live')
 expect_ge "the live-key set itself expires (PTTL $ttl ms)" "$ttl" 1
 # The neighbour: a spray on tenant "other", 26 accounts a node from one /24, threshold 50
-# (~160 new keys: within its own cap of 200)
+# (~160 new keys: within its own cap)
 # (each with its own password: "wrong" is flagged by password_accounts since section 1, and
 # its logins are stepped up unchecked).
 a=(); b=()

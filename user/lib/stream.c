@@ -560,6 +560,7 @@ struct probe {
 	char tname[SL_TENANT_NAME_LEN];
 	/* What the round trip found: */
 	bool capped;        /* its key was new and the tenant's live-key set was full */
+	bool unshared;      /* its member is not in Redis: no key, and this probe made none */
 	int64_t live;       /* the tenant's live keys the grant saw; -1: not asked */
 };
 
@@ -591,8 +592,10 @@ static void detect(struct stream *s, const struct probe *p, const struct sl_outc
 	if (p->det != SL_DET_ACCOUNT_SOURCES && now < e->flagged_until)
 		return;
 	n = shared >= 0 ? (uint64_t)shared : hll_window_count(&e->w, now);
-	if (p->capped) {
-		/* Its key could not be made: Redis's count lacks this node's new members. */
+	if (p->unshared) {
+		/* Its key was not there and this probe did not make it (a refused attempt, the
+		 * tenant at its cap, a write Redis refused): Redis's count lacks this node's
+		 * members, so the node's own window counts too. */
 		uint64_t mine = hll_window_count(&e->w, now);
 
 		n = mine > n ? mine : n;
@@ -897,7 +900,7 @@ static bool redis_pipeline(struct stream *s, struct probe *p, int n, int64_t *ou
 	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)((s->window_ns + span) / 1000000));
 	snprintf(nkeys, sizeof(nkeys), "%d", WINDOW_BUCKETS);
 	for (i = 0; i < n; i++) {
-		p[i].capped = false;
+		p[i].capped = p[i].unshared = false;
 		p[i].live = -1;
 		s->pstate[i] = KNOWN;
 	}
@@ -986,8 +989,11 @@ static bool redis_pipeline(struct stream *s, struct probe *p, int n, int64_t *ou
 					if (r->elements > 1 &&
 					    r->element[1]->type == REDIS_REPLY_STRING)
 						write_failed(s, r->element[1]->str, now);
-					if (p[i].mint && int_elem(r, 2, &w) && !w)
-						s->pstate[i] = p[i].cap ? ASK : MAKE;
+					if (int_elem(r, 2, &w) && !w) {
+						p[i].unshared = true;
+						if (p[i].mint)
+							s->pstate[i] = p[i].cap ? ASK : MAKE;
+					}
 				} else if (round == ASK && int_elem(r, 0, &v) &&
 					   int_elem(r, 1, &w)) {
 					p[i].live = w;
@@ -1001,6 +1007,7 @@ static bool redis_pipeline(struct stream *s, struct probe *p, int n, int64_t *ou
 				} else if (round == MAKE && k == 2 &&
 					   r->type == REDIS_REPLY_INTEGER) {
 					out[i] = r->integer;
+					p[i].unshared = false;
 				}
 				freeReplyObject(r);
 			}
