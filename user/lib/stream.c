@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 #include <sodium.h>
 
 #include "addr.h"
@@ -126,6 +127,7 @@ struct stream {
 	char ruser[sizeof(((struct sl_config *)0)->redis.user)];
 	char rpass[sizeof(((struct sl_config *)0)->redis.password)];
 	bool rdrop;              /* a reply said this connection is not the master's */
+	bool evals;              /* send the scripts whole (a new connection, a NOSCRIPT) */
 	struct probe *probes;    /* a batch's, BATCH x (SL_DET_N - 1) */
 	int8_t *pstate;          /* each probe's round in redis_pipeline() */
 	int64_t *shared;
@@ -773,6 +775,7 @@ static bool redis_ready(struct stream *s, uint64_t now)
 		s->redis_retry_at = now + RETRY_NS;
 		return false;
 	}
+	s->evals = true;
 	if (s->redis_down)
 		log_info("stream: Redis %s answers again; counts are shared", a);
 	__atomic_store_n(&s->redis_down, false, __ATOMIC_RELAXED);
@@ -788,16 +791,25 @@ static bool redis_ready(struct stream *s, uint64_t now)
  *     prefixes cannot mint keys (issue 16: each 429 from a fresh prefix made a ~270-byte key
  *     living 700 s, 100k of them 45 MB). An existing key's TTL is never extended: a
  *     bucket's key lives its window from its making, whoever adds to it.
- *  2. A guess whose key did not exist asks its tenant's live-key set for room (grant_lua,
- *     in the tenant's slot): a sorted set of the tenant's live HyperLogLog keys scored by
- *     expiry, at most stream.redis_max_keys of them. The cap bounds what one tenant's
- *     checked attempts (a credential-stuffing run, a forced reset) can make Redis hold,
- *     whatever the counters allow; a guess refused room is counted (capped) and counts in
- *     process only. Skipped when the cap is 0.
+ *  2. A guess whose key did not exist asks its tenant for room (grant_lua, in the tenant's
+ *     slot). A tenant counts the keys its guesses made in each bucket span
+ *     (PREFIX:{TENANT}:hll:made:BUCKET, living as long as a key made in that span does);
+ *     the live keys are the sum over the spans a key can still be alive in (MADE_BUCKETS),
+ *     and past stream.redis_max_keys a guess is refused room: counted (capped), it counts
+ *     in process only. The cap bounds what one tenant's checked attempts (a credential-
+ *     stuffing run, a forced reset) can make Redis hold, whatever the counters allow, at a
+ *     handful of small keys a tenant rather than an entry per key. Two nodes making the
+ *     same key at once both count it, and a key Redis evicted counts again when remade:
+ *     the sum errs high, so the cap only ever binds early. Skipped when the cap is 0.
  *  3. A guess granted room (or any, with no cap) makes the key: PFADD, PEXPIRE, PFCOUNT.
  *
- * All keys of one probe share one hash tag, so one slot; the live set is in the tenant's.
+ * All keys of one probe share one hash tag, so one slot; the counts are in the tenant's.
+ * That is why it takes rounds on a Redis Cluster. On one Redis (an address, or the master
+ * the sentinels name) one_lua does all three in one script, one round trip a batch as
+ * before the cap (the rounds cost ~45 % of the job's events/s on Redis: bench/stream).
  */
+#define MADE_BUCKETS (WINDOW_BUCKETS + 2)
+
 static const char known_lua[] =
 	"local failed, existed = 0, redis.call('EXISTS', KEYS[1])\n"
 	"if existed == 1 then\n"
@@ -806,22 +818,121 @@ static const char known_lua[] =
 	"end\n"
 	"return {redis.call('PFCOUNT', unpack(KEYS)), failed, existed}\n";
 
-/* KEYS[1]: the tenant's live set; ARGV: the member (the HLL key's name past the prefix),
- * its TTL in ms, the cap. Returns {1 granted | 0 full | -1 refused by Redis, live keys,
- * Redis's error or 0}. Redis's own clock scores the entries, so nodes' clocks do not
- * matter. A member already in the set (another node made the key a moment ago, or Redis
- * evicted it) is granted again without counting twice. */
+/* The room check: KEYS[first..last] the tenant's made counts, newest first; the cap and
+ * the counts' TTL in ms. Sets made_n (the live keys, one more when granted) and returns
+ * 1 granted, 0 full, or Redis's error. Shared by both scripts. */
+#define ROOM_LUA \
+	"local function room(first, last, cap, ttl)\n" \
+	"  local n = 0\n" \
+	"  for _, v in ipairs(redis.call('MGET', unpack(KEYS, first, last))) do\n" \
+	"    n = n + (tonumber(v) or 0)\n" \
+	"  end\n" \
+	"  made_n = n\n" \
+	"  if n >= cap then return 0 end\n" \
+	"  local r = redis.pcall('INCR', KEYS[first])\n" \
+	"  if type(r) == 'table' and r.err then return r.err end\n" \
+	"  if r == 1 then redis.call('PEXPIRE', KEYS[first], ttl) end\n" \
+	"  made_n = n + 1\n" \
+	"  return 1\n" \
+	"end\n"
+
+/* The three rounds in one script, for one Redis. KEYS: the window's WINDOW_BUCKETS HLL
+ * keys, newest first, then the tenant's MADE_BUCKETS counts; ARGV: the member, "1" if the
+ * probe may make its key, the key's TTL in ms, the cap (0: none), the counts' TTL in ms.
+ * Returns {count, Redis's error or 0, existed, made, capped, the tenant's live keys or
+ * -1}. */
+static const char one_lua[] =
+	"local made_n = -1\n"
+	ROOM_LUA
+	"local nb = 6\n"
+	"local failed, made, capped = 0, 0, 0\n"
+	"local existed = redis.call('EXISTS', KEYS[1])\n"
+	"if existed == 1 then\n"
+	"  local r = redis.pcall('PFADD', KEYS[1], ARGV[1])\n"
+	"  if type(r) == 'table' and r.err then failed = r.err end\n"
+	"elseif ARGV[2] == '1' then\n"
+	"  local ok = 1\n"
+	"  if tonumber(ARGV[4]) > 0 then\n"
+	"    ok = room(nb + 1, #KEYS, tonumber(ARGV[4]), ARGV[5])\n"
+	"    if ok == 0 then capped = 1 elseif ok ~= 1 then failed = ok end\n"
+	"  end\n"
+	"  if ok == 1 then\n"
+	"    local r = redis.pcall('PFADD', KEYS[1], ARGV[1])\n"
+	"    if type(r) == 'table' and r.err then failed = r.err\n"
+	"    else redis.call('PEXPIRE', KEYS[1], ARGV[3]); made = 1 end\n"
+	"  end\n"
+	"end\n"
+	"return {redis.call('PFCOUNT', unpack(KEYS, 1, nb)), failed, existed, made, capped, "
+	"made_n}\n";
+_Static_assert(WINDOW_BUCKETS == 6, "one_lua's nb is WINDOW_BUCKETS");
+
+/* Round 2 on a Cluster. KEYS: the tenant's MADE_BUCKETS counts, newest first; ARGV: the
+ * counts' TTL in ms, the cap. Returns {1 granted | 0 full | -1 refused by Redis, live keys,
+ * Redis's error or 0}. */
 static const char grant_lua[] =
-	"local t = redis.call('TIME')\n"
-	"local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
-	"redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)\n"
-	"local n = redis.call('ZCARD', KEYS[1])\n"
-	"if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return {1, n, 0} end\n"
-	"if n >= tonumber(ARGV[3]) then return {0, n, 0} end\n"
-	"local r = redis.pcall('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])\n"
-	"if type(r) == 'table' and r.err then return {-1, n, r.err} end\n"
-	"redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-	"return {1, n + 1, 0}\n";
+	"local made_n = -1\n"
+	ROOM_LUA
+	"local ok = room(1, #KEYS, tonumber(ARGV[2]), ARGV[1])\n"
+	"if ok == 1 or ok == 0 then return {ok, made_n, 0} end\n"
+	"return {-1, made_n, ok}\n";
+
+/*
+ * The scripts go by EVALSHA, their SHA-1 computed here: sent whole with every probe they
+ * were a kilobyte a call for Redis to read and hash (bench/stream: the job's CPU per event
+ * 1.8x). A connection's first batch sends them whole (EVAL caches them on that server),
+ * and so does the batch after a NOSCRIPT (a restarted Redis, a failover, a Cluster master
+ * that had not seen them yet): that batch's probes lost count in process only.
+ */
+enum { SC_KNOWN, SC_ONE, SC_GRANT, SC_N };
+static const char *const script_lua[SC_N] = { known_lua, one_lua, grant_lua };
+static char script_sha[SC_N][41];
+static pthread_once_t script_once = PTHREAD_ONCE_INIT;
+
+static void script_shas(void)
+{
+	static const char hx[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len, i;
+	int k;
+
+	for (k = 0; k < SC_N; k++) {
+		if (!EVP_Digest(script_lua[k], strlen(script_lua[k]), md, &len, EVP_sha1(), NULL) ||
+		    len != 20)
+			continue; /* left empty: sent whole every time */
+		for (i = 0; i < 20; i++) {
+			script_sha[k][2 * i] = hx[md[i] >> 4];
+			script_sha[k][2 * i + 1] = hx[md[i] & 15];
+		}
+		script_sha[k][40] = 0;
+	}
+}
+
+/* argv[0..1] and lens[0..1] for script @sc; returns 2. */
+static int script_args(const struct stream *s, int sc, const char **argv, size_t *lens)
+{
+	if (s->evals || !script_sha[sc][0]) {
+		argv[0] = "EVAL";
+		argv[1] = script_lua[sc];
+		lens[0] = 4;
+	} else {
+		argv[0] = "EVALSHA";
+		argv[1] = script_sha[sc];
+		lens[0] = 7;
+	}
+	lens[1] = strlen(argv[1]);
+	return 2;
+}
+
+/* The tenant's made counts of @p's tenant, newest first. */
+static void made_keys(const struct stream *s, const struct probe *p, uint64_t b,
+		      char keys[MADE_BUCKETS][160])
+{
+	int j;
+
+	for (j = 0; j < MADE_BUCKETS; j++)
+		snprintf(keys[j], sizeof(keys[0]), "%s:{%s}:hll:made:%llu", s->rprefix, p->tname,
+			 (unsigned long long)(b - (uint64_t)j));
+}
 
 /* A write Redis refused (an error reply to PFADD or PEXPIRE, or the script's PFADD):
  * counted, and logged at most once per WRITE_LOG_NS with the count since the last line. */
@@ -868,11 +979,13 @@ static bool read_reply(struct stream *s, redisReply **out, uint64_t now)
 		log_warn("stream: Redis: %s", e[0] ? e : "no reply");
 		return false;
 	}
-	if (r->type == REDIS_REPLY_ERROR &&
-	    (!strncmp(r->str, "READONLY", 8) || !strncmp(r->str, "NOAUTH", 6)))
-		s->rdrop = true;
-	if (r->type == REDIS_REPLY_ERROR)
+	if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
+		s->evals = true; /* the next batch sends them whole; no write was refused */
+	} else if (r->type == REDIS_REPLY_ERROR) {
+		if (!strncmp(r->str, "READONLY", 8) || !strncmp(r->str, "NOAUTH", 6))
+			s->rdrop = true;
 		write_failed(s, r->str, now);
+	}
 	*out = r;
 	return true;
 }
@@ -886,24 +999,89 @@ static bool int_elem(const redisReply *r, size_t i, long long *v)
 	return true;
 }
 
+/* One Redis: each probe one EVAL of one_lua, the batch one pipeline. */
+static bool redis_one_round(struct stream *s, struct probe *p, int n, int64_t *out,
+			    uint64_t b, const char *ttl, const char *ttl_made, uint64_t now)
+{
+	char keys[WINDOW_BUCKETS][160], made[MADE_BUCKETS][160], cap[16], nkeys[8], nshort[8];
+	const char *argv[3 + WINDOW_BUCKETS + MADE_BUCKETS + 5];
+	size_t lens[3 + WINDOW_BUCKETS + MADE_BUCKETS + 5];
+	int i, j;
+
+	snprintf(nkeys, sizeof(nkeys), "%d", WINDOW_BUCKETS + MADE_BUCKETS);
+	snprintf(nshort, sizeof(nshort), "%d", WINDOW_BUCKETS);
+	for (i = 0; i < n; i++) {
+		/* A probe that may not make its key never asks for room: no counts to pass. */
+		bool room = p[i].mint && p[i].cap;
+		int a = 0;
+
+		bucket_keys(s, &p[i], b, keys);
+		snprintf(cap, sizeof(cap), "%u", room ? p[i].cap : 0);
+		a = script_args(s, SC_ONE, argv, lens);
+		argv[a++] = room ? nkeys : nshort;
+		for (j = 0; j < WINDOW_BUCKETS; j++)
+			argv[a++] = keys[j];
+		if (room) {
+			made_keys(s, &p[i], b, made);
+			for (j = 0; j < MADE_BUCKETS; j++)
+				argv[a++] = made[j];
+		}
+		for (j = 2; j < a; j++)
+			lens[j] = strlen(argv[j]);
+		argv[a] = (const char *)&p[i].member;
+		lens[a++] = sizeof(p[i].member);
+		argv[a] = p[i].mint ? "1" : "0";
+		lens[a++] = 1;
+		argv[a] = ttl;
+		lens[a++] = strlen(ttl);
+		argv[a] = cap;
+		lens[a++] = strlen(cap);
+		argv[a] = ttl_made;
+		lens[a++] = strlen(ttl_made);
+		sl_sync_append(s->rc, keys[0], a, argv, lens);
+	}
+	for (i = 0; i < n; i++) {
+		redisReply *r;
+		long long v, existed = 1, mk = 0, capped = 0, lv = -1;
+
+		if (!read_reply(s, &r, now))
+			return false;
+		if (r->type != REDIS_REPLY_ERROR && int_elem(r, 0, &v) && int_elem(r, 2, &existed) &&
+		    int_elem(r, 3, &mk) && int_elem(r, 4, &capped) && int_elem(r, 5, &lv)) {
+			out[i] = v;
+			if (r->element[1]->type == REDIS_REPLY_STRING)
+				write_failed(s, r->element[1]->str, now);
+			p[i].unshared = !existed && !mk;
+			p[i].capped = capped;
+			p[i].live = lv;
+		}
+		freeReplyObject(r);
+	}
+	return !s->rdrop;
+}
+
 /* Send the batch's rounds and read its counts; false when the connection failed. */
 static bool redis_pipeline(struct stream *s, struct probe *p, int n, int64_t *out,
 			   uint64_t now)
 {
 	enum { KNOWN, ASK, MAKE };
 	uint64_t span = s->window_ns / WINDOW_BUCKETS, b = now / span;
-	char keys[WINDOW_BUCKETS][160], ttl[24], nkeys[8];
-	const char *argv[4 + WINDOW_BUCKETS];
-	size_t lens[4 + WINDOW_BUCKETS];
+	char keys[WINDOW_BUCKETS][160], made[MADE_BUCKETS][160], ttl[24], ttl_made[24], nkeys[8];
+	const char *argv[4 + MADE_BUCKETS + WINDOW_BUCKETS];
+	size_t lens[4 + MADE_BUCKETS + WINDOW_BUCKETS];
 	int i, j, k, round, sent;
 
 	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)((s->window_ns + span) / 1000000));
+	snprintf(ttl_made, sizeof(ttl_made), "%llu",
+		 (unsigned long long)((s->window_ns + 2 * span) / 1000000));
 	snprintf(nkeys, sizeof(nkeys), "%d", WINDOW_BUCKETS);
 	for (i = 0; i < n; i++) {
 		p[i].capped = p[i].unshared = false;
 		p[i].live = -1;
 		s->pstate[i] = KNOWN;
 	}
+	if (strncmp(s->raddr, "cluster:", 8))
+		return redis_one_round(s, p, n, out, b, ttl, ttl_made, now);
 	for (round = KNOWN; round <= MAKE; round++) {
 		sent = 0;
 		for (i = 0; i < n; i++) {
@@ -911,11 +1089,8 @@ static bool redis_pipeline(struct stream *s, struct probe *p, int n, int64_t *ou
 				continue;
 			bucket_keys(s, &p[i], b, keys);
 			if (round == KNOWN) {
-				argv[0] = "EVAL";
-				argv[1] = known_lua;
+				script_args(s, SC_KNOWN, argv, lens);
 				argv[2] = nkeys;
-				lens[0] = 4;
-				lens[1] = sizeof(known_lua) - 1;
 				lens[2] = strlen(nkeys);
 				for (j = 0; j < WINDOW_BUCKETS; j++) {
 					argv[3 + j] = keys[j];
@@ -925,24 +1100,21 @@ static bool redis_pipeline(struct stream *s, struct probe *p, int n, int64_t *ou
 				lens[3 + WINDOW_BUCKETS] = sizeof(p[i].member);
 				sl_sync_append(s->rc, keys[0], 4 + WINDOW_BUCKETS, argv, lens);
 			} else if (round == ASK) {
-				char live[200], cap[16];
-				const char *member = keys[0] + strlen(s->rprefix) + 1;
+				char cap[16], nm[8];
+				int a = 0;
 
-				snprintf(live, sizeof(live), "%s:{%s}:hll:live", s->rprefix,
-					 p[i].tname);
+				made_keys(s, &p[i], b, made);
 				snprintf(cap, sizeof(cap), "%u", p[i].cap);
-				argv[0] = "EVAL";
-				argv[1] = grant_lua;
-				argv[2] = "1";
-				argv[3] = live;
-				argv[4] = member;
-				argv[5] = ttl;
-				argv[6] = cap;
-				lens[0] = 4;
-				lens[1] = sizeof(grant_lua) - 1;
-				for (j = 2; j < 7; j++)
+				snprintf(nm, sizeof(nm), "%d", MADE_BUCKETS);
+				a = script_args(s, SC_GRANT, argv, lens);
+				argv[a++] = nm;
+				for (j = 0; j < MADE_BUCKETS; j++)
+					argv[a++] = made[j];
+				argv[a++] = ttl_made;
+				argv[a++] = cap;
+				for (j = 2; j < a; j++)
 					lens[j] = strlen(argv[j]);
-				sl_sync_append(s->rc, live, 7, argv, lens);
+				sl_sync_append(s->rc, made[0], a, argv, lens);
 			} else {
 				argv[0] = "PFADD";
 				argv[1] = keys[0];
@@ -1033,9 +1205,15 @@ static void redis_counts(struct stream *s, struct probe *p, int n, int64_t *out,
 	if (!n || !s->raddr[0])
 		return;
 	for (attempt = 0; attempt < 2; attempt++) {
+		bool whole;
+
 		if (!redis_ready(s, now))
 			return;
+		whole = s->evals;
 		if (redis_pipeline(s, p, n, out, now)) {
+			/* Sent whole, the scripts are now cached there: by SHA from now on. */
+			if (whole)
+				s->evals = false;
 			__atomic_fetch_add(&s->redis_counts, (uint64_t)n, __ATOMIC_RELAXED);
 			return;
 		}
@@ -1217,6 +1395,7 @@ struct stream *stream_start(struct event_base *base, const struct sl_config *c,
 		if (!s->t[i].e)
 			goto nomem;
 	}
+	pthread_once(&script_once, script_shas);
 	s->probes = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->probes));
 	s->pstate = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->pstate));
 	s->shared = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->shared));
@@ -1651,9 +1830,9 @@ void stream_metrics(struct stream *s, struct evbuffer *out)
 			int i;
 
 			evbuffer_add_printf(out,
-					    "# HELP sluice_stream_redis_keys The tenant's live "
-					    "HyperLogLog keys in Redis (its live-key set at this node's "
-					    "last new key), against stream.redis_max_keys.\n"
+					    "# HELP sluice_stream_redis_keys The HyperLogLog keys the "
+					    "tenant's guesses made in Redis within the window, as this "
+					    "node last asked for room, against stream.redis_max_keys.\n"
 					    "# TYPE sluice_stream_redis_keys gauge\n");
 			for (i = 0; i < TENANT_SLOTS; i++)
 				if (s->tenant_names[i][0])
