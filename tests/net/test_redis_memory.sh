@@ -48,6 +48,7 @@ BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
 . "$HERE/../lib/tap.sh"
+. "$HERE/../lib/gateway.sh"
 NT_DIR=$(mktemp -d /tmp/sluice-redis-mem.XXXXXX)
 . "$HERE/../lib/redis.sh"
 
@@ -123,18 +124,7 @@ prom() { # node name labels...
 	$PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$m/metrics" "${@:2}"
 }
 echo "right-password" | ctl n1 user add default alice >/dev/null || { echo "Bail out! user add"; exit 1; }
-for n in n1 n2; do
-	"$BUILD/sluiced" -c "$NT_DIR/$n.conf" -f >"$NT_DIR/$n.log" 2>&1 &
-	PIDS+=($!)
-done
-for n in n1 n2; do
-	for _ in $(seq 1 100); do
-		grep -q "gateway listening" "$NT_DIR/$n.log" && grep -q "redis .*connected" "$NT_DIR/$n.log" && break
-		sleep 0.05
-	done
-	grep -q "gateway listening" "$NT_DIR/$n.log" || {
-		tap_diag "$(cat "$NT_DIR/$n.log")"; echo "Bail out! $n did not start"; exit 1; }
-done
+gw_nodes_start n1 n2
 
 # logins PORT,USER,PASSWORD,XFF ... -> the statuses, space-separated.
 cat >"$NT_DIR/login.py" <<'PYEOF'

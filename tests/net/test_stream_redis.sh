@@ -27,6 +27,7 @@ BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
 . "$HERE/../lib/tap.sh"
+. "$HERE/../lib/gateway.sh"
 NT_DIR=$(mktemp -d /tmp/sluice-stream-redis.XXXXXX)
 . "$HERE/../lib/redis.sh"
 
@@ -108,18 +109,7 @@ with open(path, "a") as f:
     for i in range(1, 53):
         f.write("default,lock%d,%s\n" % (i, phc))
 PYEOF
-for n in n1 n2; do
-	"$BUILD/sluiced" -c "$NT_DIR/$n.conf" -f >"$NT_DIR/$n.log" 2>&1 &
-	PIDS+=($!)
-done
-for n in n1 n2; do
-	for _ in $(seq 1 100); do
-		grep -q "gateway listening" "$NT_DIR/$n.log" && grep -q "redis .*connected" "$NT_DIR/$n.log" && break
-		sleep 0.05
-	done
-	grep -q "gateway listening" "$NT_DIR/$n.log" || {
-		tap_diag "$(cat "$NT_DIR/$n.log")"; echo "Bail out! $n did not start"; exit 1; }
-done
+gw_nodes_start n1 n2
 
 # logins PORT,USER,PASSWORD,XFF[,HOST] ... -> the statuses, space-separated (one connection
 # each).
