@@ -24,6 +24,7 @@
 #include "gw_creds.h"
 #include "gw_internal.h"
 #include "gw_upstream.h"
+#include "gw_upstream_verdict.h"
 #include "log.h"
 
 struct gw_upconn {
@@ -51,6 +52,8 @@ struct gw_upstreams {
 	struct gw_up u[GW_MAX_UPSTREAMS];
 	int n;
 	int8_t of_route[SL_MAX_ROUTES];
+	/* sign-in routes: how the upstream's answers were read (gw_upstream_verdict.h) */
+	uint64_t verdicts[SL_MAX_ROUTES][GW_VERDICT__N];
 };
 
 static const char *const result_names[GW_UP__N] = {
@@ -308,19 +311,20 @@ int gw_upstream_login_fields(struct gw_req *r, char *err, size_t errlen)
 	return 0;
 }
 
-/* Which sign-in outcome the upstream's @code is on a login route: 1, 0, or -1 neither. */
-static int login_outcome(const struct gw_req *r, int code)
+/* The sign-in outcome of @oreq, the upstream's answer to @r on a login route: 1, 0, or -1
+ * neither (counted by how it was read). Only the upstream's status, headers and body are
+ * read; the body is read in place and goes to the client as it came. */
+static int login_outcome(const struct gw_req *r, struct evhttp_request *oreq, int code)
 {
 	const struct sl_route_login *l = &r->g->cfg->routes[r->route].login;
-	int i;
+	struct evbuffer *b = evhttp_request_get_input_buffer(oreq);
+	size_t len = l->by == SL_VERDICT_JSON ? evbuffer_get_length(b) : 0;
+	const char *body = len ? (const char *)evbuffer_pullup(b, -1) : "";
+	int v = gw_up_verdict(l, code, evhttp_request_get_input_headers(oreq), body ? body : "",
+			      body ? len : 0);
 
-	for (i = 0; i < l->n_success; i++)
-		if (l->success[i] == code)
-			return 1;
-	for (i = 0; i < l->n_failure; i++)
-		if (l->failure[i] == code)
-			return 0;
-	return -1;
+	r->g->ups->verdicts[r->route][v]++;
+	return gw_verdict_outcome(v);
 }
 
 static bool is_login(const struct gw_req *r)
@@ -526,7 +530,7 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 		      now - r->up_start_ns, now);
 	r->upc = NULL;
 	if (is_login(r))
-		gw_login_upstream_outcome(r, login_outcome(r, code));
+		gw_login_upstream_outcome(r, login_outcome(r, oreq, code));
 
 	/* The answer as it came, but for the hops. */
 	in = evhttp_request_get_input_headers(oreq);
@@ -579,7 +583,7 @@ void gw_upstream_forward(struct gw_req *r)
 	struct evkeyvalq *ih, *oh;
 	struct evkeyval *kv;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
-	const char *conn, *query;
+	const char *conn, *query, *verdict_hdr;
 	char target[2048], v[32];
 	uint64_t now = gw_now_ns(), left_ms;
 	struct timeval tv;
@@ -644,8 +648,14 @@ void gw_upstream_forward(struct gw_req *r)
 	ih = evhttp_request_get_input_headers(r->req);
 	oh = evhttp_request_get_output_headers(oreq);
 	conn = evhttp_find_header(ih, "Connection");
+	/* A sign-in route's verdict header is the upstream's to write: the client's own is not
+	 * passed on (an upstream, or a proxy before it, that echoes request headers must not
+	 * hand a client's "X-Auth-Result: ok" back as if it were the verdict). */
+	verdict_hdr = is_login(r) && g->cfg->routes[r->route].login.by == SL_VERDICT_HEADER ?
+		      g->cfg->routes[r->route].login.by_name : NULL;
 	TAILQ_FOREACH(kv, ih, next)
-		if (hdr_kind(kv->key) == H_PASS && !(conn && in_connection(conn, kv->key)))
+		if (hdr_kind(kv->key) == H_PASS && !(conn && in_connection(conn, kv->key)) &&
+		    !(verdict_hdr && !strcasecmp(kv->key, verdict_hdr)))
 			evhttp_add_header(oh, kv->key, kv->value);
 	add_xff(r, oh, evhttp_find_header(ih, "X-Forwarded-For"));
 	evhttp_add_header(oh, "X-Forwarded-Proto", "http");
@@ -714,4 +724,22 @@ void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
 	for (i = 0; i < g->ups->n; i++)
 		evbuffer_add_printf(out, "sluice_gateway_upstream_slots{upstream=\"%s\"} %u\n",
 				    g->ups->u[i].url, g->ups->u[i].slots);
+	for (i = 0; i < g->cfg->n_routes; i++)
+		if (g->cfg->routes[i].login.from && g->ups->of_route[i] >= 0)
+			break;
+	if (i == g->cfg->n_routes)
+		return;
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_signin_verdicts_total Answers "
+			    "to a sign-in route by how they were read: success, failure, or given "
+			    "back (other_status, missing, unknown, malformed).\n"
+			    "# TYPE sluice_gateway_upstream_signin_verdicts_total counter\n");
+	for (i = 0; i < g->cfg->n_routes; i++) {
+		if (!g->cfg->routes[i].login.from || g->ups->of_route[i] < 0)
+			continue;
+		for (k = 0; k < GW_VERDICT__N; k++)
+			evbuffer_add_printf(out, "sluice_gateway_upstream_signin_verdicts_total{"
+					    "route=\"%s\",verdict=\"%s\"} %llu\n",
+					    g->cfg->routes[i].name, gw_verdict_name(k),
+					    (unsigned long long)g->ups->verdicts[i][k]);
+	}
 }

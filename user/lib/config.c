@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -1258,6 +1259,147 @@ static void load_statuses(struct vctx *x, const config_setting_t *l, const char 
 	}
 }
 
+/* A verdict's value list (routes[].login.header/.json success or failure): 1..8 strings of
+ * 1..31 printable ASCII bytes. */
+static void load_verdict_values(struct vctx *x, const config_setting_t *g, const char *where,
+				const char *name, char (*out)[SL_VERDICT_VALUE_LEN], uint8_t *n)
+{
+	const config_setting_t *l = config_setting_get_member(g, name);
+	int i, len;
+
+	*n = 0;
+	if (!l) {
+		bad(x, g, "%s.%s: required (the values that mean a %s; an answer with none of "
+		    "them gives the attempt back)", where, name, name);
+		return;
+	}
+	if (!config_setting_is_array(l) && !config_setting_is_list(l)) {
+		bad(x, l, "%s.%s: expected a list of strings, [\"ok\"]", where, name);
+		return;
+	}
+	len = config_setting_length(l);
+	if (!len)
+		bad(x, l, "%s.%s: at least one value", where, name);
+	if (len > SL_VERDICT_VALUES) {
+		bad(x, l, "%s.%s: at most %d values", where, name, SL_VERDICT_VALUES);
+		len = SL_VERDICT_VALUES;
+	}
+	for (i = 0; i < len; i++) {
+		const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+		const char *v = config_setting_type(e) == CONFIG_TYPE_STRING ?
+				config_setting_get_string(e) : NULL;
+		const char *p;
+
+		if (!v) {
+			bad(x, e, "%s.%s: expected a string (a number or true is written \"1\", "
+			    "\"true\")", where, name);
+			continue;
+		}
+		for (p = v; *p && (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f; p++)
+			;
+		if (!*v || *p || strlen(v) >= SL_VERDICT_VALUE_LEN) {
+			bad(x, e, "%s.%s: '%.40s' must be 1..%d printable ASCII characters", where,
+			    name, v, SL_VERDICT_VALUE_LEN - 1);
+			continue;
+		}
+		snprintf(out[(*n)++], SL_VERDICT_VALUE_LEN, "%s", v);
+	}
+}
+
+/* RFC 9110 5.6.2 tchar. */
+static bool is_tchar(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/*
+ * routes[].login.header = { name; success; failure; } or routes[].login.json = { field;
+ * success; failure; }: inside a `success` status, the upstream's verdict is this header's
+ * value or this JSON field's (docs/gateway.md). Both value lists are required: an answer
+ * that says neither gives the attempt back, so a missing list would mean an upstream's
+ * failures are never charged.
+ */
+static void load_route_verdict(struct vctx *x, const config_setting_t *l, const char *w,
+			       struct sl_route_cfg *r)
+{
+	static const char *const hdr_keys[] = { "name", "success", "failure", NULL };
+	static const char *const json_keys[] = { "field", "success", "failure", NULL };
+	static const char *const hop[] = { "connection", "keep-alive", "proxy-connection", "te",
+		"trailer", "transfer-encoding", "upgrade", "content-length", NULL };
+	const config_setting_t *h = config_setting_get_member(l, "header");
+	const config_setting_t *j = config_setting_get_member(l, "json");
+	const config_setting_t *v = h ? h : j;
+	char where[96];
+	const char *s;
+	int i, k;
+
+	if (h && j) {
+		bad(x, j, "%s: header or json, not both (one place says what the answer means)", w);
+		return;
+	}
+	if (!v)
+		return;
+	snprintf(where, sizeof(where), "%s.%s", w, h ? "header" : "json");
+	if (!config_setting_is_group(v)) {
+		bad(x, v, "%s: expected a group { %s = ...; success = [...]; failure = [...]; }",
+		    where, h ? "name" : "field");
+		return;
+	}
+	check_keys(x, v, where, h ? hdr_keys : json_keys);
+	s = get_str(x, v, where, h ? "name" : "field", true);
+	if (s && h) {
+		const char *p;
+
+		for (p = s; *p && is_tchar((unsigned char)*p); p++)
+			;
+		if (!*s || *p || strlen(s) >= SL_VERDICT_NAME_LEN) {
+			bad(x, config_setting_get_member(v, "name"), "%s.name: '%.64s' is not a "
+			    "header name (1..%d token characters)", where, s, SL_VERDICT_NAME_LEN - 1);
+			s = NULL;
+		}
+		for (k = 0; s && hop[k]; k++)
+			if (!strcasecmp(s, hop[k])) {
+				bad(x, config_setting_get_member(v, "name"), "%s.name: %s is a "
+				    "hop-by-hop header (RFC 9110 7.6.1): it says nothing about the "
+				    "sign-in", where, s);
+				s = NULL;
+			}
+	} else if (s) {
+		const char *p;
+		int segs = 1;
+		bool empty = !*s || *s == '.';
+
+		for (p = s; *p; p++) {
+			if (*p == '.') {
+				segs++;
+				if (p[1] == '.' || !p[1])
+					empty = true;
+			} else if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f) {
+				empty = true;
+			}
+		}
+		if (empty || segs > SL_VERDICT_PATH_MAX || strlen(s) >= SL_VERDICT_NAME_LEN) {
+			bad(x, config_setting_get_member(v, "field"), "%s.field: '%.64s' is not a "
+			    "dotted path of 1..%d member names or array indexes (\"result.status\", "
+			    "\"errors.0.code\"), under %d characters", where, s, SL_VERDICT_PATH_MAX,
+			    SL_VERDICT_NAME_LEN);
+			s = NULL;
+		}
+	}
+	load_verdict_values(x, v, where, "success", r->login.ok, &r->login.n_ok);
+	load_verdict_values(x, v, where, "failure", r->login.no, &r->login.n_no);
+	for (i = 0; i < r->login.n_ok; i++)
+		for (k = 0; k < r->login.n_no; k++)
+			if (!strcmp(r->login.ok[i], r->login.no[k]))
+				bad(x, v, "%s: '%s' is both a success and a failure", where,
+				    r->login.ok[i]);
+	if (!s)
+		return;
+	r->login.by = h ? SL_VERDICT_HEADER : SL_VERDICT_JSON;
+	snprintf(r->login.by_name, sizeof(r->login.by_name), "%s", s);
+}
+
 /*
  * routes[].login (upstream mode): the route signs people in, so the login counters and the
  * stream job see it as they see the built-in /login: the account from HTTP Basic or a body
@@ -1311,6 +1453,7 @@ static void load_route_login(struct vctx *x, const config_setting_t *l, const ch
 			if (r->login.success[i] == r->login.failure[j])
 				bad(x, l, "%s: %u is both a success and a failure", w,
 				    r->login.success[i]);
+	load_route_verdict(x, l, w, r);
 }
 
 /* routes[].login only where an upstream answers (the built-in /login counts its own). */
@@ -1337,7 +1480,7 @@ static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_
 	static const char *const keys[] = { "name", "method", "path", "cpu", "db", "upstream",
 		"login", NULL };
 	static const char *const login_keys[] = { "account", "username", "password", "success",
-		"failure", NULL };
+		"failure", "header", "json", NULL };
 	static const char *const from_names[] = { "", "basic", "form", "json", NULL };
 	const config_setting_t *list = config_setting_get_member(root, "routes");
 	int i, j, n;

@@ -55,6 +55,10 @@ struct sl_port_cfg {
 #define SL_ROUTE_PATH_LEN 64
 #define SL_ROUTE_NAME_LEN 32
 #define SL_UPSTREAM_URL_LEN 80
+#define SL_VERDICT_NAME_LEN 64   /* a verdict header's name, a JSON field's dotted path */
+#define SL_VERDICT_VALUES 8      /* values in a verdict's success and failure lists */
+#define SL_VERDICT_VALUE_LEN 32  /* bytes of one, with the NUL */
+#define SL_VERDICT_PATH_MAX 8    /* segments of a JSON field's path */
 
 /* A route: method + path prefix -> cost in each budget. One cost unit is 100 us of CPU. */
 struct sl_route_cfg {
@@ -73,7 +77,21 @@ struct sl_route_cfg {
 		char user[32], password[32]; /* the body's field names (form, json) */
 		uint16_t success[8], failure[8];
 		uint8_t n_success, n_failure;
+		/* routes[].login.header / .json: inside a `success` status, the verdict is what
+		 * this header or JSON field of the answer says (docs/gateway.md, "The verdict
+		 * from a header or a JSON field") */
+		uint8_t by;            /* enum sl_verdict_by */
+		char by_name[SL_VERDICT_NAME_LEN]; /* the header's name, the field's dotted path */
+		char ok[SL_VERDICT_VALUES][SL_VERDICT_VALUE_LEN];
+		char no[SL_VERDICT_VALUES][SL_VERDICT_VALUE_LEN];
+		uint8_t n_ok, n_no;
 	} login;
+};
+
+enum sl_verdict_by {
+	SL_VERDICT_STATUS = 0,         /* the status lists alone */
+	SL_VERDICT_HEADER,             /* routes[].login.header */
+	SL_VERDICT_JSON,               /* routes[].login.json */
 };
 
 enum sl_login_from {

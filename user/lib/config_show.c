@@ -272,6 +272,21 @@ static void show_routes(struct show *s, const struct sl_config *c)
 			for (k = 0; k < r->login.n_failure; k++)
 				integer(s, NULL, r->login.failure[k]);
 			array_end(s);
+			if (r->login.by) {
+				bool h = r->login.by == SL_VERDICT_HEADER;
+
+				group(s, h ? "header" : "json");
+				str(s, h ? "name" : "field", r->login.by_name);
+				array(s, "success");
+				for (k = 0; k < r->login.n_ok; k++)
+					str(s, NULL, r->login.ok[k]);
+				array_end(s);
+				array(s, "failure");
+				for (k = 0; k < r->login.n_no; k++)
+					str(s, NULL, r->login.no[k]);
+				array_end(s);
+				group_end(s);
+			}
 			group_end(s);
 		}
 		group_end(s);
