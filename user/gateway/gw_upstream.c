@@ -32,12 +32,14 @@ struct gw_upconn {
 	struct evhttp_connection *evcon;
 	struct gw_req *r;              /* the forward it carries; NULL: free */
 	int err;                       /* the error evhttp reported for it, or -1 */
+	uint32_t gen;                  /* the upstream's address when evcon was made */
 };
 
 struct gw_up {
 	char url[SL_UPSTREAM_URL_LEN];
-	char host[64];
+	char host[64];                 /* the address connected to (resolved at load) */
 	uint16_t port;
+	uint32_t gen;                  /* bumped when a reload resolves the name elsewhere */
 	bool live;                     /* named by the running config */
 	uint32_t slots, busy;
 	struct gw_upconn *c;
@@ -89,25 +91,44 @@ static void up_settings(struct gw_up *up, const struct sl_gateway_cfg *gw)
 	up->down_ms = gw->up.down_ms;
 }
 
-static int up_add(struct gw_upstreams *u, const char *url, const struct sl_gateway_cfg *gw)
+/* @up's address from what the config load resolved for its URL (names are resolved there,
+ * off the loop). A new address takes effect on the next connection: idle connections to
+ * the old one are closed as they are next used, busy ones after their answer. */
+static int up_address(struct gw_up *up, const struct sl_config *c)
 {
+	const struct sl_upstream_addr *a = sl_config_upstream_addr(c, up->url);
+
+	if (!a || !a->addr[0]) {
+		log_error("gateway: upstream %s: no address from the config load", up->url);
+		return -1;
+	}
+	if (up->host[0] && (strcmp(up->host, a->addr) || up->port != a->port)) {
+		log_info("gateway: upstream %s now resolves to %s (was %s): new connections go "
+			 "there", up->url, a->addr, up->host);
+		up->gen++;
+	}
+	snprintf(up->host, sizeof(up->host), "%s", a->addr);
+	up->port = a->port;
+	return 0;
+}
+
+static int up_add(struct gw_upstreams *u, const char *url, const struct sl_config *c)
+{
+	const struct sl_gateway_cfg *gw = &c->gw;
 	struct gw_up *up;
-	const char *why = "";
 	int i = up_find(u, url);
 
 	if (i >= 0)
-		return i;
+		return up_address(&u->u[i], c) ? -1 : i;
 	if (u->n >= GW_MAX_UPSTREAMS) {
 		log_error("gateway: more than %d upstreams; %s is not served", GW_MAX_UPSTREAMS, url);
 		return -1;
 	}
 	up = &u->u[u->n];
 	memset(up, 0, sizeof(*up));
-	if (sl_upstream_parse(url, up->host, sizeof(up->host), &up->port, &why)) {
-		log_error("gateway: upstream %s: %s", url, why);
-		return -1;
-	}
 	snprintf(up->url, sizeof(up->url), "%s", url);
+	if (up_address(up, c))
+		return -1;
 	/* The slots are fixed at start (a reload's new concurrency waits for the next start,
 	 * like the Argon2id workers): a connection may be carrying a forward. */
 	up->slots = gw->up.concurrency ? gw->up.concurrency : 1;
@@ -137,7 +158,7 @@ static int map_routes(struct gateway *g, const struct sl_config *c)
 
 		if (!url[0] || !strcmp(url, "builtin"))
 			continue;
-		i = up_add(u, url, &c->gw);
+		i = up_add(u, url, c);
 		if (i < 0) {
 			ret = -1;
 			continue;
@@ -178,9 +199,9 @@ int gw_upstreams_start(struct gateway *g, const struct sl_config *c)
 		return -1;
 	set_workers(g, c);
 	for (i = 0; i < g->ups->n; i++)
-		log_info("gateway: upstream %s: %u connections, answers within %u ms, at most %u "
-			 "bytes", g->ups->u[i].url, g->ups->u[i].slots, g->ups->u[i].timeout_ms,
-			 g->ups->u[i].max_response);
+		log_info("gateway: upstream %s (%s port %u): %u connections, answers within %u ms, "
+			 "at most %u bytes", g->ups->u[i].url, g->ups->u[i].host, g->ups->u[i].port,
+			 g->ups->u[i].slots, g->ups->u[i].timeout_ms, g->ups->u[i].max_response);
 	return 0;
 }
 
@@ -618,8 +639,15 @@ void gw_upstream_forward(struct gw_req *r)
 		gw_shed(r, uc ? GW_SHED_EXPIRED : GW_SHED_QUEUE_FULL);
 		return;
 	}
+	if (uc->evcon && uc->gen != up->gen) {
+		/* a reload resolved the name elsewhere: this connection goes to the old address */
+		evhttp_connection_free(uc->evcon);
+		uc->evcon = NULL;
+	}
 	if (!uc->evcon) {
+		/* @host is an address literal (resolved at load): no lookup on the loop. */
 		uc->evcon = evhttp_connection_base_new(g->base, NULL, up->host, up->port);
+		uc->gen = up->gen;
 		if (!uc->evcon) {
 			gw_sched_release(g->sched, &r->job, now);
 			gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);

@@ -10,6 +10,7 @@
 #include <libconfig.h>
 #include <math.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -1456,6 +1457,82 @@ static void load_route_login(struct vctx *x, const config_setting_t *l, const ch
 	load_route_verdict(x, l, w, r);
 }
 
+/* One upstream URL named at @s: its host resolved now, into c->up_addrs (once per URL). */
+static void resolve_upstream(struct vctx *x, const config_setting_t *s, const char *where,
+			     const char *url, struct sl_config *c)
+{
+	struct sl_upstream_addr *a;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char host[64], port_s[8];
+	const char *why = "";
+	uint16_t port;
+	unsigned char bin[16];
+	int e;
+
+	if (!url[0] || !strcmp(url, "builtin") || sl_config_upstream_addr(c, url))
+		return;
+	if (sl_upstream_parse(url, host, sizeof(host), &port, &why))
+		return; /* said where it was read */
+	if (c->n_up_addrs >= SL_MAX_UPSTREAM_ADDRS) {
+		bad(x, s, "%s: more than %d distinct upstreams", where, SL_MAX_UPSTREAM_ADDRS);
+		return;
+	}
+	a = &c->up_addrs[c->n_up_addrs];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->url, sizeof(a->url), "%s", url);
+	a->port = port;
+	a->named = inet_pton(AF_INET, host, bin) != 1 && inet_pton(AF_INET6, host, bin) != 1;
+	if (!a->named) {
+		snprintf(a->addr, sizeof(a->addr), "%s", host);
+		c->n_up_addrs++;
+		return;
+	}
+	/* The load runs before the loop starts, on the reload worker, or in --check-config:
+	 * a blocking lookup here holds no request. */
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	e = getaddrinfo(host, port_s, &hints, &res);
+	if (e || !res) {
+		bad(x, s, "%s: '%s': %s does not resolve: %s", where, url, host,
+		    e ? gai_strerror(e) : "no address");
+		if (res)
+			freeaddrinfo(res);
+		return;
+	}
+	if (res->ai_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, a->addr,
+			  sizeof(a->addr));
+	else
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr, a->addr,
+			  sizeof(a->addr));
+	freeaddrinfo(res);
+	c->n_up_addrs++;
+}
+
+static void resolve_upstreams(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	const config_setting_t *g = config_setting_get_member(root, "gateway");
+	const config_setting_t *up = g ? config_setting_get_member(g, "upstream") : NULL;
+	const config_setting_t *list = config_setting_get_member(root, "routes");
+	char where[48];
+	int i;
+
+	c->n_up_addrs = 0;
+	if (!c->gw.present)
+		return;
+	if (up && c->gw.up.url[0])
+		resolve_upstream(x, config_setting_get_member(up, "url"), "gateway.upstream.url",
+				 c->gw.up.url, c);
+	for (i = 0; list && i < c->n_routes; i++) {
+		const config_setting_t *r = config_setting_get_elem(list, (unsigned)i);
+
+		snprintf(where, sizeof(where), "routes[%d].upstream", i);
+		if (c->routes[i].upstream[0])
+			resolve_upstream(x, r ? config_setting_get_member(r, "upstream") : NULL,
+					 where, c->routes[i].upstream, c);
+	}
+}
+
 /* routes[].login only where an upstream answers (the built-in /login counts its own). */
 static void check_route_logins(struct vctx *x, const config_setting_t *root,
 			       const struct sl_config *c)
@@ -2779,6 +2856,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	load_tenants(&x, config_root_setting(&cfg), c);
 	load_gateway(&x, config_root_setting(&cfg), c, base_dir);
 	check_route_logins(&x, config_root_setting(&cfg), c);
+	resolve_upstreams(&x, config_root_setting(&cfg), c);
 	if (!c->has_edge && !c->gw.present)
 		bad(&x, NULL, "nothing to run: the file has neither an 'edge' nor a 'gateway' "
 		    "section");
@@ -2963,11 +3041,16 @@ int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *por
 	const char *h, *end, *colon;
 	unsigned char a[16];
 	char *e;
-	size_t n;
+	size_t n, i;
 	long p;
 
+	if (!strncmp(url, "unix:", 5)) {
+		*why = "is a Unix socket: not supported with this libevent (2.1's HTTP client "
+		       "connects over TCP only; see docs/gateway.md)";
+		return -EINVAL;
+	}
 	if (strncmp(url, "http://", 7)) {
-		*why = "is not http://ADDR:PORT (https and unix: sockets are not supported yet)";
+		*why = "is not http://HOST:PORT (https is not supported yet)";
 		return -EINVAL;
 	}
 	h = url + 7;
@@ -2989,15 +3072,29 @@ int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *por
 		n = (size_t)(colon - h);
 	}
 	if (!n || n >= hostlen) {
-		*why = "has no address, or one too long";
+		*why = "has no host, or one too long";
 		return -EINVAL;
 	}
 	memcpy(host, h, n);
 	host[n] = '\0';
-	if (inet_pton(strchr(host, ':') ? AF_INET6 : AF_INET, host, a) != 1) {
-		*why = "needs an IPv4 or [IPv6] address, not a name (a name would be resolved on "
-		       "the event loop)";
-		return -EINVAL;
+	if (h[-1] == '[') {
+		if (inet_pton(AF_INET6, host, a) != 1) {
+			*why = "has no IPv6 address inside [ ]";
+			return -EINVAL;
+		}
+	} else if (inet_pton(AF_INET, host, a) != 1) {
+		/* A DNS name (RFC 1123): letters, digits, '-' and '.', no empty label. */
+		for (i = 0; i < n; i++) {
+			char c = host[i];
+
+			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			      (c >= '0' && c <= '9') || c == '-' || c == '.') ||
+			    (c == '.' && (i == 0 || host[i - 1] == '.')) ||
+			    (c == '-' && (i == 0 || host[i - 1] == '.')) || strchr(host, ':')) {
+				*why = "needs an IPv4 address, [IPv6], or a DNS name";
+				return -EINVAL;
+			}
+		}
 	}
 	errno = 0;
 	p = strtol(colon + 1, &e, 10);
@@ -3007,4 +3104,15 @@ int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *por
 	}
 	*port = (uint16_t)p;
 	return 0;
+}
+
+const struct sl_upstream_addr *sl_config_upstream_addr(const struct sl_config *c,
+						       const char *url)
+{
+	int i;
+
+	for (i = 0; i < c->n_up_addrs; i++)
+		if (!strcmp(c->up_addrs[i].url, url))
+			return &c->up_addrs[i];
+	return NULL;
 }

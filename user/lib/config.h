@@ -55,6 +55,7 @@ struct sl_port_cfg {
 #define SL_ROUTE_PATH_LEN 64
 #define SL_ROUTE_NAME_LEN 32
 #define SL_UPSTREAM_URL_LEN 80
+#define SL_MAX_UPSTREAM_ADDRS 16
 #define SL_VERDICT_NAME_LEN 64   /* a verdict header's name, a JSON field's dotted path */
 #define SL_VERDICT_VALUES 8      /* values in a verdict's success and failure lists */
 #define SL_VERDICT_VALUE_LEN 32  /* bytes of one, with the NUL */
@@ -362,6 +363,16 @@ struct sl_config {
 	struct sl_route_cfg routes[SL_MAX_ROUTES];
 	int n_routes;
 
+	/* Every upstream URL the file names, its host resolved at load (a start, a reload, or
+	 * --check-config: never on the event loop), its first address (getaddrinfo's order) */
+	struct sl_upstream_addr {
+		char url[SL_UPSTREAM_URL_LEN];
+		char addr[64];             /* an IPv4 or IPv6 literal */
+		uint16_t port;
+		bool named;                /* the URL names a host, not an address */
+	} up_addrs[SL_MAX_UPSTREAM_ADDRS];
+	int n_up_addrs;
+
 	struct sl_client_cfg clients[SL_MAX_CLIENTS];
 	int n_clients;
 
@@ -448,9 +459,12 @@ const char *sl_mode_name(uint8_t mode);
 const char *sl_action_name(uint8_t action);
 const char *sl_front_name(uint8_t front);
 
-/* "http://ADDR:PORT" (ADDR an IPv4 literal or [IPv6]; no names: they would be resolved on the
- * event loop) into @host and @port; 0, or -EINVAL with why in @why. */
+/* "http://HOST:PORT" (HOST an IPv4 literal, [IPv6], or a DNS name) into @host and @port;
+ * 0, or -EINVAL with why in @why. Resolves nothing. */
 int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *port,
 		      const char **why);
+/* The address the config load resolved for upstream @url, or NULL (not in the file). */
+const struct sl_upstream_addr *sl_config_upstream_addr(const struct sl_config *c,
+						       const char *url);
 
 #endif
