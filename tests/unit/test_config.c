@@ -1155,7 +1155,7 @@ static const struct bad_case bad_cases[] = {
 	  "    lease = 5; }\n"
 	  ");\n",
 	  9, "unknown key 'lease' in tenants[1] (known: name, listen, rate, burst, static_rate, "
-	  "static_burst, lease_ttl, mode, hosts, reservation)", 1, 0, NULL },
+	  "static_burst, lease_ttl, mode, hosts, reservation, upstream)", 1, 0, NULL },
 	{ "tenant lease_ttl 0", TENANT_EDGE
 	  "tenants = (\n"
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"

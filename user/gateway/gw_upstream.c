@@ -53,7 +53,8 @@ struct gw_up {
 struct gw_upstreams {
 	struct gw_up u[GW_MAX_UPSTREAMS];
 	int n;
-	int8_t of_route[SL_MAX_ROUTES];
+	/* which upstream serves (route, tenant): route > tenant > gateway; -1 built-in */
+	int8_t of[SL_MAX_ROUTES][SL_MAX_TENANTS];
 	/* sign-in routes: how the upstream's answers were read (gw_upstream_verdict.h) */
 	uint64_t verdicts[SL_MAX_ROUTES][GW_VERDICT__N];
 };
@@ -143,30 +144,31 @@ static int up_add(struct gw_upstreams *u, const char *url, const struct sl_confi
 	return u->n++;
 }
 
-/* Every route's upstream under @c; the upstreams @c names are live. */
+/* Every (route, tenant)'s upstream under @c (sl_config_upstream_of: the route's, else the
+ * tenant's, else the gateway's); the upstreams @c names are live. */
 static int map_routes(struct gateway *g, const struct sl_config *c)
 {
 	struct gw_upstreams *u = g->ups;
-	int i, ri, ret = 0;
+	int i, ri, ti, ret = 0;
 
 	for (i = 0; i < u->n; i++)
 		u->u[i].live = false;
-	for (ri = 0; ri < SL_MAX_ROUTES; ri++)
-		u->of_route[ri] = -1;
-	for (ri = 0; ri < c->n_routes; ri++) {
-		const char *url = c->routes[ri].upstream[0] ? c->routes[ri].upstream : c->gw.up.url;
+	memset(u->of, -1, sizeof(u->of));
+	for (ri = 0; ri < c->n_routes; ri++)
+		for (ti = 0; ti < c->n_tenants; ti++) {
+			const char *url = sl_config_upstream_of(c, ri, ti);
 
-		if (!url[0] || !strcmp(url, "builtin"))
-			continue;
-		i = up_add(u, url, c);
-		if (i < 0) {
-			ret = -1;
-			continue;
+			if (!url)
+				continue;
+			i = up_add(u, url, c);
+			if (i < 0) {
+				ret = -1;
+				continue;
+			}
+			u->u[i].live = true;
+			up_settings(&u->u[i], &c->gw);
+			u->of[ri][ti] = (int8_t)i;
 		}
-		u->u[i].live = true;
-		up_settings(&u->u[i], &c->gw);
-		u->of_route[ri] = (int8_t)i;
-	}
 	return ret;
 }
 
@@ -178,9 +180,12 @@ static void set_workers(struct gateway *g, const struct sl_config *c)
 	int ri;
 	uint32_t n = 0;
 
+	int ti;
+
 	for (ri = 0; ri < c->n_routes; ri++)
-		if (g->ups->of_route[ri] < 0)
-			return; /* a built-in route: the Argon2id pool's count stays */
+		for (ti = 0; ti < c->n_tenants; ti++)
+			if (g->ups->of[ri][ti] < 0)
+				return; /* a built-in route: the Argon2id pool's count stays */
 	for (ri = 0; ri < g->ups->n; ri++)
 		if (g->ups->u[ri].live)
 			n += g->ups->u[ri].slots;
@@ -238,11 +243,11 @@ void gw_upstreams_stop(struct gateway *g)
 	g->ups = NULL;
 }
 
-int gw_upstream_of_route(struct gateway *g, int ri)
+int gw_upstream_of(struct gateway *g, int ri, int ti)
 {
-	if (!g->ups || ri < 0 || ri >= SL_MAX_ROUTES)
+	if (!g->ups || ri < 0 || ri >= SL_MAX_ROUTES || ti < 0 || ti >= SL_MAX_TENANTS)
 		return -1;
-	return g->ups->of_route[ri];
+	return g->ups->of[ri][ti];
 }
 
 bool gw_upstreams_room(struct gateway *g)
@@ -753,7 +758,7 @@ void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
 		evbuffer_add_printf(out, "sluice_gateway_upstream_slots{upstream=\"%s\"} %u\n",
 				    g->ups->u[i].url, g->ups->u[i].slots);
 	for (i = 0; i < g->cfg->n_routes; i++)
-		if (g->cfg->routes[i].login.from && g->ups->of_route[i] >= 0)
+		if (g->cfg->routes[i].login.from)
 			break;
 	if (i == g->cfg->n_routes)
 		return;
@@ -762,7 +767,7 @@ void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
 			    "back (other_status, missing, unknown, malformed).\n"
 			    "# TYPE sluice_gateway_upstream_signin_verdicts_total counter\n");
 	for (i = 0; i < g->cfg->n_routes; i++) {
-		if (!g->cfg->routes[i].login.from || g->ups->of_route[i] < 0)
+		if (!g->cfg->routes[i].login.from)
 			continue;
 		for (k = 0; k < GW_VERDICT__N; k++)
 			evbuffer_add_printf(out, "sluice_gateway_upstream_signin_verdicts_total{"

@@ -58,8 +58,9 @@ int gw_upstreams_start(struct gateway *g, const struct sl_config *c);
  * kept until their forwards end). */
 void gw_upstreams_apply(struct gateway *g, const struct sl_config *c);
 void gw_upstreams_stop(struct gateway *g);
-/* Which upstream serves route @ri of the running config: its index, or -1 (built-in). */
-int gw_upstream_of_route(struct gateway *g, int ri);
+/* Which upstream serves route @ri for tenant @ti under the running config (the route's,
+ * else the tenant's, else gateway.upstream.url): its index, or -1 (built-in). */
+int gw_upstream_of(struct gateway *g, int ri, int ti);
 /* Has every upstream a free connection? (The dispatcher starts queued work only then.) */
 bool gw_upstreams_room(struct gateway *g);
 /* The scheduler started @r: forward it. Answers it (and releases its job) on every path. */

@@ -1058,7 +1058,7 @@ static void load_hosts(struct vctx *x, const config_setting_t *g, const char *wh
 static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "name", "listen", "rate", "burst", "static_rate",
-		"static_burst", "lease_ttl", "mode", "hosts", "reservation", NULL };
+		"static_burst", "lease_ttl", "mode", "hosts", "reservation", "upstream", NULL };
 	const config_setting_t *list = config_setting_get_member(root, "tenants");
 	uint32_t max_cost = 1;
 	int i, j, k, n;
@@ -1147,6 +1147,19 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 		load_hosts(x, g, where, t, c);
 		if (get_num(x, g, where, "reservation", false, 0.0, 1e12, &d))
 			t->reservation = d;
+		name = get_str(x, g, where, "upstream", false);
+		if (name) {
+			char host[64];
+			uint16_t port;
+			const char *why = NULL;
+
+			if (strcmp(name, "builtin") &&
+			    sl_upstream_parse(name, host, sizeof(host), &port, &why))
+				bad(x, config_setting_get_member(g, "upstream"), "%s.upstream: "
+				    "'%.80s' %s (or \"builtin\")", where, name, why);
+			else
+				snprintf(t->upstream, sizeof(t->upstream), "%s", name);
+		}
 
 		if (!t->edge_budget) {
 			static const char *const edge_only[] = { "burst", "static_rate",
@@ -1523,6 +1536,16 @@ static void resolve_upstreams(struct vctx *x, const config_setting_t *root, stru
 	if (up && c->gw.up.url[0])
 		resolve_upstream(x, config_setting_get_member(up, "url"), "gateway.upstream.url",
 				 c->gw.up.url, c);
+	list = config_setting_get_member(root, "tenants");
+	for (i = 0; list && i < c->n_tenants; i++) {
+		const config_setting_t *t = config_setting_get_elem(list, (unsigned)i);
+
+		snprintf(where, sizeof(where), "tenants[%d].upstream", i);
+		if (c->tenants[i].upstream[0])
+			resolve_upstream(x, t ? config_setting_get_member(t, "upstream") : NULL,
+					 where, c->tenants[i].upstream, c);
+	}
+	list = config_setting_get_member(root, "routes");
 	for (i = 0; list && i < c->n_routes; i++) {
 		const config_setting_t *r = config_setting_get_elem(list, (unsigned)i);
 
@@ -1543,11 +1566,16 @@ static void check_route_logins(struct vctx *x, const config_setting_t *root,
 	for (i = 0; list && i < c->n_routes; i++) {
 		const struct sl_route_cfg *r = &c->routes[i];
 		const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
-		bool up = r->upstream[0] ? strcmp(r->upstream, "builtin") != 0 : c->gw.up.url[0];
+		bool up = sl_config_upstream_of(c, i, -1) != NULL;
+		int t;
+
+		for (t = 0; !up && !r->upstream[0] && t < c->n_tenants; t++)
+			up = sl_config_upstream_of(c, i, t) != NULL;
 
 		if (r->login.from && !up && g)
 			bad(x, config_setting_get_member(g, "login"), "routes[%d].login: only for a "
-			    "route an upstream serves (routes[].upstream or gateway.upstream.url); the "
+			    "route an upstream serves (routes[].upstream, tenants[].upstream or "
+			    "gateway.upstream.url); the "
 			    "built-in /login counts its own sign-ins", i);
 	}
 }
@@ -3104,6 +3132,19 @@ int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *por
 	}
 	*port = (uint16_t)p;
 	return 0;
+}
+
+const char *sl_config_upstream_of(const struct sl_config *c, int ri, int ti)
+{
+	const char *u = "";
+
+	if (ri >= 0 && ri < c->n_routes)
+		u = c->routes[ri].upstream;
+	if (!u[0] && ti >= 0 && ti < c->n_tenants)
+		u = c->tenants[ti].upstream;
+	if (!u[0])
+		u = c->gw.up.url;
+	return u[0] && strcmp(u, "builtin") ? u : NULL;
 }
 
 const struct sl_upstream_addr *sl_config_upstream_addr(const struct sl_config *c,

@@ -213,6 +213,9 @@ struct sl_tenant_cfg {
 	double reservation;               /* gateway: units/s always admitted (cpu budget) */
 	double ceiling;                   /* gateway.ceilings: units/s at most, reserved and
 					   * burst together (the courtesy); 0: capacity.cpu */
+	/* upstream mode: where this tenant's routes go when the route names none; "": as
+	 * gateway.upstream.url says; "builtin": the built-in endpoints */
+	char upstream[SL_UPSTREAM_URL_LEN];
 };
 
 /* Shared state (docs/configuration.md, "redis", "cluster", "counters"). */
@@ -463,6 +466,9 @@ const char *sl_front_name(uint8_t front);
  * 0, or -EINVAL with why in @why. Resolves nothing. */
 int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *port,
 		      const char **why);
+/* Which upstream serves route @ri for tenant @ti (route > tenant > gateway): its URL, or
+ * NULL for the built-in endpoint. @ti < 0: the route's and the gateway's only. */
+const char *sl_config_upstream_of(const struct sl_config *c, int ri, int ti);
 /* The address the config load resolved for upstream @url, or NULL (not in the file). */
 const struct sl_upstream_addr *sl_config_upstream_addr(const struct sl_config *c,
 						       const char *url);

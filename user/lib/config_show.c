@@ -330,6 +330,8 @@ static void show_tenants(struct show *s, const struct sl_config *c)
 			absent(s, "rate", "none (no edge budget)");
 		}
 		num(s, "reservation", t->reservation);
+		if (t->upstream[0])
+			str(s, "upstream", t->upstream);
 		group_end(s);
 	}
 	list_end(s);
