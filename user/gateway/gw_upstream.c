@@ -27,12 +27,37 @@
 #include "gw_upstream_verdict.h"
 #include "log.h"
 
+/*
+ * One cost class's concurrency on one upstream: the "worker pool" of upstream mode. At most
+ * `cap` forwards in flight (routes[].concurrency, else the upstream's connections); with
+ * gateway.upstream.adaptive, `limit` is learned from the measured service time, AIMD on
+ * latency: an answer within GW_LIM_TOLERANCE x the baseline (the least service time of the
+ * last GW_LIM_WINDOW_NS, so a lasting change is relearned within a window) adds 1/limit
+ * (about one more per round of answers); a slower one, or a timeout, multiplies it by
+ * GW_LIM_BACKOFF. Bounded to 1..cap. What is not let through waits in the queue, where the
+ * deadline check, the class estimate and CoDel shed it with a 429 instead of a late 504.
+ */
+#define GW_LIM_TOLERANCE 2.0
+#define GW_LIM_BACKOFF 0.9
+#define GW_LIM_WINDOW_NS (5ull * 1000000000ull)
+
+struct gw_uplim {
+	bool used;                     /* a route of this class goes to this upstream */
+	uint32_t cap, inflight;
+	double limit;
+	double base_ns;                /* the baseline service time (0: none yet) */
+	double win_min_ns;             /* this window's least (0: none yet) */
+	uint64_t win_start_ns;
+	uint64_t increases, decreases;
+};
+
 struct gw_upconn {
 	struct gw_up *up;
 	struct evhttp_connection *evcon;
 	struct gw_req *r;              /* the forward it carries; NULL: free */
 	int err;                       /* the error evhttp reported for it, or -1 */
 	uint32_t gen;                  /* the upstream's address when evcon was made */
+	uint16_t cls;                  /* the class of the forward it carries */
 };
 
 struct gw_up {
@@ -48,6 +73,8 @@ struct gw_up {
 	bool down_logged;
 	uint64_t forwarded, results[GW_UP__N];
 	struct gw_hist service;
+	bool adaptive;
+	struct gw_uplim lim[GW_MAX_CLASSES];
 };
 
 struct gw_upstreams {
@@ -90,6 +117,65 @@ static void up_settings(struct gw_up *up, const struct sl_gateway_cfg *gw)
 	up->timeout_ms = gw->up.timeout_ms;
 	up->max_response = gw->up.max_response;
 	up->down_ms = gw->up.down_ms;
+	up->adaptive = gw->up.adaptive;
+}
+
+/* Route @ri's class on @up: its ceiling from the route (or the connections), the learned
+ * limit kept across reloads but within it. Without learning the limit is the ceiling. */
+static void lim_setup(struct gateway *g, struct gw_up *up, const struct sl_config *c, int ri)
+{
+	int k = gw_sched_class(g->sched, ri);
+	struct gw_uplim *l;
+	uint32_t cap;
+
+	if (k < 0 || k >= GW_MAX_CLASSES)
+		return;
+	l = &up->lim[k];
+	cap = c->routes[ri].concurrency ? c->routes[ri].concurrency : up->slots;
+	if (cap > up->slots)
+		cap = up->slots;
+	if (!l->limit)
+		l->limit = cap;
+	l->cap = cap;
+	l->used = true;
+	if (!up->adaptive || l->limit > l->cap)
+		l->limit = l->cap;
+}
+
+/* A measured forward of @l's class: @ns its service time, @ok false for a timeout. */
+static void lim_sample(struct gw_up *up, struct gw_uplim *l, uint64_t ns, bool ok, uint64_t now)
+{
+	if (ok && ns) {
+		if (!l->win_min_ns || (double)ns < l->win_min_ns)
+			l->win_min_ns = (double)ns;
+		if (!l->base_ns || (double)ns < l->base_ns)
+			l->base_ns = (double)ns;
+	}
+	if (!l->win_start_ns)
+		l->win_start_ns = now;
+	if (now - l->win_start_ns >= GW_LIM_WINDOW_NS) {
+		/* The baseline is the last window's least: an upstream that is lastingly slower
+		 * (a new release, a bigger hash) is relearned rather than throttled forever. */
+		if (l->win_min_ns)
+			l->base_ns = l->win_min_ns;
+		l->win_min_ns = 0;
+		l->win_start_ns = now;
+	}
+	if (!up->adaptive || !l->cap)
+		return;
+	if (ok && l->base_ns && (double)ns <= GW_LIM_TOLERANCE * l->base_ns) {
+		if (l->limit < l->cap) {
+			l->limit += 1.0 / (l->limit > 1.0 ? l->limit : 1.0);
+			l->increases++;
+		}
+	} else {
+		l->limit *= GW_LIM_BACKOFF;
+		l->decreases++;
+	}
+	if (l->limit < 1.0)
+		l->limit = 1.0;
+	if (l->limit > l->cap)
+		l->limit = l->cap;
 }
 
 /* @up's address from what the config load resolved for its URL (names are resolved there,
@@ -139,6 +225,7 @@ static int up_add(struct gw_upstreams *u, const char *url, const struct sl_confi
 	for (i = 0; i < (int)up->slots; i++) {
 		up->c[i].up = up;
 		up->c[i].err = -1;
+		up->c[i].cls = UINT16_MAX;
 	}
 	up_settings(up, gw);
 	return u->n++;
@@ -151,8 +238,13 @@ static int map_routes(struct gateway *g, const struct sl_config *c)
 	struct gw_upstreams *u = g->ups;
 	int i, ri, ti, ret = 0;
 
-	for (i = 0; i < u->n; i++)
+	for (i = 0; i < u->n; i++) {
+		int k;
+
 		u->u[i].live = false;
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			u->u[i].lim[k].used = false;
+	}
 	memset(u->of, -1, sizeof(u->of));
 	for (ri = 0; ri < c->n_routes; ri++)
 		for (ti = 0; ti < c->n_tenants; ti++) {
@@ -168,6 +260,7 @@ static int map_routes(struct gateway *g, const struct sl_config *c)
 			u->u[i].live = true;
 			up_settings(&u->u[i], &c->gw);
 			u->of[ri][ti] = (int8_t)i;
+			lim_setup(g, &u->u[i], c, ri);
 		}
 	return ret;
 }
@@ -255,11 +348,29 @@ bool gw_upstreams_room(struct gateway *g)
 	int i;
 
 	if (!g->ups)
-		return true;
+		return false;
 	for (i = 0; i < g->ups->n; i++)
-		if (g->ups->u[i].live && g->ups->u[i].busy >= g->ups->u[i].slots)
-			return false;
-	return true;
+		if (g->ups->u[i].live && g->ups->u[i].busy < g->ups->u[i].slots)
+			return true;
+	return false;
+}
+
+bool gw_upstream_ready(struct gateway *g, const struct gw_req *r, uint64_t now)
+{
+	const struct gw_up *up;
+	const struct gw_uplim *l;
+
+	if (!g->ups || r->up < 0 || r->up >= g->ups->n)
+		return true; /* answered 502 at once */
+	up = &g->ups->u[r->up];
+	if (now < up->down_until_ns)
+		return true; /* shed at once (shed_down), not left to wait */
+	if (up->busy >= up->slots)
+		return false;
+	if (r->job.cls >= GW_MAX_CLASSES)
+		return true;
+	l = &up->lim[r->job.cls];
+	return !l->used || l->inflight < (uint32_t)l->limit;
 }
 
 /* ---- a sign-in route (routes[].login) ------------------------------------------------------- */
@@ -455,6 +566,9 @@ static void up_release(struct gw_upconn *uc)
 {
 	struct gw_up *up = uc->up;
 
+	if (uc->cls < GW_MAX_CLASSES && up->lim[uc->cls].inflight)
+		up->lim[uc->cls].inflight--;
+	uc->cls = UINT16_MAX;
 	uc->r = NULL;
 	uc->err = -1;
 	if (up->busy)
@@ -519,6 +633,7 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 	const char *conn;
 	uint64_t now = gw_now_ns();
 	int code, err = uc->err, res;
+	struct gw_uplim *l = uc->cls < GW_MAX_CLASSES ? &up->lim[uc->cls] : NULL;
 
 	if (!r) { /* cancelled: the gateway answered it already */
 		up_release(uc);
@@ -539,6 +654,8 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 		} else {
 			res = GW_UP_BAD;
 		}
+		if (res == GW_UP_TIMEOUT && l)
+			lim_sample(up, l, now - r->up_start_ns, false, now);
 		up_fail(r, up, res, now);
 		gw_dispatch(g);
 		return;
@@ -552,6 +669,8 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 	res = code < 300 ? GW_UP_2XX : code < 400 ? GW_UP_3XX : code < 500 ? GW_UP_4XX : GW_UP_5XX;
 	up->results[res]++;
 	gw_hist_add(&up->service, now - r->up_start_ns);
+	if (l)
+		lim_sample(up, l, now - r->up_start_ns, true, now);
 	gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
 		      now - r->up_start_ns, now);
 	r->upc = NULL;
@@ -703,6 +822,9 @@ void gw_upstream_forward(struct gw_req *r)
 		 query ? query : "");
 	uc->r = r;
 	uc->err = -1;
+	uc->cls = r->job.cls;
+	if (uc->cls < GW_MAX_CLASSES)
+		up->lim[uc->cls].inflight++;
 	r->upc = uc;
 	r->up_start_ns = now;
 	up->busy++;
@@ -757,6 +879,58 @@ void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
 	for (i = 0; i < g->ups->n; i++)
 		evbuffer_add_printf(out, "sluice_gateway_upstream_slots{upstream=\"%s\"} %u\n",
 				    g->ups->u[i].url, g->ups->u[i].slots);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_limit Forwards of a route's "
+			    "class allowed in flight to the upstream at once: learned from the "
+			    "service time (gateway.upstream.adaptive), at most the ceiling.\n"
+			    "# TYPE sluice_gateway_upstream_limit gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_limit{upstream=\"%s\","
+						    "route=\"%s\"} %.2f\n", g->ups->u[i].url,
+						    g->sched->cls[k].name, g->ups->u[i].lim[k].limit);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_limit_ceiling The most the "
+			    "limit may reach (routes[].concurrency, else the upstream's "
+			    "connections).\n# TYPE sluice_gateway_upstream_limit_ceiling gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_limit_ceiling{upstream="
+						    "\"%s\",route=\"%s\"} %u\n", g->ups->u[i].url,
+						    g->sched->cls[k].name, g->ups->u[i].lim[k].cap);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_class_in_flight Forwards of a "
+			    "route's class waiting for their answer.\n"
+			    "# TYPE sluice_gateway_upstream_class_in_flight gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_class_in_flight{upstream="
+						    "\"%s\",route=\"%s\"} %u\n", g->ups->u[i].url,
+						    g->sched->cls[k].name, g->ups->u[i].lim[k].inflight);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_baseline_seconds The service "
+			    "time the limit is judged against: the least of the last window.\n"
+			    "# TYPE sluice_gateway_upstream_baseline_seconds gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_baseline_seconds{"
+						    "upstream=\"%s\",route=\"%s\"} %.6f\n",
+						    g->ups->u[i].url, g->sched->cls[k].name,
+						    g->ups->u[i].lim[k].base_ns / 1e9);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_limit_changes_total Times the "
+			    "learned limit grew (up) or was cut (down).\n"
+			    "# TYPE sluice_gateway_upstream_limit_changes_total counter\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_limit_changes_total{"
+						    "upstream=\"%s\",route=\"%s\",direction=\"up\"} "
+						    "%llu\nsluice_gateway_upstream_limit_changes_total{"
+						    "upstream=\"%s\",route=\"%s\",direction=\"down\"} "
+						    "%llu\n", g->ups->u[i].url, g->sched->cls[k].name,
+						    (unsigned long long)g->ups->u[i].lim[k].increases,
+						    g->ups->u[i].url, g->sched->cls[k].name,
+						    (unsigned long long)g->ups->u[i].lim[k].decreases);
 	for (i = 0; i < g->cfg->n_routes; i++)
 		if (g->cfg->routes[i].login.from)
 			break;

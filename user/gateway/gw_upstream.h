@@ -61,8 +61,12 @@ void gw_upstreams_stop(struct gateway *g);
 /* Which upstream serves route @ri for tenant @ti under the running config (the route's,
  * else the tenant's, else gateway.upstream.url): its index, or -1 (built-in). */
 int gw_upstream_of(struct gateway *g, int ri, int ti);
-/* Has every upstream a free connection? (The dispatcher starts queued work only then.) */
+/* Has some upstream a free connection? (The dispatcher looks for work while the pool or
+ * some upstream has room.) */
 bool gw_upstreams_room(struct gateway *g);
+/* Can forward @r start now: its upstream has a free connection and its class is under its
+ * limit (or the upstream is down: it is shed at once)? The scheduler's readiness test. */
+bool gw_upstream_ready(struct gateway *g, const struct gw_req *r, uint64_t now);
 /* The scheduler started @r: forward it. Answers it (and releases its job) on every path. */
 void gw_upstream_forward(struct gw_req *r);
 /* A sign-in route (routes[].login): the account (folded) into r->user and the password into

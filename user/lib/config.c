@@ -383,6 +383,7 @@ void sl_config_defaults(struct sl_config *c)
 	c->gw.max_depth = 1024;
 	c->gw.reject_floor_ms = 250;
 	c->gw.login_uniform = 1;
+	c->gw.up.adaptive = 1;
 	c->gw.max_held = 1024;
 	c->gw.max_connections = 4096;
 	c->gw.max_requests_conn = 100;
@@ -1572,6 +1573,9 @@ static void check_route_logins(struct vctx *x, const config_setting_t *root,
 		for (t = 0; !up && !r->upstream[0] && t < c->n_tenants; t++)
 			up = sl_config_upstream_of(c, i, t) != NULL;
 
+		if (r->concurrency && !up && g)
+			bad(x, config_setting_get_member(g, "concurrency"), "routes[%d].concurrency: "
+			    "only for a route an upstream serves (it caps forwards in flight)", i);
 		if (r->login.from && !up && g)
 			bad(x, config_setting_get_member(g, "login"), "routes[%d].login: only for a "
 			    "route an upstream serves (routes[].upstream, tenants[].upstream or "
@@ -1583,7 +1587,7 @@ static void check_route_logins(struct vctx *x, const config_setting_t *root,
 static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "name", "method", "path", "cpu", "db", "upstream",
-		"login", NULL };
+		"login", "concurrency", NULL };
 	static const char *const login_keys[] = { "account", "username", "password", "success",
 		"failure", "header", "json", NULL };
 	static const char *const from_names[] = { "", "basic", "form", "json", NULL };
@@ -1659,6 +1663,12 @@ static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_
 		}
 		load_route_login(x, config_setting_get_member(g, "login"), where, r, login_keys,
 				 from_names);
+		{
+			long v;
+
+			if (get_int(x, g, where, "concurrency", false, 1, 4096, &v))
+				r->concurrency = (uint32_t)v;
+		}
 		for (j = 0; j < c->n_routes; j++)
 			if (c->routes[j].method == r->method && !strcmp(c->routes[j].path, r->path))
 				bad(x, g, "%s: %s %s is listed twice", where, m ? m : "?", r->path);
@@ -1825,7 +1835,7 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 		"clients", "ceilings", "tls", "upstream", NULL };
 	static const char *const cap_keys[] = { "cpu", "db", NULL };
 	static const char *const up_keys[] = { "url", "concurrency", "timeout_ms",
-		"max_response", "down_ms", NULL };
+		"max_response", "down_ms", "adaptive", NULL };
 	static const char *const q_keys[] = { "target_wait_ms", "lifo_after_ms",
 		"codel_interval_ms", "default_deadline_ms", "max_deadline_ms", "max_depth", NULL };
 	static const char *const a_keys[] = { "m_cost_kib", "t_cost", "parallelism",
@@ -1968,6 +1978,12 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 						 64 << 20, gw->up.max_response);
 		gw->up.down_ms = get_u32_or(x, sub, "gateway.upstream", "down_ms", 0, 60000,
 					    gw->up.down_ms);
+		const config_setting_t *ad = config_setting_get_member(sub, "adaptive");
+
+		if (ad && config_setting_type(ad) != CONFIG_TYPE_BOOL)
+			bad(x, ad, "gateway.upstream.adaptive: expected true or false");
+		else if (ad)
+			gw->up.adaptive = config_setting_get_bool(ad);
 	}
 	gw->token_ttl_s = get_u32_or(x, g, "gateway", "token_ttl_s", 60, 30 * 86400,
 				     gw->token_ttl_s);

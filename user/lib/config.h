@@ -71,6 +71,9 @@ struct sl_route_cfg {
 	/* upstream mode: "" serves it as gateway.upstream says (the built-in endpoint when
 	 * there is none); "builtin": the built-in endpoint; else "http://ADDR:PORT" */
 	char upstream[SL_UPSTREAM_URL_LEN];
+	/* upstream mode: at most this many of its forwards in flight to one upstream (its
+	 * class's concurrency, the learned limit's ceiling); 0: the upstream's connections */
+	uint32_t concurrency;
 	/* upstream mode: this route signs people in (routes[].login): where the account name
 	 * is, and which of the upstream's statuses are a success or a failed sign-in */
 	struct sl_route_login {
@@ -134,6 +137,7 @@ struct sl_gateway_cfg {
 		uint32_t timeout_ms;   /* a whole answer within (and within the deadline) */
 		uint32_t max_response; /* bytes of an answer's body; more: 502 */
 		uint32_t down_ms;      /* after a refused connect, shed (429) this long */
+		int adaptive;          /* learn each class's limit from its service time */
 	} up;
 	uint32_t token_ttl_s;          /* session token lifetime */
 	char session_key[PATH_MAX];    /* 64 hex chars (32-byte MAC key); empty: random */

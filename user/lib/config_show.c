@@ -256,6 +256,8 @@ static void show_routes(struct show *s, const struct sl_config *c)
 		num(s, "db", r->db);
 		if (r->upstream[0])
 			str(s, "upstream", r->upstream);
+		if (r->concurrency)
+			integer(s, "concurrency", r->concurrency);
 		if (r->login.from) {
 			static const char *const from[] = { "", "basic", "form", "json" };
 			int k;
@@ -425,6 +427,7 @@ static void show_gateway(struct show *s, const struct sl_config *c)
 		integer(s, "timeout_ms", g->up.timeout_ms);
 		integer(s, "max_response", g->up.max_response);
 		integer(s, "down_ms", g->up.down_ms);
+		boolean(s, "adaptive", g->up.adaptive);
 		group_end(s);
 	} else {
 		absent(s, "upstream", "none (the built-in endpoints)");
