@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,8 +32,11 @@
  * One cost class's concurrency on one upstream: the "worker pool" of upstream mode. At most
  * `cap` forwards in flight (routes[].concurrency, else the upstream's connections); with
  * gateway.upstream.adaptive, `limit` is learned from the measured service time, AIMD on
- * latency: an answer within GW_LIM_TOLERANCE x the baseline (the least service time of the
- * last GW_LIM_WINDOW_NS, so a lasting change is relearned within a window) adds 1/limit
+ * latency: an answer within GW_LIM_TOLERANCE x the baseline, or GW_LIM_SLACK_NS above it
+ * when that is more (the baseline is the least service time of the last GW_LIM_WINDOW_NS,
+ * so a lasting change is relearned within a window; the slack keeps a sub-millisecond
+ * service's jitter and a few ms of queueing, harmless next to any deadline, from reading
+ * as overload), adds 1/limit
  * (about one more per round of answers); a slower one, or a timeout, multiplies it by
  * GW_LIM_BACKOFF. Bounded to 1..cap. What is not let through waits in the queue, where the
  * deadline check, the class estimate and CoDel shed it with a 429 instead of a late 504.
@@ -40,6 +44,7 @@
 #define GW_LIM_TOLERANCE 2.0
 #define GW_LIM_BACKOFF 0.9
 #define GW_LIM_WINDOW_NS (5ull * 1000000000ull)
+#define GW_LIM_SLACK_NS (20.0 * 1e6)
 
 struct gw_uplim {
 	bool used;                     /* a route of this class goes to this upstream */
@@ -163,7 +168,8 @@ static void lim_sample(struct gw_up *up, struct gw_uplim *l, uint64_t ns, bool o
 	}
 	if (!up->adaptive || !l->cap)
 		return;
-	if (ok && l->base_ns && (double)ns <= GW_LIM_TOLERANCE * l->base_ns) {
+	if (ok && l->base_ns &&
+	    (double)ns <= fmax(GW_LIM_TOLERANCE * l->base_ns, l->base_ns + GW_LIM_SLACK_NS)) {
 		if (l->limit < l->cap) {
 			l->limit += 1.0 / (l->limit > 1.0 ? l->limit : 1.0);
 			l->increases++;
