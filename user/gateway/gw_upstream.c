@@ -32,25 +32,28 @@
  * One cost class's concurrency on one upstream: the "worker pool" of upstream mode. At most
  * `cap` forwards in flight (routes[].concurrency, else the upstream's connections); with
  * gateway.upstream.adaptive, `limit` is learned from the measured service time, AIMD on
- * latency: an answer within GW_LIM_TOLERANCE x the baseline, or GW_LIM_SLACK_NS above it
+ * latency, judged on the recent service time (an EWMA over about ten answers, so that one
+ * slow answer among fast ones, a host's hiccup, cuts nothing): within GW_LIM_TOLERANCE x the
+ * baseline, or GW_LIM_SLACK_NS above it
  * when that is more (the baseline is the least service time of the last GW_LIM_WINDOW_NS,
  * so a lasting change is relearned within a window; the slack keeps a sub-millisecond
  * service's jitter and a few ms of queueing, harmless next to any deadline, from reading
- * as overload), adds 1/limit
- * (about one more per round of answers); a slower one, or a timeout, multiplies it by
- * GW_LIM_BACKOFF. Bounded to 1..cap. What is not let through waits in the queue, where the
+ * as overload), each answer adds 1/limit (about one more per round of answers); above
+ * it, or a timeout, each multiplies it by GW_LIM_BACKOFF. Bounded to 1..cap. What is not let through waits in the queue, where the
  * deadline check, the class estimate and CoDel shed it with a 429 instead of a late 504.
  */
 #define GW_LIM_TOLERANCE 2.0
 #define GW_LIM_BACKOFF 0.9
 #define GW_LIM_WINDOW_NS (5ull * 1000000000ull)
 #define GW_LIM_SLACK_NS (20.0 * 1e6)
+#define GW_LIM_EWMA 0.1
 
 struct gw_uplim {
 	bool used;                     /* a route of this class goes to this upstream */
 	uint32_t cap, inflight;
 	double limit;
 	double base_ns;                /* the baseline service time (0: none yet) */
+	double recent_ns;              /* EWMA of the service time, GW_LIM_EWMA (0: none) */
 	double win_min_ns;             /* this window's least (0: none yet) */
 	uint64_t win_start_ns;
 	uint64_t increases, decreases;
@@ -151,6 +154,8 @@ static void lim_setup(struct gateway *g, struct gw_up *up, const struct sl_confi
 static void lim_sample(struct gw_up *up, struct gw_uplim *l, uint64_t ns, bool ok, uint64_t now)
 {
 	if (ok && ns) {
+		l->recent_ns = l->recent_ns ? l->recent_ns + GW_LIM_EWMA * ((double)ns - l->recent_ns) :
+				(double)ns;
 		if (!l->win_min_ns || (double)ns < l->win_min_ns)
 			l->win_min_ns = (double)ns;
 		if (!l->base_ns || (double)ns < l->base_ns)
@@ -169,7 +174,7 @@ static void lim_sample(struct gw_up *up, struct gw_uplim *l, uint64_t ns, bool o
 	if (!up->adaptive || !l->cap)
 		return;
 	if (ok && l->base_ns &&
-	    (double)ns <= fmax(GW_LIM_TOLERANCE * l->base_ns, l->base_ns + GW_LIM_SLACK_NS)) {
+	    l->recent_ns <= fmax(GW_LIM_TOLERANCE * l->base_ns, l->base_ns + GW_LIM_SLACK_NS)) {
 		if (l->limit < l->cap) {
 			l->limit += 1.0 / (l->limit > 1.0 ? l->limit : 1.0);
 			l->increases++;
