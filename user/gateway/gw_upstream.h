@@ -5,9 +5,13 @@
  * without one) is admitted exactly as a built-in one (Host gives the tenant, the route the
  * cost class; reservations, the burst pool, the bounded queue with its deadline check at
  * dequeue, LIFO and CoDel), and when the scheduler starts it, it is forwarded instead of
- * hashed. Each upstream has a fixed number of connections (gateway.upstream.concurrency):
- * they are its "worker pool", a forward holds one until its answer, so the queue in front
+ * hashed. Each upstream has a fixed number of connections (gateway.upstream.concurrency),
+ * and each cost class on it a limit (routes[].concurrency, learned from the service time
+ * with gateway.upstream.adaptive): together they are its "worker pool". A forward holds a
+ * connection and a place in its class's limit until its answer, so the queue in front
  * governs what reaches the upstream and a request still queued at its deadline never does.
+ * Which upstream: the route's, else the tenant's, else the gateway's (host names resolved
+ * at config load, never here).
  *
  * What is forwarded (docs/gateway.md, "Upstream mode"): the method, the request-target,
  * the headers but the hop-by-hop ones (RFC 9110 7.6.1: Connection and every header it
