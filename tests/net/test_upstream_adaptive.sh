@@ -150,14 +150,16 @@ EOF
 }
 
 cat >"$DIR/load.py" <<'PYEOF'
-# load.py PORT HOST PATH THREADS SECONDS RATE(0: closed loop) OUT: (t, status, ms) per answer
+# load.py PORT HOST PATH THREADS SECONDS RATE(0: closed loop) OUT [DEADLINE_MS]: (t, status,
+# ms) per answer
 import json, socket, sys, threading, time
 port, host, path, nth, secs, rate, out = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), float(sys.argv[6]), sys.argv[7]
+extra = "X-Request-Deadline-Ms: %s\r\n" % sys.argv[8] if len(sys.argv) > 8 else ""
 res = []; lock = threading.Lock(); t0 = time.monotonic(); stop = t0 + secs
 def one():
     s = socket.create_connection(("127.0.0.1", port), timeout=5)
     try:
-        s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path, host)).encode())
+        s.sendall(("GET %s HTTP/1.1\r\nHost: %s\r\n%sConnection: close\r\n\r\n" % (path, host, extra)).encode())
         d = b""
         while True:
             x = s.recv(65536)
@@ -273,5 +275,29 @@ sed 's|cpu = 10.0; upstream = "http://127.0.0.1:'"$FAST"'"; }|cpu = 10.0; concur
 out=$("$BUILD/sluiced" --check-config -c "$DIR/bad.conf" 2>&1)
 expect_match "routes[].concurrency = 0 is refused with file:line" "$out" "bad.conf:[0-9]*: routes\\[1\\].concurrency"
 kill -0 "$SLUICED_PID" 2>/dev/null && tap_ok "sluiced still running" || tap_not_ok "sluiced still running"
+
+# ---- C: a class whose estimate outgrew its clients' deadlines is measured again ------------
+# Clients with a 600 ms deadline while the upstream takes 900 ms: each forward times out at
+# its deadline, the class's estimate climbs to ~600 ms, and then no request has that much
+# left: none is sent. Before the probe, the class stayed shut after the upstream recovered
+# (never sent, never measured); now one request a second goes anyway.
+for _ in $(seq 1 100); do
+	[ "$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["inflight"])' "$(ctl reset=1)")" = 0 ] && break
+	sleep 0.1
+done
+ctl work=900 >/dev/null
+load busy.test /slow 4 5 0 "$DIR/c-slow" 600
+read -r cn c200 c429 c504 cra <<<"$(summary "$DIR/c-slow" 3)"
+tap_diag "upstream at 900 ms, 600 ms deadlines, last 2 s: $cn answers: 200 x $c200, 429 x $c429, 504 x $c504"
+expect_ge "slow spell: requests with too little deadline left are shed (429), not sent" "$c429" 1
+ctl work=5 >/dev/null
+p0=$(curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 == "sluice_gateway_upstream_probes_total" { print $2 }')
+load busy.test /slow 4 5 0 "$DIR/c-back" 600
+read -r rn r200 r429 r504 rra <<<"$(summary "$DIR/c-back" 2)"
+p1=$(curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 == "sluice_gateway_upstream_probes_total" { print $2 }')
+tap_diag "upstream back at 5 ms, last 3 s: $rn answers: 200 x $r200, 429 x $r429, 504 x $r504; probes ${p0:-absent} -> ${p1:-absent}"
+expect_ge "recovered: the class is sent again (200s in the last 3 s of 5)" "$r200" 100
+expect_le "  ... and no longer shed (429s at most a tenth)" "$((10 * r429))" "$rn"
+expect_ge "  ... at least one probe in all (the slow spell's or the recovery's)" "${p1:-0}" 1
 
 tap_done

@@ -92,6 +92,9 @@ struct gw_upstreams {
 	int8_t of[SL_MAX_ROUTES][SL_MAX_TENANTS];
 	/* sign-in routes: how the upstream's answers were read (gw_upstream_verdict.h) */
 	uint64_t verdicts[SL_MAX_ROUTES][GW_VERDICT__N];
+	/* the last probe of each class whose estimate outgrew the deadlines, and their count */
+	uint64_t probe_ns[GW_MAX_CLASSES];
+	uint64_t probes;
 };
 
 static const char *const result_names[GW_UP__N] = {
@@ -763,10 +766,19 @@ void gw_upstream_forward(struct gw_req *r)
 	left_ms = r->job.deadline_ns > now ? (r->job.deadline_ns - now) / 1000000ull : 0;
 	/* Not sent when what is left of the deadline is less than the upstream's measured time
 	 * for this class (its estimate, 1 unit = 0.1 ms): it would spend the upstream on an
-	 * answer nobody waits for. */
+	 * answer nobody waits for. But a class whose estimate outgrew every client's deadline
+	 * (a slow spell of the upstream's) would then never be sent, nor measured, again: one
+	 * such request a second goes anyway, a probe, and its time (cut at its deadline when
+	 * the upstream is still slow) brings the estimate back down. */
 	if (r->job.deadline_ns && r->job.cls < GW_MAX_CLASSES &&
-	    (double)left_ms * 10.0 < g->sched->cls[r->job.cls].estimate)
-		left_ms = 0;
+	    (double)left_ms * 10.0 < g->sched->cls[r->job.cls].estimate) {
+		if (left_ms && now - g->ups->probe_ns[r->job.cls] >= 1000000000ull) {
+			g->ups->probe_ns[r->job.cls] = now;
+			g->ups->probes++;
+		} else {
+			left_ms = 0;
+		}
+	}
 	if (!uc || (r->job.deadline_ns && !left_ms)) {
 		/* No slot (the dispatcher checks first), or the deadline is as good as gone:
 		 * never forwarded. */
@@ -878,6 +890,12 @@ void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
 			evbuffer_add_printf(out, "sluice_gateway_upstream_requests_total{upstream=\"%s\","
 					    "result=\"%s\"} %llu\n", g->ups->u[i].url, result_names[k],
 					    (unsigned long long)g->ups->u[i].results[k]);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_probes_total Requests sent although "
+			    "their class's estimate was longer than what was left of their deadline: "
+			    "one a second, so that such a class is measured again.\n"
+			    "# TYPE sluice_gateway_upstream_probes_total counter\n"
+			    "sluice_gateway_upstream_probes_total %llu\n",
+			    (unsigned long long)g->ups->probes);
 	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_in_flight Forwards waiting for "
 			    "their answer, of the upstream's connections (slots).\n"
 			    "# TYPE sluice_gateway_upstream_in_flight gauge\n");
