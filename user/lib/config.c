@@ -484,7 +484,7 @@ int sl_config_class(const struct sl_config *c, const char *name)
 	return -1;
 }
 
-uint32_t sl_ghost_entries(uint32_t state_entries)
+uint32_t sl_state_slots(uint32_t state_entries)
 {
 	uint32_t n = 1024;
 
@@ -493,9 +493,9 @@ uint32_t sl_ghost_entries(uint32_t state_entries)
 	return n;
 }
 
-uint32_t sl_ghost_sets(uint32_t state_entries)
+uint32_t sl_bucket_sets(uint32_t state_entries)
 {
-	return sl_ghost_entries(state_entries) / SL_GHOST_WAYS;
+	return sl_state_slots(state_entries) / SL_BUCKET_WAYS;
 }
 
 static void resolve_path(char *dst, size_t n, const char *base, const char *p)

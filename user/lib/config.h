@@ -453,10 +453,11 @@ int sl_config_client(const struct sl_config *c, int tenant, const char *id);
 /* Class id for @name, or -1. */
 int sl_config_class(const struct sl_config *c, const char *name);
 
-/* Ghost table size for a state table of @state_entries: the next power of two. */
-uint32_t sl_ghost_entries(uint32_t state_entries);
-/* Ghost sets (four ways each) for @state_entries buckets: sl_ghost_entries() / 4. */
-uint32_t sl_ghost_sets(uint32_t state_entries);
+/* Slots of a table sized by @state_entries (bucket ways, SYN-front pending slots): the next
+ * power of two, at least 1024. */
+uint32_t sl_state_slots(uint32_t state_entries);
+/* Bucket sets (SL_BUCKET_WAYS ways each) for @state_entries buckets: sl_state_slots() / 4. */
+uint32_t sl_bucket_sets(uint32_t state_entries);
 /* The most the edge can charge one connection: the largest port cost, unreadable cost, or
  * (on stateless HTTP ports) route cost. Every edge burst must hold one. budget.h says which
  * route or port it is (sl_edge_dearest). */
