@@ -306,11 +306,10 @@ int main(int argc, char **argv)
 	}
 	bpf_object__for_each_map(map, skel->obj)
 		bpf_map__set_pin_path(map, NULL);
-	bpf_map__set_max_entries(skel->maps.sl_buckets, cfg.state_entries);
-	bpf_map__set_max_entries(skel->maps.sl_ghosts, sl_ghost_sets(cfg.state_entries));
-	bpf_map__set_max_entries(skel->maps.sl_pending, sl_ghost_entries(cfg.state_entries));
-	skel->rodata->ghost_mask = sl_ghost_sets(cfg.state_entries) - 1;
-	skel->rodata->pend_mask = sl_ghost_entries(cfg.state_entries) - 1;
+	bpf_map__set_max_entries(skel->maps.sl_buckets, sl_bucket_sets(cfg.state_entries));
+	bpf_map__set_max_entries(skel->maps.sl_pending, sl_state_slots(cfg.state_entries));
+	skel->rodata->bucket_mask = sl_bucket_sets(cfg.state_entries) - 1;
+	skel->rodata->pend_mask = sl_state_slots(cfg.state_entries) - 1;
 	if (sluice_bpf__load(skel)) {
 		fprintf(stderr, "xdp_cost: cannot load the XDP object\n");
 		return 1;
@@ -572,7 +571,7 @@ int main(int argc, char **argv)
 		struct {
 			const char *name;
 			struct bpf_program *p;
-		} parts[6];
+		} parts[8];
 		__u32 key;
 
 		if (!pt) {
@@ -591,6 +590,10 @@ int main(int argc, char **argv)
 		parts[4].p = pt->progs.part_trie_lookup;
 		parts[5].name = "/24 table load (array)";
 		parts[5].p = pt->progs.part_dir_lookup;
+		parts[6].name = "bucket set lookup (hash, array, tags)";
+		parts[6].p = pt->progs.part_set_lookup;
+		parts[7].name = "bucket set lookup + compare-and-swap";
+		parts[7].p = pt->progs.part_set_cas;
 		bpf_map_update_elem(bpf_map__fd(pt->maps.part_lru), &k, &b, BPF_ANY);
 		if ((asn_file ? file_asn(&asn, asn_file, &cfg, &parse_s) :
 				synth_asn(&asn, (size_t)asn_rows, &cfg)) == 0) {
