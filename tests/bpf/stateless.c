@@ -1204,6 +1204,24 @@ static void bucket_sets(void)
 	}
 	diag("bucket set %u of %u; keys %s %s %s %s, then %s and %s", target, sets, src[0],
 	     src[1], src[2], src[3], src[4], src[5]);
+	{
+		/* The set is the keyed hash's: under another installation's seed the same six
+		 * keys scatter, so reading the source is not enough to aim them. */
+		uint32_t seen[6], nsets = 0;
+		int j, m;
+
+		for (j = 0; j < 6; j++) {
+			uint32_t sx = (uint32_t)key_hash_of(&e, src[j], set.hash_seed ^ 0x9e3779b9u,
+							    false) & mask;
+
+			for (m = 0; m < (int)nsets && seen[m] != sx; m++)
+				;
+			if (m == (int)nsets)
+				seen[nsets++] = sx;
+		}
+		tap(nsets >= 4, "the six keys of one set under this seed fall in %u sets under "
+		    "another seed", nsets);
+	}
 	for (k = 0; k < 4; k++)
 		spend(&e, src[k], spent[k], &admitted);
 	n = ways_holding(&e, target, tags, 4, tat, &held, &spill);
