@@ -981,7 +981,12 @@ static int cmd_status(const struct ctl *c)
 			printf("port:        %u front=%s action=%s cost=%u\n", meta.ports[i].port,
 			       sl_front_name(meta.ports[i].front),
 			       sl_action_name(meta.ports[i].action), meta.ports[i].cost);
-		printf("state:       %ld of %ld buckets\n", entries, cap);
+		if (entries < 0 || cap < 0)
+			/* e.g. an older build's LRU table still pinned: not read as sets */
+			printf("state:       unreadable (%s)\n",
+			       strerror((int)-(cap < 0 ? cap : entries)));
+		else
+			printf("state:       %ld of %ld buckets\n", entries, cap);
 		printf("asn table:   %u rows from %s\n", meta.asn_entries,
 		       meta.asn_source[0] ? meta.asn_source : "(none)");
 		for (i = 0; i < SL_MAX_TENANTS; i++) {
