@@ -441,6 +441,9 @@ static int run_case(const char *name, bool redis, bool memory, struct result *r)
 		snprintf(c->redis.address, sizeof(c->redis.address), "%s", o.redis);
 	if (memory) {
 		c->stream.max_keys = o.max_keys;
+		/* Every key made, each with its entry in the tenant's live set: what a key costs
+		 * Redis under the default cap, not the cap itself. */
+		c->stream.redis_max_keys = o.keys < (1u << 26) ? (uint32_t)o.keys + 1 : 1u << 26;
 		for (i = 0; i < SL_DET_N; i++)
 			c->stream.det[i].enabled = i == SL_DET_PREFIX_ACCOUNTS;
 	}

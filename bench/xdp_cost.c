@@ -312,11 +312,10 @@ int main(int argc, char **argv)
 	}
 	bpf_object__for_each_map(map, skel->obj)
 		bpf_map__set_pin_path(map, NULL);
-	bpf_map__set_max_entries(skel->maps.sl_buckets, cfg.state_entries);
-	bpf_map__set_max_entries(skel->maps.sl_ghosts, sl_ghost_sets(cfg.state_entries));
-	bpf_map__set_max_entries(skel->maps.sl_pending, sl_ghost_entries(cfg.state_entries));
-	skel->rodata->ghost_mask = sl_ghost_sets(cfg.state_entries) - 1;
-	skel->rodata->pend_mask = sl_ghost_entries(cfg.state_entries) - 1;
+	bpf_map__set_max_entries(skel->maps.sl_buckets, sl_bucket_sets(cfg.state_entries));
+	bpf_map__set_max_entries(skel->maps.sl_pending, sl_state_slots(cfg.state_entries));
+	skel->rodata->bucket_mask = sl_bucket_sets(cfg.state_entries) - 1;
+	skel->rodata->pend_mask = sl_state_slots(cfg.state_entries) - 1;
 	if (sluice_bpf__load(skel)) {
 		fprintf(stderr, "xdp_cost: cannot load the XDP object\n");
 		return 1;
@@ -586,7 +585,7 @@ int main(int argc, char **argv)
 			struct bpf_program *p;
 			int req_frame;     /* run on the login request's frame */
 			const uint8_t *v6; /* the IPv6 source the v6 parts look up */
-		} parts[14];
+		} parts[16];
 		struct part_in *in = calloc(1, sizeof(*in));
 		uint8_t v6_bench[16];
 		size_t np = 0;
@@ -611,6 +610,8 @@ int main(int argc, char **argv)
 		PART("LRU hash lookup + compare-and-swap", part_lru_cas, 0, NULL);
 		PART("LPM trie, ::ffff:198.51.100.9", part_trie_lookup, 0, NULL);
 		PART("/24 table load (array)", part_dir_lookup, 0, NULL);
+		PART("bucket set lookup (hash, array, tags)", part_set_lookup, 0, NULL);
+		PART("bucket set lookup + compare-and-swap", part_set_cas, 0, NULL);
 		PART("LPM trie, 2001:db8:1000::9 (/36)", part_v6_trie, 0, v6_bench);
 		PART("IPv6 table, 2001:db8:1000::9 (/36)", part_v6_table, 0, v6_bench);
 		PART(deep_trie, part_v6_trie, 0, deep);

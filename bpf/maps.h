@@ -13,30 +13,20 @@
 
 #include "sluice/abi.h"
 
-/* Per-prefix GCRA state. LRU: the flood evicts the idle, and evictions cost no syscall. */
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536); /* set by sluiced: edge.state_entries */
-	__type(key, struct sl_bkey);
-	__type(value, struct sl_bucket);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sl_buckets SEC(".maps");
-
 /*
- * Ghosts of evicted buckets: a fixed array of four-way sets of (TAT, tag), indexed by a keyed
- * hash of the key. A key that was more than half spent when the LRU forgot it finds its old
- * TAT here when it comes back, so eviction never hands out a fresh burst. The tag makes a way
- * speak only for its own key, and a newcomer takes only a way that is less spent than itself
- * (an expired one first): a flood of fresh keys, each charged once, cannot push out a key
- * that owes more than they do.
+ * Per-prefix GCRA state: sets of four ways and a spill bucket (struct sl_bucket_set), indexed
+ * by a keyed hash of the key. An array, so a charge is one load at a computed address and a
+ * tag compare, where an LRU hash paid for a jhash, a bucket walk and its LRU bookkeeping; its
+ * memory is fixed at load (128 bytes a set); eviction is the table's own rule, not the
+ * kernel's, so a spent key is never forgotten for a stranger's sake (see abi.h).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 16384); /* set by sluiced: power of two >= state_entries / 4 */
 	__type(key, __u32);
-	__type(value, struct sl_ghost_set);
+	__type(value, struct sl_bucket_set);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sl_ghosts SEC(".maps");
+} sl_buckets SEC(".maps");
 
 /* ASN table (see abi.h): the /24 nibble table, two slots back to back, the IPv6 table and the
  * LPM tries. */

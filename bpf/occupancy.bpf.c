@@ -8,7 +8,7 @@
  * 112 maps here, whatever the size of the tables.
  *
  * LPM tries and arrays are not counted by the kernel (they report 0): sluiced uses its own
- * counters for those (sl_vcount for verdicts) or a bounded sample (the ghost sets).
+ * counters for those (sl_vcount for verdicts) or a bounded sample (the bucket sets).
  *
  * Loaded apart from the datapath so a kernel without the kfunc (before 6.6) or without BTF
  * loses only the occupancy gauges, never the edge.

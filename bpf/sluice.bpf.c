@@ -41,9 +41,9 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Load-time constants: ghost sets - 1 and SYN-front pending slots - 1 (powers of two). Set by
+/* Load-time constants: bucket sets - 1 and SYN-front pending slots - 1 (powers of two). Set by
  * sluiced before load. */
-const volatile __u32 ghost_mask = 16383;
+const volatile __u32 bucket_mask = 16383;
 const volatile __u32 pend_mask = 65535;
 
 /* The kernel's request socket, for the two numbers the SYN front checks a handshake against
@@ -266,31 +266,31 @@ struct charge_out {
 };
 
 /*
- * Charge @cost against @b with compare-and-swap, or with @peek only say whether it would fit.
- * A global function: inlined three times into the judgement, its retry loop multiplied the
- * verifier's paths past its budget.
+ * Charge @cost against the TAT at @tat with compare-and-swap, or with @peek only say whether
+ * it would fit. A global function: inlined three times into the judgement, its retry loop
+ * multiplied the verifier's paths past its budget.
  */
-__noinline int sl_charge_tat(struct sl_bucket *b, const struct sl_rate *r, __u64 cost,
-			     __u64 now, struct charge_out *out)
+__noinline int sl_charge_tat(__u64 *tat, const struct sl_rate *r, __u64 cost, __u64 now,
+			     struct charge_out *out)
 {
 	int i, peek;
 
-	if (!b || !r || !out)
+	if (!tat || !r || !out)
 		return CHARGE_NOSTATE;
 	peek = out->peek;
 	for (i = 0; i < SL_CAS_TRIES; i++) {
-		__u64 old = *(volatile __u64 *)&b->tat;
+		__u64 old = *(volatile __u64 *)tat;
 		__u64 next;
 
 		if (!sl_gcra_charge(old, now, cost, r->emission_ns, r->tolerance_ns, &next)) {
 			/* Persist a clamp after a clock step; one try, it is only a correction. */
 			if (next != old && !peek)
-				__sync_val_compare_and_swap(&b->tat, old, next);
+				__sync_val_compare_and_swap(tat, old, next);
 			return CHARGE_DENIED;
 		}
 		if (peek)
 			return CHARGE_OK;
-		if (__sync_val_compare_and_swap(&b->tat, old, next) != old)
+		if (__sync_val_compare_and_swap(tat, old, next) != old)
 			continue;
 		out->inc = next - (old > now ? old : now);
 		out->next = next;
@@ -299,68 +299,88 @@ __noinline int sl_charge_tat(struct sl_bucket *b, const struct sl_rate *r, __u64
 	return CHARGE_BUSY;
 }
 
-/*
- * The ghost of @k: the TAT it had when it was last worth remembering (0 if none). Four ways
- * per set, one cache line; the tag is never 0, which marks an empty way.
- */
-static __always_inline __u64 ghost_get(const struct sl_bkey *k, const struct sl_settings *set)
-{
-	__u64 h = sl_ghost_hash(k, set->hash_seed);
-	__u32 idx = (__u32)h & ghost_mask, tag = h >> 32;
-	struct sl_ghost_set *gs = bpf_map_lookup_elem(&sl_ghosts, &idx);
-	int i;
+_Static_assert(__builtin_offsetof(struct sl_bucket, last_shed_s) -
+		       __builtin_offsetof(struct sl_bucket, streak) ==
+		       __builtin_offsetof(struct sl_bshed, last_shed_s),
+	       "sl_retry_after reads a tenant bucket's streak as a struct sl_bshed");
 
-	if (!gs)
-		return 0;
+/* The set of @k's bucket and its tag (see struct sl_bucket_set). */
+static __always_inline struct sl_bucket_set *bucket_set_of(const struct sl_bkey *k,
+							   const struct sl_settings *set,
+							   __u32 *tag)
+{
+	__u64 h = sl_key_hash(k, set->hash_seed);
+	__u32 idx = (__u32)h & bucket_mask;
+
+	*tag = h >> 32;
+	return bpf_map_lookup_elem(&sl_buckets, &idx);
+}
+
+/* The way whose tag is @tag, or SL_BUCKET_SPILL: the key has none. Tags are never 0. */
+static __always_inline __u32 way_of(const struct sl_bucket_set *bs, __u32 tag)
+{
+	__u32 i;
+
 #pragma unroll
-	for (i = 0; i < SL_GHOST_WAYS; i++)
-		if (gs->way[i].tag == tag)
-			return gs->way[i].tat;
-	return 0;
+	for (i = 0; i < SL_BUCKET_WAYS; i++)
+		if (bs->way[i].tag == tag)
+			return i;
+	return SL_BUCKET_SPILL;
 }
 
 /*
- * Remember that @k's TAT is @tat. Its own way is updated; otherwise it takes the way that
- * holds the least information (empty, then fully refilled, then the smallest TAT), and only
- * if that way is less spent than @k: a newcomer never pushes out a key that owes more than it
- * does, so a flood of fresh keys cannot wash a spent one out. Plain stores: a torn pair from a
- * racing CPU mismatches its tag at worst, and a mismatch only forgets.
+ * The way a newcomer may take, or SL_BUCKET_SPILL for none: an empty or expired way first,
+ * else the least spent of the ways whose key would lose nothing by being forgotten (its TAT
+ * no further ahead of @now than the lead it would start with again). A spent key's way is
+ * never given away, whoever asks.
  */
-static __always_inline void ghost_put(const struct sl_bkey *k, __u64 tat, __u64 now,
-				      const struct sl_settings *set)
+static __always_inline __u32 way_to_take(const struct sl_bucket_set *bs, __u64 now)
 {
-	__u64 h = sl_ghost_hash(k, set->hash_seed), low = ~0ull;
-	__u32 idx = (__u32)h & ghost_mask, tag = h >> 32;
-	struct sl_ghost_set *gs = bpf_map_lookup_elem(&sl_ghosts, &idx);
-	int i, victim = -1;
+	__u64 low = ~0ull;
+	__u32 i, victim = SL_BUCKET_SPILL;
 
-	if (!gs)
-		return;
 #pragma unroll
-	for (i = 0; i < SL_GHOST_WAYS; i++) {
-		__u64 t = gs->way[i].tat;
+	for (i = 0; i < SL_BUCKET_WAYS; i++) {
+		__u64 t = bs->way[i].tat;
 
-		if (gs->way[i].tag == tag) {
-			gs->way[i].tat = tat;
-			return;
-		}
-		if (gs->way[i].tag == 0 || t <= now)
-			t = 0; /* holds nothing worth keeping */
-		if (t < low) {
+		if (!bs->way[i].tag || t <= now)
+			return i;
+		if (t - now <= (__u64)bs->way[i].lead << SL_LEAD_SHIFT && t < low) {
 			low = t;
 			victim = i;
 		}
 	}
-	if (victim < 0 || low >= tat)
-		return;
-	/* Written one way at a time by index: the verifier wants a constant offset. */
+	return victim;
+}
+
+/*
+ * Give way @w of @bs (read as @old_tag and @old_tat) to the key tagged @tag, starting at
+ * @fresh. Two compare-and-swaps: the tag, then the TAT; if the TAT moved in between (its owner
+ * was charged on another CPU, and is no longer forgettable) the tag is put back and the
+ * newcomer goes to the spill. Written one way at a time by index: the verifier wants a
+ * constant offset for an atomic's address.
+ */
+static __always_inline int take_way(struct sl_bucket_set *bs, __u32 w, __u32 old_tag,
+				    __u64 old_tat, __u32 tag, __u64 fresh, __u32 lead)
+{
+	__u32 i;
+
 #pragma unroll
-	for (i = 0; i < SL_GHOST_WAYS; i++) {
-		if (i == victim) {
-			gs->way[i].tat = tat;
-			gs->way[i].tag = tag;
+	for (i = 0; i < SL_BUCKET_WAYS; i++) {
+		if (i != w)
+			continue;
+		if (__sync_val_compare_and_swap(&bs->way[i].tag, old_tag, tag) != old_tag)
+			return 0;
+		if (__sync_val_compare_and_swap(&bs->way[i].tat, old_tat, fresh) != old_tat) {
+			__sync_val_compare_and_swap(&bs->way[i].tag, tag, old_tag);
+			return 0;
 		}
+		bs->way[i].lead = lead;
+		bs->shed[i].streak = 0;
+		bs->shed[i].last_shed_s = 0;
+		return 1;
 	}
+	return 0;
 }
 
 /* One bucket's charge, asked and answered through memory (a BPF function takes five
@@ -374,19 +394,21 @@ struct charge_req {
 };
 
 /*
- * Charge (or with @q->peek, weigh) @q->cost against the bucket of @k, creating it partly spent
- * or from its ghost. A global function, checked once: inlined for the prefix and the parent
- * it doubled the judgement's states and took its call chain past 512 bytes of stack.
+ * Charge (or with @q->peek, weigh) @q->cost against the bucket of @k: its own way; else a way
+ * it may take, starting partly spent (new_key_credit); else, homeless, its set's spill bucket,
+ * which every homeless key of the set shares. A global function, checked once: inlined for the
+ * prefix and the parent it doubled the judgement's states and took its call chain past 512
+ * bytes of stack.
  */
 __noinline int sl_charge_key(const struct sl_bkey *k, const struct sl_rate *r,
 			     struct charge_req *q)
 {
 	const struct sl_settings *set;
+	struct sl_bucket_set *bs;
 	struct sl_counters *cnt;
-	struct sl_bucket *b;
 	struct charge_out co = {};
-	__u32 zero = 0, cls;
-	__u64 fresh, now;
+	__u32 zero = 0, cls, tag, w, lead;
+	__u64 fresh, now, ahead, *tat;
 	int rc;
 
 	if (!k || !r || !q)
@@ -394,61 +416,77 @@ __noinline int sl_charge_key(const struct sl_bkey *k, const struct sl_rate *r,
 	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	if (!set)
 		return CHARGE_NOSTATE;
-	cls = q->cls;
-	cnt = bpf_map_lookup_elem(&sl_stats, &cls);
+	bs = bucket_set_of(k, set, &tag);
+	if (!bs)
+		return CHARGE_NOSTATE;
 	now = q->now;
 	q->inc = 0;
 	fresh = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
-	b = bpf_map_lookup_elem(&sl_buckets, k);
-	if (!b) {
-		struct sl_bucket nb = {};
-		__u64 g = ghost_get(k, set);
+	ahead = (fresh - now) >> SL_LEAD_SHIFT;
+	lead = ahead > 0xffffffffull ? 0xffffffffu : (__u32)ahead;
+	w = way_of(bs, tag);
+	if (w >= SL_BUCKET_WAYS) {
+		__u32 v = way_to_take(bs, now);
 
-		nb.tat = g > fresh ? g : fresh;
 		if (q->peek) {
-			__u64 next;
+			__u64 next, t = v < SL_BUCKET_WAYS ? fresh : bs->spill_tat;
 
-			return sl_gcra_charge(nb.tat, now, q->cost, r->emission_ns, r->tolerance_ns,
+			return sl_gcra_charge(t, now, q->cost, r->emission_ns, r->tolerance_ns,
 					      &next) ? CHARGE_OK : CHARGE_DENIED;
 		}
-		if (cnt) {
-			if (g > fresh)
-				cnt->key_returned++;
-			else
-				cnt->key_new++;
+		cls = q->cls;
+		cnt = bpf_map_lookup_elem(&sl_stats, &cls);
+		if (v < SL_BUCKET_WAYS) {
+			v &= SL_BUCKET_WAYS - 1;
+			if (take_way(bs, v, bs->way[v].tag, bs->way[v].tat, tag, fresh, lead))
+				w = v;
 		}
-		/* Another CPU may create it first (EEXIST): fine, the lookup below finds theirs. */
-		bpf_map_update_elem(&sl_buckets, k, &nb, BPF_NOEXIST);
-		b = bpf_map_lookup_elem(&sl_buckets, k);
-		if (!b)
-			return CHARGE_NOSTATE;
+		if (cnt) {
+			if (w < SL_BUCKET_WAYS)
+				cnt->key_new++;
+			else
+				cnt->key_homeless++;
+		}
+	} else if (!q->peek && bs->way[w & (SL_BUCKET_WAYS - 1)].lead != lead) {
+		/* The policy changed since the way was taken: keep its lead the current one. */
+		bs->way[w & (SL_BUCKET_WAYS - 1)].lead = lead;
 	}
+	tat = w < SL_BUCKET_WAYS ? &bs->way[w & (SL_BUCKET_WAYS - 1)].tat : &bs->spill_tat;
 	co.peek = q->peek;
-	rc = sl_charge_tat(b, r, q->cost, now, &co);
+	rc = sl_charge_tat(tat, r, q->cost, now, &co);
 	if (q->peek)
 		return rc;
 	q->inc = co.inc;
-	if (rc == CHARGE_BUSY && cnt)
-		cnt->cas_busy++;
-	/*
-	 * Remember keys more spent than a new key starts: those are the ones whose eviction would
-	 * otherwise be a gift. Keys with as much room as a stranger skip the shared store.
-	 */
-	if (rc == CHARGE_OK && co.next > fresh)
-		ghost_put(k, co.next, now, set);
+	if (rc == CHARGE_BUSY) {
+		cls = q->cls;
+		cnt = bpf_map_lookup_elem(&sl_stats, &cls);
+		if (cnt)
+			cnt->cas_busy++;
+	}
 	return rc;
 }
 
-/* Give back what a bucket was charged, when a later bucket refused the connection. */
+/* Give back what a bucket was charged, when a later bucket refused the connection: to the
+ * key's way, or to the spill it was charged when it had none. */
 static __always_inline void refund_key(const struct sl_bkey *k, __u64 inc)
 {
-	struct sl_bucket *b;
+	const struct sl_settings *set;
+	struct sl_bucket_set *bs;
+	__u32 zero = 0, tag, w;
 
 	if (!inc)
 		return;
-	b = bpf_map_lookup_elem(&sl_buckets, k);
-	if (b)
-		__sync_fetch_and_add(&b->tat, -inc);
+	set = bpf_map_lookup_elem(&sl_settings, &zero);
+	if (!set)
+		return;
+	bs = bucket_set_of(k, set, &tag);
+	if (!bs)
+		return;
+	w = way_of(bs, tag);
+	if (w < SL_BUCKET_WAYS)
+		__sync_fetch_and_add(&bs->way[w & (SL_BUCKET_WAYS - 1)].tat, -inc);
+	else
+		__sync_fetch_and_add(&bs->spill_tat, -inc);
 }
 
 static __always_inline int is_shed(__u32 reason)
@@ -611,8 +649,8 @@ static __always_inline int charge_tenant(const struct src *s, __u16 dport, __u64
 	}
 	__builtin_memset(co, 0, sizeof(*co));
 	co->peek = peek;
-	return sl_charge_tat(st, now < t->lease_expires_ns ? &t->lease : &t->fallback, cost, now,
-			     co);
+	return sl_charge_tat(&st->tat, now < t->lease_expires_ns ? &t->lease : &t->fallback, cost,
+			     now, co);
 }
 
 /*
@@ -734,25 +772,40 @@ __noinline int sl_judge(const struct pkt *pk, const struct sl_settings *set, __u
  */
 __noinline int sl_retry_after(const struct sl_settings *set, __u64 now, struct decision *d)
 {
-	struct sl_bucket *b = NULL;
 	__u32 level = 0, base, secs = (__u32)(now / NS_PER_S), streak = 0, n;
+	struct sl_bshed *sh = NULL;
 
 	if (!set || !d)
 		return 1;
 	n = set->n_retry_levels;
 	if (d->level == LEVEL_TENANT && d->tenant < SL_MAX_TENANTS) {
 		__u32 tid = d->tenant;
+		struct sl_bucket *b = bpf_map_lookup_elem(&sl_tenant_state, &tid);
 
-		b = bpf_map_lookup_elem(&sl_tenant_state, &tid);
+		/* streak and last_shed_s follow tat in struct sl_bucket as in struct sl_bshed.
+		 * The empty asm keeps clang from computing b + 8 before the null check, which
+		 * the verifier rejects ("pointer arithmetic on map_value_or_null"). */
+		if (b) {
+			asm volatile("" : "+r"(b));
+			sh = (struct sl_bshed *)&b->streak;
+		}
 	} else if (d->class_id < SL_MAX_CLASSES) {
-		b = bpf_map_lookup_elem(&sl_buckets, &d->key);
+		struct sl_bucket_set *bs;
+		__u32 tag, w;
+
+		bs = bucket_set_of(&d->key, set, &tag);
+		if (bs) {
+			w = way_of(bs, tag);
+			sh = w < SL_BUCKET_WAYS ? &bs->shed[w & (SL_BUCKET_WAYS - 1)] :
+						  &bs->spill_shed;
+		}
 	}
-	if (b) {
+	if (sh) {
 		/* Racy read-modify-write: two concurrent 429s may climb one step, not two. */
-		if (secs - b->last_shed_s <= set->streak_decay_s)
-			streak = b->streak;
-		b->streak = streak + 1;
-		b->last_shed_s = secs;
+		if (secs - sh->last_shed_s <= set->streak_decay_s)
+			streak = sh->streak;
+		sh->streak = streak + 1;
+		sh->last_shed_s = secs;
 	}
 	if (n == 0 || n > SL_MAX_RETRY_LEVELS)
 		n = 1;

@@ -13,7 +13,7 @@
 
 #include <linux/types.h>
 
-#define SL_ABI_VERSION 2
+#define SL_ABI_VERSION 3
 
 /* Limits. Overridable at build time where a deployment needs more. */
 #define SL_MAX_CLASSES 15          /* ASN classes with a policy: ids 0..14, a nibble each */
@@ -234,27 +234,50 @@ struct sl_bkey {
 #define SL_MAX_V6_KEY_PLEN 64
 
 /* GCRA state: one theoretical arrival time in ns (CLOCK_MONOTONIC_COARSE), plus the shed
- * streak that escalates this bucket's Retry-After. */
+ * streak that escalates this bucket's Retry-After. The tenant buckets are these; a prefix
+ * bucket is read and written as one through a way of the table below. */
 struct sl_bucket {
 	__u64 tat;
 	__u32 streak;      /* 429s served in a row for this bucket being empty */
 	__u32 last_shed_s; /* when the last one was served, in seconds of the same clock */
 };
 
-/* A remembered TAT of an evicted bucket, valid only for the key whose hash tag matches. */
-struct sl_ghost {
+/*
+ * The prefix bucket table (sl_buckets): a fixed array of sets, each SL_BUCKET_WAYS ways and
+ * one spill bucket, indexed by the keyed hash of the key (sl_key_hash: its low word picks the
+ * set, its high word is the tag). A key lives in the way whose tag is its own. A newcomer
+ * takes an empty way, else one whose key would lose nothing by being forgotten (its TAT no
+ * further ahead than a stranger of its kind would start: the way's lead), expired first;
+ * when there is none, it is homeless and charges the set's spill bucket, shared by every
+ * homeless key of the set, so that a flood of fresh keys neither pushes out a spent key nor
+ * wins fresh bursts of its own (docs/design.md, "State under pressure").
+ *
+ * The ways' tags, TATs and leads fill the first 64-byte line, which is all a charge reads;
+ * the streaks and the spill sit in the second.
+ */
+#define SL_BUCKET_WAYS 4
+#define SL_BUCKET_SPILL SL_BUCKET_WAYS /* the way index that names the spill bucket */
+#define SL_LEAD_SHIFT 10                /* leads are kept in units of 1024 ns, rounded down */
+struct sl_bway {
 	__u64 tat;
-	__u32 tag; /* never 0: 0 marks an empty slot */
-	__u32 pad;
+	__u32 tag;  /* never 0: 0 marks an empty way */
+	__u32 lead; /* (TAT a new bucket of this key starts at - now) >> SL_LEAD_SHIFT */
 };
 
-/* Ghosts are kept in sets of four, one cache line: a key may sit in any way of its set, and a
- * newcomer replaces only a way that is less spent than itself (docs/design.md, "Bounded
- * state"). */
-#define SL_GHOST_WAYS 4
-struct sl_ghost_set {
-	struct sl_ghost way[SL_GHOST_WAYS];
+struct sl_bshed {
+	__u32 streak;
+	__u32 last_shed_s;
 };
+
+struct sl_bucket_set {
+	struct sl_bway way[SL_BUCKET_WAYS];
+	struct sl_bshed shed[SL_BUCKET_WAYS];
+	__u64 spill_tat;
+	struct sl_bshed spill_shed;
+	__u64 reserved[2];
+};
+_Static_assert(sizeof(struct sl_bway) * SL_BUCKET_WAYS == 64, "the ways fill one cache line");
+_Static_assert(sizeof(struct sl_bucket_set) == 128, "a set is two cache lines");
 
 /* Rate in GCRA terms: emission interval per cost unit and tolerance (burst), both in ns. */
 struct sl_rate {
@@ -296,7 +319,7 @@ struct sl_settings {
 	__u8 malformed_action;   /* enum sl_action */
 	__u8 fragment_action;    /* enum sl_action */
 	__u16 new_key_credit;    /* per mille of burst a never-seen key starts with */
-	__u32 hash_seed;         /* seeds the ghost index; chosen once, kept with the pins */
+	__u32 hash_seed;         /* seeds the bucket sets' index and tags; kept with the pins */
 	__u32 generation;        /* config generation, for observers */
 	__u32 asn_slot;          /* which ASN table slot is live (0 or 1) */
 	__u32 n_tenants;         /* 0: skip the tenant lookup */
@@ -481,7 +504,7 @@ struct sl_event {
 struct sl_counters {
 	__u64 pkts[SL_REASON_SLOTS];
 	__u64 key_new;       /* buckets created for keys never seen (or forgotten) */
-	__u64 key_returned;  /* buckets created for keys the ghost table remembered as spent */
+	__u64 key_homeless;  /* keys charged to their set's spill bucket: no way was theirs */
 	__u64 cas_busy;      /* compare-and-swap retries exhausted (shed: the key is hot) */
 	__u64 synacks;       /* cookie SYN-ACKs sent for shed SYNs on reply ports */
 	__u64 events_lost;   /* sampled events the ring buffer had no room for */
@@ -523,7 +546,7 @@ struct sl_meta {
 	__u32 generation;
 	__u32 reload_failures;
 	__u32 state_entries;
-	__u32 ghost_entries;
+	__u32 bucket_sets;       /* sets of SL_BUCKET_WAYS ways in sl_buckets */
 	__u32 asn_entries;
 	__u32 n_ifaces;
 	__u32 n_ports;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
 /*
- * The ghost-slot hash, shared by the datapath and by `sluicectl prefix show` (which must
- * predict the state a returning key would start with). Not cryptographic: it spreads keys an
+ * The bucket table's keyed hash, shared by the datapath and by the userspace that reads and
+ * writes the table (sluicectl prefix show, sluiced's clear, the tests). Not cryptographic: it spreads keys an
  * attacker can only choose within the addresses they hold, seeded per installation.
  */
 #ifndef SLUICE_HASH_H
@@ -15,7 +15,7 @@
 #define __always_inline inline __attribute__((always_inline))
 #endif
 
-_Static_assert(sizeof(struct sl_bkey) == 12, "sl_ghost_hash hashes the key as 3 words");
+_Static_assert(sizeof(struct sl_bkey) == 12, "sl_key_hash hashes the key as 3 words");
 
 static __always_inline __u32 sl_mix3(const __u32 *w, __u32 h)
 {
@@ -35,11 +35,11 @@ static __always_inline __u32 sl_mix3(const __u32 *w, __u32 h)
 }
 
 /*
- * Two independent 32-bit hashes of the key: the low word picks the ghost slot, the high word
- * is the tag stored beside the TAT, so that a slot only speaks for the key that wrote it and a
- * collision costs a forgotten key, never a wrongly spent one.
+ * Two independent 32-bit hashes of the key: the low word picks the bucket set, the high word
+ * is the tag stored in the key's way, so that a way only speaks for the key that wrote it (two
+ * keys share a bucket only when both words collide: 1 in 2^32 per way for keys of one set).
  */
-static __always_inline __u64 sl_ghost_hash(const struct sl_bkey *k, __u32 seed)
+static __always_inline __u64 sl_key_hash(const struct sl_bkey *k, __u32 seed)
 {
 	__u32 w[3];
 

@@ -1550,12 +1550,12 @@ static void escalation_prefix(struct env *e)
 
 	/* Within streak_decay (60 s) the ladder goes on; past it, it starts over. */
 	b.last_shed_s -= 30;
-	bpf_map_update_elem(e->maps.buckets, &k, &b, BPF_ANY);
+	sl_maps_write_bucket(&e->maps, &k, &b, 0);
 	shed_429(e, "30 s after the last 429 (decay 60 s): still at the top", "198.51.120.21",
 		 NULL, "hosting/shed_prefix+hosting/replied_429", 5);
 	bucket_of(e, "198.51.120.20", 24, SL_LEVEL_PREFIX, "hosting", &k, &b);
 	b.last_shed_s -= 61;
-	bpf_map_update_elem(e->maps.buckets, &k, &b, BPF_ANY);
+	sl_maps_write_bucket(&e->maps, &k, &b, 0);
 	shed_429(e, "61 s after the last 429: the ladder starts over", "198.51.120.22", NULL,
 		 "hosting/shed_prefix+hosting/replied_429", 0);
 	found = bucket_of(e, "198.51.120.20", 24, SL_LEVEL_PREFIX, "hosting", &k, &b);
@@ -1677,13 +1677,13 @@ static void decay_one_second(void)
 	tap(b.streak == 1, "decay 1 s: the streak restarted at 1 (%u)", b.streak);
 	fresh_second();
 	b.last_shed_s = now_s() - 1;
-	bpf_map_update_elem(e.maps.buckets, &k, &b, BPF_ANY);
+	sl_maps_write_bucket(&e.maps, &k, &b, 0);
 	shed_429(&e, "decay 1 s: a 429 one second after the last climbs", "198.51.121.9", NULL,
 		 "hosting/shed_prefix+hosting/replied_429", 1);
 	bucket_of(&e, "198.51.121.9", 24, SL_LEVEL_PREFIX, "hosting", &k, &b);
 	fresh_second();
 	b.last_shed_s = now_s() - 2;
-	bpf_map_update_elem(e.maps.buckets, &k, &b, BPF_ANY);
+	sl_maps_write_bucket(&e.maps, &k, &b, 0);
 	shed_429(&e, "decay 1 s: a 429 two seconds after the last starts over", "198.51.121.9",
 		 NULL, "hosting/shed_prefix+hosting/replied_429", 0);
 	env_close(&e);
@@ -2044,7 +2044,7 @@ static void syn_front_reply(struct env *e)
 	/* The SYN front weighs a SYN without charging: a bucket already empty sheds it. */
 	bucket_of(e, "203.0.113.40", 32, SL_LEVEL_PREFIX, "residential", &k, &b);
 	b.tat = tat = sl_now_ns() + sl_gcra_tolerance(4.0, T);
-	bpf_map_update_elem(e->maps.buckets, &k, &b, BPF_ANY);
+	sl_maps_write_bucket(&e->maps, &k, &b, 0);
 
 	w.tsecr = c.tsval;
 	len = seg_raw(&c, F_SYN, c.isn, 0, o, syn_opts(SO_ALL, 1460, c.tsval, o), NULL, 0, in);
@@ -2080,7 +2080,7 @@ static void syn_front_reply(struct env *e)
 	c2.open = 1;
 	bucket_of(e, "203.0.113.40", 32, SL_LEVEL_PREFIX, "residential", &k, &b);
 	b.tat = 1;
-	bpf_map_update_elem(e->maps.buckets, &k, &b, BPF_ANY);
+	sl_maps_write_bucket(&e->maps, &k, &b, 0);
 	step(e, "SYN front reply port: its request, once the bucket refilled, still gets the 429",
 	     in, seg(&c2, F_ACK | 0x08, c2.isn + 1, c2.iss + 1, request, in), XDP_TX,
 	     "residential/shed_prefix+residential/replied_429", &v);

@@ -13,7 +13,7 @@
  * cost units.
  *
  * Also: the life of a decided connection (sl_conns, race_pass, sl_shed_sets), a new handshake on
- * the same 4-tuple being a new connection, the SYN front's uncharged peek, four-way ghost sets
+ * the same 4-tuple being a new connection, the SYN front's uncharged peek, four-way bucket sets
  * that keep the most spent keys, the cookie marker's fast path (measured: 15 of 16 random
  * established segments leave on one compare, before any lookup, also after a key rotation),
  * and the odds of forging a cookie, measured with the host's sl_cookie_check and printed as
@@ -307,7 +307,7 @@ static void preset(struct env *e, const char *src, const char *cls, double units
 	if (!src_key(e, src, cls, &k))
 		return;
 	b.tat = sl_now_ns() + (uint64_t)(units * (double)unit_ns());
-	bpf_map_update_elem(e->maps.buckets, &k, &b, BPF_ANY);
+	sl_maps_write_bucket(&e->maps, &k, &b, 0);
 }
 
 static const char *route_name(const struct env *e, uint32_t r)
@@ -1037,7 +1037,7 @@ static void same_tuple(struct env *e)
 	bk.tat = 1;
 	bk.streak = 0;
 	bk.last_shed_s = 0;
-	bpf_map_update_elem(e->maps.buckets, &k, &bk, BPF_ANY);
+	sl_maps_write_bucket(&e->maps, &k, &bk, 0);
 	step(e, "same tuple, bucket refilled: the third connection is admitted, not absorbed", in,
 	     first_seg(&d, HTTP(req), in), XDP_PASS, "tight/first_admitted");
 
@@ -1105,7 +1105,7 @@ static void wait_second(int odd)
 
 static void syn_front(struct env *e)
 {
-	uint32_t n = sl_ghost_entries(e->cfg.state_entries), i, *pend, val = 0;
+	uint32_t n = sl_state_slots(e->cfg.state_entries), i, *pend, val = 0;
 	uint64_t d0[SL_MAX_TENANTS], d1[SL_MAX_TENANTS];
 	struct sl_bucket bk, tb;
 	struct sl_bkey k;
@@ -1195,7 +1195,7 @@ static void syn_front(struct env *e)
 		bk.tat = sl_now_ns() + (uint64_t)(1e6 * (double)unit_ns());
 		bk.streak = 0;
 		bk.last_shed_s = 0;
-		bpf_map_update_elem(e->maps.buckets, &k, &bk, BPF_ANY);
+		sl_maps_write_bucket(&e->maps, &k, &bk, 0);
 	}
 	c = conn_of("198.18.4.7", "10.0.0.4", 81);
 	step(e, "SYN front: an empty parent sheds the SYN", in,
@@ -1221,43 +1221,55 @@ static void syn_front(struct env *e)
 	}
 }
 
-/* ---- ghosts: spent keys stay spent -------------------------------------------------------- */
+/* ---- the bucket table: spent keys stay spent ------------------------------------------------ */
 
-#define GHOST_CONF                                                                           \
+#define SETS_CONF                                                                            \
 	"edge: { interfaces = [\"lo\"]; ports = ( { port = 80; cost = 1; } );\n"              \
-	"  state_entries = 64; new_key_credit = 1.0; };\n"                                   \
+	"  state_entries = 64; new_key_credit = %s; };\n"                                    \
 	"classes = ( { name = \"unknown\"; v4_prefix = 24; v4_parent = 16; rate = 0.001;\n"   \
 	"              burst = 10.0; parent_rate = 1e9; parent_burst = 1e9; } );\n"
 
-/* The /24 of candidate @i, in 100.64.0.0/10 (not martian, not local). */
+static char sets_conf[1024];
+
+/* The /24 of candidate @i, in 11.0.0.0/8 and up (neither martian nor local). */
 static void cand(uint32_t i, char *buf, size_t n)
 {
-	snprintf(buf, n, "100.%u.%u.1", 64 + i / 256, i % 256);
+	snprintf(buf, n, "%u.%u.%u.1", 11 + i / 65536, (i / 256) % 256, i % 256);
 }
 
-static uint64_t ghost_hash_of(struct env *e, const char *src, uint32_t seed)
+/* The keyed hash of @src's /24 key, or with @parent, of its /16 parent's. */
+static uint64_t key_hash_of(struct env *e, const char *src, uint32_t seed, bool parent)
 {
 	struct sl_bkey k;
 
 	src_key(e, src, "unknown", &k);
-	return sl_ghost_hash(&k, seed);
+	if (parent) {
+		struct sl_prefix a;
+		char err[64];
+
+		sl_prefix_parse(src, &a, 0, err, sizeof(err));
+		sl_bkey_make(&k, &a, 16, SL_LEVEL_PARENT, k.class_id);
+	}
+	return sl_key_hash(&k, seed);
 }
 
-/* Which of @tags (4 keys) sit in ghost set @set, and with what TAT. */
+/* Which of @tags (@ntags keys) hold a way of bucket set @set, and with what TAT; the set's
+ * spill TAT in *@spill. */
 static int ways_holding(struct env *e, uint32_t set, const uint32_t *tags, int ntags,
-			uint64_t *tat, uint32_t *held)
+			uint64_t *tat, uint32_t *held, uint64_t *spill)
 {
-	struct sl_ghost_set gs;
+	struct sl_bucket_set bs;
 	int i, w, n = 0;
 
-	memset(&gs, 0, sizeof(gs));
-	bpf_map_lookup_elem(e->maps.ghosts, &set, &gs);
+	memset(&bs, 0, sizeof(bs));
+	bpf_map_lookup_elem(e->maps.buckets, &set, &bs);
 	*held = 0;
+	*spill = bs.spill_tat;
 	for (i = 0; i < ntags; i++) {
 		tat[i] = 0;
-		for (w = 0; w < SL_GHOST_WAYS; w++)
-			if (gs.way[w].tag == tags[i]) {
-				tat[i] = gs.way[w].tat;
+		for (w = 0; w < SL_BUCKET_WAYS; w++)
+			if (bs.way[w].tag == tags[i]) {
+				tat[i] = bs.way[w].tat;
 				*held |= 1u << i;
 				n++;
 			}
@@ -1280,116 +1292,226 @@ static void spend(struct env *e, const char *src, int n, int *admitted)
 	}
 }
 
-static void ghost_sets(void)
+/* @want keys (candidates from @from on) whose /24 key falls in set @target (or, with
+ * *@target == ~0u, in the set of the first candidate) and whose /16 parent's does not (a
+ * parent's way would be one more tenant of the set): their sources and tags. */
+static int aim(struct env *e, uint32_t seed, uint32_t mask, uint32_t *target, uint32_t from,
+	       int want, char (*src)[32], uint32_t *tags)
 {
-	/* How much each of the six keys aimed at one set spends of its burst of 10. */
-	static const int spent[6] = { 2, 4, 10, 8, 1, 9 };
-	struct sl_settings set;
-	struct sl_counters rows[SL_STATS_ROWS];
-	char src[6][32], buf[32], what[160];
-	uint32_t tags[6], target = 0, sets, mask, held, i, aimed = 0;
-	uint64_t tat[6], before[6];
-	struct env e;
-	int k, n, admitted = 0, flood = 0;
+	char buf[32];
+	uint32_t i;
+	int k = 0;
 
-	if (env_open(&e, GHOST_CONF, "")) {
-		tap(false, "the ghost env loads");
-		env_close(&e);
-		return;
-	}
-	sl_maps_read_settings(&e.maps, &set);
-	sets = sl_ghost_sets(e.cfg.state_entries);
-	mask = sets - 1;
-	/* Six /24s whose keys hash to one set (that of the first candidate). */
-	for (i = 0, k = 0; i < 16384 && k < 6; i++) {
+	for (i = from; i < from + 131072 && k < want; i++) {
 		uint64_t h;
 
 		cand(i, buf, sizeof(buf));
-		h = ghost_hash_of(&e, buf, set.hash_seed);
-		if (k == 0)
-			target = (uint32_t)h & mask;
-		if (((uint32_t)h & mask) != target)
+		h = key_hash_of(e, buf, seed, false);
+		if (*target == ~0u)
+			*target = (uint32_t)h & mask;
+		if (((uint32_t)h & mask) != *target ||
+		    ((uint32_t)key_hash_of(e, buf, seed, true) & mask) == *target)
 			continue;
 		snprintf(src[k], sizeof(src[k]), "%s", buf);
 		tags[k] = (uint32_t)(h >> 32);
 		k++;
 	}
-	if (k < 6) {
-		tap(false, "six keys for one ghost set (found %d)", k);
+	return k;
+}
+
+/*
+ * The attack on a set-associative table: keys aimed at one set (the test knows the seed; an
+ * attacker does not), and a flood of fresh keys. A spent key keeps its way whoever asks; the
+ * homeless share their set's spill bucket, so a flood gets one burst per set between all of
+ * it, never one each.
+ */
+static void bucket_sets(void)
+{
+	/* How much each of the six keys aimed at one set spends of its burst of 10. */
+	static const int spent[6] = { 2, 4, 10, 8, 1, 9 };
+	struct sl_settings set;
+	struct sl_counters rows[SL_STATS_ROWS];
+	char src[6][32], buf[32], what[160], (*fl)[32] = NULL;
+	uint32_t tags[6], target = ~0u, sets, mask, held, i, *ftags = NULL;
+	uint64_t tat[6], before[6], spill;
+	struct env e;
+	int k, n, admitted = 0, aimed_in = 0, flood = 0, aimed;
+
+	snprintf(sets_conf, sizeof(sets_conf), SETS_CONF, "1.0");
+	if (env_open(&e, sets_conf, "")) {
+		tap(false, "the bucket-set env loads");
 		env_close(&e);
 		return;
 	}
-	diag("ghost set %u of %u; keys %s %s %s %s, then %s and %s", target, sets, src[0], src[1],
-	     src[2], src[3], src[4], src[5]);
+	sl_maps_read_settings(&e.maps, &set);
+	sets = sl_bucket_sets(e.cfg.state_entries);
+	mask = sets - 1;
+	k = aim(&e, set.hash_seed, mask, &target, 0, 6, src, tags);
+	if (k < 6) {
+		tap(false, "six keys for one bucket set (found %d)", k);
+		env_close(&e);
+		return;
+	}
+	diag("bucket set %u of %u; keys %s %s %s %s, then %s and %s", target, sets, src[0],
+	     src[1], src[2], src[3], src[4], src[5]);
+	{
+		/* The set is the keyed hash's: under another installation's seed the same six
+		 * keys scatter, so reading the source is not enough to aim them. */
+		uint32_t seen[6], nsets = 0;
+		int j, m;
+
+		for (j = 0; j < 6; j++) {
+			uint32_t sx = (uint32_t)key_hash_of(&e, src[j], set.hash_seed ^ 0x9e3779b9u,
+							    false) & mask;
+
+			for (m = 0; m < (int)nsets && seen[m] != sx; m++)
+				;
+			if (m == (int)nsets)
+				seen[nsets++] = sx;
+		}
+		tap(nsets >= 4, "the six keys of one set under this seed fall in %u sets under "
+		    "another seed", nsets);
+	}
 	for (k = 0; k < 4; k++)
 		spend(&e, src[k], spent[k], &admitted);
-	n = ways_holding(&e, target, tags, 4, tat, &held);
+	n = ways_holding(&e, target, tags, 4, tat, &held, &spill);
 	tap(n == 4 && admitted == 24, "four keys spent 2, 4, 10 and 8 units: all four in their "
 	    "set's four ways (%d; %d admitted)", n, admitted);
 	spend(&e, src[4], 1, &admitted);
-	n = ways_holding(&e, target, tags, 5, tat, &held);
-	tap(held == 0xf, "a fifth key, spent 1 unit, is less spent than all four: it takes no way "
-	    "(ways hold %#x of keys 0..4)", held);
-	spend(&e, src[5], spent[5], &admitted);
-	n = ways_holding(&e, target, tags, 6, tat, &held);
-	tap(held == 0x2e, "a sixth, spent 9, pushes out the least spent (2 units): the set keeps "
-	    "4, 10, 8 and 9 (ways hold %#x of keys 0..5, want 0x2e)", held);
+	n = ways_holding(&e, target, tags, 5, tat, &held, &spill);
+	tap(held == 0xf && spill > sl_now_ns(), "a fifth key finds every way spent: it takes "
+	    "none and is charged to the set's spill (ways hold %#x of keys 0..4)", held);
+	admitted = 0;
+	spend(&e, src[5], 12, &admitted);
+	n = ways_holding(&e, target, tags, 6, tat, &held, &spill);
+	tap(held == 0xf && admitted == 9, "a sixth, homeless too, gets what is left of the one "
+	    "shared spill: %d of its 12 (want 9), not a burst of its own (ways hold %#x)",
+	    admitted, held);
 	memcpy(before, tat, sizeof(before));
 
-	/* The flood: fresh keys aimed at the same set, then 2000 more anywhere, each charged
-	 * once (less spent than any of the four). */
-	for (i = 16384; i < 65536 && aimed < 200; i++) {
-		cand(i, buf, sizeof(buf));
-		if (((uint32_t)ghost_hash_of(&e, buf, set.hash_seed) & mask) != target)
-			continue;
-		aimed++;
+	/* The flood: fresh keys aimed at the same set, then 8000 more anywhere, each charged
+	 * once. */
+	fl = calloc(200, sizeof(*fl));
+	ftags = calloc(200, sizeof(*ftags));
+	aimed = fl && ftags ? aim(&e, set.hash_seed, mask, &target, 65536, 200, fl, ftags) : 0;
+	for (k = 0; k < aimed; k++)
+		spend(&e, fl[k], 1, &aimed_in);
+	for (i = 0; i < 8000; i++) {
+		snprintf(buf, sizeof(buf), "100.%u.%u.9", 128 + i / 250, i % 250);
 		spend(&e, buf, 1, &flood);
 	}
-	for (i = 0; i < 2000; i++) {
-		snprintf(buf, sizeof(buf), "100.%u.%u.9", 100 + i / 250, i % 250);
-		spend(&e, buf, 1, &flood);
-	}
-	n = ways_holding(&e, target, tags, 6, tat, &held);
-	tap(held == 0x2e && !memcmp(tat, before, sizeof(tat)),
-	    "%u fresh keys aimed at the set and 2000 more (%d admitted) leave its four spent "
-	    "ghosts exactly as they were (ways hold %#x)", aimed, flood, held);
-
-	/* The flood pushed the spent keys out of the 64-entry table; their ghosts bring them
-	 * back as spent as they left. */
-	{
-		struct sl_bkey key;
-		struct sl_bucket b;
-
-		src_key(&e, src[2], "unknown", &key);
-		tap(sl_maps_lookup_bucket(&e.maps, &key, &b) != 0,
-		    "the key spent 10 of 10 was evicted from the 64-entry bucket table");
-	}
+	n = ways_holding(&e, target, tags, 6, tat, &held, &spill);
+	tap(aimed == 200 && aimed_in == 0, "%d fresh keys aimed at the set: not one admitted, the "
+	    "spill they share being spent (%d admitted)", aimed, aimed_in);
+	tap(held == 0xf && !memcmp(tat, before, sizeof(tat)),
+	    "... and with 8000 more anywhere, the four spent keys keep their ways and TATs exactly "
+	    "(ways hold %#x)", held);
+	/* Each admitted flood key either took a way (1024 of them, its parent's way being free
+	 * again at once: parents here refill in a nanosecond) or was paid by a spill (burst 10,
+	 * 256 sets): 3584 at most, of 8000. */
+	tap(flood <= 1024 + 256 * 10, "8000 fresh keys over a 1024-way table: %d admitted, at "
+	    "most one way's or one spill's burst each (<= 3584)", flood);
 	{
 		struct conn c = conn_of(src[2], NULL, 80);
 		uint8_t in[SEG_MAX];
 
 		handshake(&e, &c);
-		snprintf(what, sizeof(what), "it returns: still shed, never a fresh burst (%s)",
-			 src[2]);
+		snprintf(what, sizeof(what), "the key spent 10 comes back: still shed (%s)", src[2]);
 		step(&e, what, in, first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_DROP,
 		     "unknown/shed_prefix");
-		c = conn_of(src[5], NULL, 80);
+		/* Its parent /16, which refills in a nanosecond here, held nothing worth keeping
+		 * and lost its way to the flood: homeless, it is charged to a spill the flood
+		 * spent. This is what a table full of spent keys costs: newcomers, prefix or
+		 * parent, are shed until ways free up; no spent key is refilled to make room. */
+		c = conn_of(src[3], NULL, 80);
 		handshake(&e, &c);
-		step(&e, "the key spent 9 returns with 1 unit left: one request", in,
-		     first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_PASS,
-		     "unknown/first_admitted");
-		c = conn_of(src[5], NULL, 80);
-		handshake(&e, &c);
-		step(&e, "... and then none", in,
+		step(&e, "the key spent 8 comes back: its own bucket has room, but its parent is "
+		     "homeless in a flooded table and the shared spill is spent", in,
 		     first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_DROP,
-		     "unknown/shed_prefix");
+		     "unknown/shed_parent");
+		n = ways_holding(&e, target, tags, 6, tat, &held, &spill);
+		tap(held == 0xf && !memcmp(tat, before, sizeof(tat)), "... and got its charge back: "
+		    "the four spent keys' TATs are still exactly as before (ways hold %#x)", held);
 	}
-	/* The key spent 10 was shed on its ghost's word before anything was charged (no bucket
-	 * made); the one spent 9 was admitted into a bucket made from its ghost. */
 	sl_maps_read_stats(&e.maps, rows);
-	tap(rows[sl_config_class(&e.cfg, "unknown")].key_returned >= 1,
-	    "the admitted returning key's bucket was made from its ghost (keys_returned %llu)",
-	    (unsigned long long)rows[sl_config_class(&e.cfg, "unknown")].key_returned);
+	tap(rows[sl_config_class(&e.cfg, "unknown")].key_homeless >= 1 + 12 + 200,
+	    "the homeless charges are counted (keys_homeless %llu, >= 213)",
+	    (unsigned long long)rows[sl_config_class(&e.cfg, "unknown")].key_homeless);
+	free(fl);
+	free(ftags);
+	env_close(&e);
+}
+
+/*
+ * Which way a newcomer takes: an expired one first, then the least spent of those whose key
+ * would lose nothing by being forgotten (TAT no further ahead than its lead), never a spent
+ * one. The set is written by hand (sl_maps_write_bucket, with the leads of keys of other
+ * classes), then newcomers aimed at it are charged through the datapath.
+ */
+static void bucket_eviction_order(void)
+{
+	char src[8][32];
+	uint32_t tags[8], target = ~0u, held, mask;
+	uint64_t tat[8], spill, now, S = 1000000000ull;
+	struct sl_settings set;
+	struct sl_bucket b;
+	struct sl_bkey k;
+	struct env e;
+	int n, i, admitted = 0;
+	/* key, TAT ahead of now (s; 0: expired, TAT 1), lead (s) */
+	static const struct { int ahead, lead; } pre[4] = {
+		{ 100, 200 },  /* A: forgettable, 100 s ahead */
+		{ 0, 0 },      /* B: expired */
+		{ 5000, 100 }, /* C: spent: 5000 s ahead, would start 100 s ahead */
+		{ 50, 60 },    /* D: forgettable, the least spent */
+	};
+
+	snprintf(sets_conf, sizeof(sets_conf), SETS_CONF, "0.5");
+	if (env_open(&e, sets_conf, "")) {
+		tap(false, "the eviction-order env loads");
+		env_close(&e);
+		return;
+	}
+	sl_maps_read_settings(&e.maps, &set);
+	mask = sl_bucket_sets(e.cfg.state_entries) - 1;
+	if (aim(&e, set.hash_seed, mask, &target, 0, 8, src, tags) < 8) {
+		tap(false, "eight keys for one bucket set");
+		env_close(&e);
+		return;
+	}
+	now = sl_now_ns();
+	for (n = 0; n < 4; n++) {
+		/* B, the expired one, last: a write takes an expired way as the datapath would. */
+		i = (int)"\0\2\3\1"[n];
+		src_key(&e, src[i], "unknown", &k);
+		memset(&b, 0, sizeof(b));
+		b.tat = pre[i].ahead ? now + (uint64_t)pre[i].ahead * S : 1;
+		if (sl_maps_write_bucket(&e.maps, &k, &b, (uint64_t)pre[i].lead * S))
+			tap(false, "preset way %d", i);
+	}
+	n = ways_holding(&e, target, tags, 4, tat, &held, &spill);
+	tap(held == 0xf, "preset: A (100 s ahead, lead 200), B (expired), C (5000 s ahead, lead "
+	    "100), D (50 s ahead, lead 60) fill the set (%d)", n);
+	/* Newcomers of this class start 5000 s ahead (credit 0.5 of a 10,000 s burst) and are
+	 * charged 1000 s: they are spent the moment they are made. */
+	spend(&e, src[4], 1, &admitted);
+	ways_holding(&e, target, tags, 8, tat, &held, &spill);
+	tap(held == (0xf & ~0x2u) + 0x10, "newcomer 1 takes the expired way, B's (ways hold %#x)",
+	    held);
+	spend(&e, src[5], 1, &admitted);
+	ways_holding(&e, target, tags, 8, tat, &held, &spill);
+	tap(held == 0x5 + 0x30, "newcomer 2 takes the least spent forgettable way, D's, before "
+	    "A's (ways hold %#x)", held);
+	spend(&e, src[6], 1, &admitted);
+	ways_holding(&e, target, tags, 8, tat, &held, &spill);
+	tap(held == 0x4 + 0x70, "newcomer 3 takes A's (ways hold %#x)", held);
+	spend(&e, src[7], 1, &admitted);
+	ways_holding(&e, target, tags, 8, tat, &held, &spill);
+	tap(held == 0x74 && tat[2] == now + 5000 * S && spill > sl_now_ns(),
+	    "newcomer 4 finds only spent keys: C keeps its way and TAT, the newcomer is charged "
+	    "to the spill (ways hold %#x)", held);
+	tap(admitted == 4, "all four newcomers admitted (%d): three in ways, one by the spill",
+	    admitted);
 	env_close(&e);
 }
 
@@ -1428,7 +1550,7 @@ static void fast_path(struct env *e, const char *label, const char *dst, unsigne
 		/* Every pending slot cold, or (@warm) every one warm, as if a SYN had just gone
 		 * to the kernel on each tuple (on a stateless port: a tuple the server still held
 		 * a socket for). Warm, each segment is looked up (verify_ack) and still passes. */
-		uint32_t slots = sl_ghost_entries(e->cfg.state_entries), v;
+		uint32_t slots = sl_state_slots(e->cfg.state_entries), v;
 
 		v = warm ? (uint32_t)(sl_now_ns() / 1000000000ull) : 0;
 		for (zero = 0; zero < slots; zero++)
@@ -1474,7 +1596,7 @@ static void fast_path(struct env *e, const char *label, const char *dst, unsigne
 	tap(sl_maps_count_buckets(&e->maps) == buckets0, "fast path, %s: none of them made or "
 	    "touched a bucket", label);
 	if (warm) {
-		uint32_t slots = sl_ghost_entries(e->cfg.state_entries), v = 0;
+		uint32_t slots = sl_state_slots(e->cfg.state_entries), v = 0;
 
 		for (zero = 0; zero < slots; zero++)
 			bpf_map_update_elem(e->maps.pending, &zero, &v, BPF_ANY);
@@ -1693,7 +1815,8 @@ int main(void)
 	forgery(&e);
 	env_close(&e);
 	no_default_tenant();
-	ghost_sets();
+	bucket_sets();
+	bucket_eviction_order();
 	printf("1..%d\n", n_test);
 	return n_fail ? 1 : 0;
 }

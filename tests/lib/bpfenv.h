@@ -136,7 +136,7 @@ static __attribute__((unused)) int env_local(struct env *e, const char *const *p
 static int env_open(struct env *e, const char *conf, const char *asn_csv)
 {
 	struct bpf_map *m;
-	uint32_t ghosts, state_entries;
+	uint32_t sets, state_entries;
 	int ret;
 
 	memset(e, 0, sizeof(*e));
@@ -145,18 +145,17 @@ static int env_open(struct env *e, const char *conf, const char *asn_csv)
 	if (ret)
 		return ret;
 	state_entries = e->cfg.state_entries;
-	ghosts = sl_ghost_sets(state_entries);
+	sets = sl_bucket_sets(state_entries);
 	e->skel = sluice_bpf__open();
 	if (!e->skel)
 		return -errno;
 	/* Fixtures must never touch a real installation's pins. */
 	bpf_object__for_each_map(m, e->skel->obj)
 		bpf_map__set_pin_path(m, NULL);
-	bpf_map__set_max_entries(e->skel->maps.sl_buckets, state_entries);
-	bpf_map__set_max_entries(e->skel->maps.sl_ghosts, ghosts);
-	bpf_map__set_max_entries(e->skel->maps.sl_pending, sl_ghost_entries(state_entries));
-	e->skel->rodata->ghost_mask = ghosts - 1;
-	e->skel->rodata->pend_mask = sl_ghost_entries(state_entries) - 1;
+	bpf_map__set_max_entries(e->skel->maps.sl_buckets, sets);
+	bpf_map__set_max_entries(e->skel->maps.sl_pending, sl_state_slots(state_entries));
+	e->skel->rodata->bucket_mask = sets - 1;
+	e->skel->rodata->pend_mask = sl_state_slots(state_entries) - 1;
 	ret = sluice_bpf__load(e->skel);
 	if (ret)
 		return ret;

@@ -38,7 +38,10 @@ jget() {
 import json, sys
 v = json.loads(sys.argv[1])
 for k in sys.argv[2].split("."):
-    v = v[int(k)] if isinstance(v, list) else v.get(k)
+    # A missing key or index is empty, as a key that is absent: "tenants.0" of a daemon
+    # that has no tenant yet (a poll before it is ready) is "", not a traceback.
+    v = ((v[int(k)] if -len(v) <= int(k) < len(v) else None) if isinstance(v, list) else
+         v.get(k) if isinstance(v, dict) else None)
     if v is None:
         break
 print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else

@@ -120,12 +120,8 @@ expect_eq "  ... the parent is not touched without --parent ($parent_before, now
 sleep 0.3
 log=$(cat "$NT_DIR/sluiced.log")
 expect_match "sluiced's log has the audit line, at warn level, with the reason" "$log" \
-	"warn.*clear prefix $REAL/32 \(class residential\) by (uid=0|[^ ]+\(uid=0\)): key $REAL/32 \(was live, [0-9.]+s ahead(, ghost forgotten)?, streak [0-9]+\); reason: ticket 4711: customer locked out"
+	"warn.*clear prefix $REAL/32 \(class residential\) by (uid=0|[^ ]+\(uid=0\)): key $REAL/32 \(was live, [0-9.]+s ahead, streak [0-9]+\); reason: ticket 4711: customer locked out"
 expect_eq "  ... one line" "$(grep -c "clear prefix $REAL/32" "$NT_DIR/sluiced.log")" 1
-# The spent /32 was more spent than a new key starts, so the datapath remembered it in
-# sl_ghosts: that memory is forgotten too, or an eviction would bring the debt back.
-expect_match "  ... the spent key's ghost is forgotten with it" "$log" \
-	"clear prefix $REAL/32 .*ghost forgotten.*reason: ticket 4711"
 expect_eq "real connections pass again: all 6 of the full burst" "$(curl_n 6)" 6
 expect_eq "  ... and the 7th is shed" "$(curl_n 1)" 0
 

@@ -377,6 +377,30 @@ xdp_attached && tap_not_ok "SIGTERM detaches XDP" || tap_ok "SIGTERM detaches XD
 r=$(hs --src 198.51.100.54 --count 2)
 expect_eq "detached: the server's kernel admits everything" "$(jget "$r" admitted)" 2
 
+# 7b. An upgrade from a build whose bucket table was an LRU hash (12-byte keys, 16-byte values)
+# beside a ghost array: pins of that layout are found at start. They must be recreated, not
+# read as sets (libbpf would refuse the LRU pin and the load fail), and the ghost pin, which
+# nothing reads now, removed.
+mkdir -p "$PIN"
+bpftool map create "$PIN/sl_buckets" type lru_hash key 12 value 16 entries 4096 name sl_buckets &&
+	bpftool map create "$PIN/sl_ghosts" type array key 4 value 64 entries 1024 name sl_ghosts ||
+	tap_not_ok "old-layout pins created with bpftool"
+from=$(($(wc -l <"$NT_DIR/sluiced.log") + 1))
+nt_start_sluiced || tap_not_ok "sluiced starts over old-layout pins"
+newlog=$(tail -n +"$from" "$NT_DIR/sluiced.log")
+expect_match "the old bucket table's layout is noticed and the map recreated" "$newlog" \
+	"sl_buckets: pinned with another layout \(type 9, 16-byte values; this build: type 2, 128\).*recreating it"
+expect_match "  ... the old ghost pin removed" "$newlog" "removed the ghost table an older build pinned"
+[ -e "$PIN/sl_ghosts" ] && tap_not_ok "  ... sl_ghosts is gone from the pins" ||
+	tap_ok "  ... sl_ghosts is gone from the pins"
+expect_eq "  ... the pinned sl_buckets is the new array of 128-byte sets" \
+	"$(bpftool map show pinned "$PIN/sl_buckets" -j | $PY -c 'import json,sys; d=json.load(sys.stdin); print(d["type"], d["bytes_value"])')" \
+	"array 128"
+expect_eq "  ... and the edge charges into it: a residential connection passes" "$(curl_n 1 80)" 1
+expect_ge "  ... leaving its key and parent in the table" \
+	"$(jget "$(sluicectl status --json)" state_entries)" 2
+nt_stop_sluiced TERM
+
 # 8. sluicectl detach, through the daemon.
 nt_start_sluiced || tap_not_ok "sluiced starts again"
 out=$(sluicectl detach --json); rc=$?

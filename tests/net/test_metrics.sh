@@ -7,8 +7,8 @@
 #   - sluice_build_info and sluice_node_info: the version, the commit, the running kernel,
 #     the node name of the config;
 #   - sluice_bpf_table_entries/_capacity: the prefix buckets the clients' handshakes made,
-#     as many as `sluicectl status` counts walking the table's keys; the ghosts of the keys
-#     they spent; the capacities the config set;
+#     as many as `sluicectl status` counts walking the table's ways; the capacities the
+#     config set;
 #   - sluice_gateway_logins_total{tenant,outcome}: two wrong passwords, one right, a counter's
 #     refusal, each under its tenant;
 #   - sluice_gateway_would_block_total{tenant,counter} and _by_class_total{cost_class}: a
@@ -136,12 +136,11 @@ expect_eq "  ... applied when sluiced started" \
 	"$(prom sluice_config_last_reload_success_timestamp_seconds)" "$st"
 
 # ---- 2. table occupancy -------------------------------------------------------------------
-expect_eq "capacity: buckets hold edge.state_entries" \
+expect_eq "capacity: buckets are 4 ways of state_entries / 4 sets (a power of two)" \
 	"$(prom sluice_bpf_table_capacity table=buckets)" 4096
-expect_eq "capacity: ghosts are 4 ways of state_entries / 4 sets (a power of two)" \
-	"$(prom sluice_bpf_table_capacity table=ghosts)" 4096
+expect_eq "  ... and no ghost table any more: the bucket table keeps spent keys itself" \
+	"$(scrape | grep -c 'table="ghosts"')" 0
 expect_eq "an idle edge: no bucket yet" "$(prom sluice_bpf_table_entries table=buckets)" 0
-expect_eq "  ... no live ghost" "$(prom sluice_bpf_table_entries table=ghosts)" 0
 # 40 clients, each from its own /32 of one residential /24: 40 prefix keys and one parent.
 r=$(ip netns exec "$NS_C" $PY "$ROOT/tests/lib/edge_probe.py" --iface vc --dmac "$SERVER_MAC" \
 	--dst 10.200.0.2 --rotate 203.0.113.0/24:32 --count 40 --seed 7)
@@ -154,16 +153,6 @@ expect_eq "buckets in use: 41 (40 /32 keys and their /24), as sluicectl's key wa
 expect_eq "  ... the same number the walk finds" "$occ" "$walk"
 expect_ge "conns: the admitted first requests are remembered" \
 	"$(prom sluice_bpf_table_entries table=conns)" 1
-# Ghosts: a charge that leaves a key more spent than a stranger starts is remembered. 20
-# hosting /32s (a new key holds 10 of its burst of 20, refilling one unit in 1000 s) each make one
-# connection: 20 ways that stay live for an hour. The residential keys' ghosts above, at 100/s,
-# and the parents' are back to a stranger's state within a second.
-r=$(ip netns exec "$NS_C" $PY "$ROOT/tests/lib/edge_probe.py" --iface vc --dmac "$SERVER_MAC" \
-	--dst 10.200.0.2 --rotate 198.51.100.0/24:32 --count 20 --seed 11)
-expect_eq "20 hosting addresses, one connection each: all admitted" "$(jget "$r" admitted)" 20
-sleep 1.2
-expect_eq "ghosts in use: the 20 spent hosting keys (the table is read whole at this size)" \
-	"$(prom sluice_bpf_table_entries table=ghosts)" 20
 expect_eq "tenant_keys, hosts, local_host and verdicts are there too" \
 	"$(scrape | grep -cE '^sluice_bpf_table_entries\{table="(tenant_keys|hosts|local_host|verdicts)"\}')" 4
 
@@ -299,24 +288,27 @@ expect_eq "a dashboard with a query not joined to its node fails the check" "$rc
 expect_match "  ... naming the query" "$out" "sluice_gateway_goodput_total.*0 joins|0 joins.*sluice_gateway_goodput_total"
 expect_match "  ... and the label no metric has" "$out" "label 'class' is on none of its metrics"
 
-# ---- 8. a ghost table too large to read at each scrape -------------------------------------
+# ---- 8. a bucket table too large to read at each scrape ------------------------------------
 # state_entries 65,536: 16,384 sets, read 4,096 at a time, each window scaled by 4. Four
-# scrapes in a row read every set once, so their sum is exactly four times the live ways.
+# scrapes in a row read every set once, so their sum is exactly four times the ways in use,
+# which sluicectl's walk of the whole table counts.
 nt_stop_sluiced TERM
 rm -rf "$PIN"
 write_conf 32 65536
 nt_start_sluiced || { echo "Bail out! sluiced did not restart"; exit 1; }
-expect_eq "capacity: 65,536 ghost ways" "$(prom sluice_bpf_table_capacity table=ghosts)" 65536
+expect_eq "capacity: 65,536 bucket ways" "$(prom sluice_bpf_table_capacity table=buckets)" 65536
 r=$(ip netns exec "$NS_C" $PY "$ROOT/tests/lib/edge_probe.py" --iface vc --dmac "$SERVER_MAC" \
 	--dst 10.200.0.2 --rotate 198.51.100.0/24:32 --count 20 --seed 12)
 expect_eq "20 more hosting addresses admitted" "$(jget "$r" admitted)" 20
-sleep 1.2
+walk=$(jget "$(sluicectl status --json)" state_entries)
+expect_ge "  ... in at least 21 ways (20 keys and their parent): $walk" "$walk" 21
 sum=0 seen=
 for _ in 1 2 3 4; do
-	v=$(prom sluice_bpf_table_entries table=ghosts)
+	v=$(prom sluice_bpf_table_entries table=buckets)
 	seen="$seen $v"
 	sum=$((sum + v))
 done
-expect_eq "ghosts sampled 4,096 sets a scrape: four scrapes sum to 4 x 20 ($seen)" "$sum" 80
+expect_eq "buckets sampled 4,096 sets a scrape: four scrapes sum to 4 x $walk ($seen)" "$sum" \
+	$((4 * walk))
 
 tap_done

@@ -10,7 +10,8 @@
 #                are on its master only; the slot map is read from one seed.
 #   2. exact:    the lockout threshold across both nodes is exactly what one Redis gives
 #                (burst 5: 401 x5, then 429), no check fell back.
-#   3. stream:   the stream job's HyperLogLogs are in the cluster, spread over masters.
+#   3. stream:   the stream job's HyperLogLogs are in the cluster, spread over masters; a
+#                tenant's keys are counted against stream.redis_max_keys in its own slot.
 #   4. reshard:  a tenant's slot is moved to another master (IMPORTING/MIGRATING, its keys
 #                MIGRATEd one by one, SETSLOT NODE) while both nodes take logins: every login
 #                answered, none slower than the bound, ASK and MOVED followed, no fallback,
@@ -99,7 +100,7 @@ counters: {
   login_successes = { rate = 0.001; burst = 1000.0; };
   tenant_logins = { rate = 100000.0; burst = 100000.0; };
 };
-stream: { window_s = 600; };
+stream: { window_s = 600; redis_max_keys = 40; };
 daemon: { control_socket = "$NT_DIR/$1.sock"; metrics_listen = "127.0.0.1:$3"; };
 EOC
 }
@@ -209,6 +210,23 @@ for p in "$C1" "$C2" "$C3"; do
 	[ "$(redis-cli -p "$p" --scan --pattern 'sluice:{hll:*' | wc -l)" -gt 0 ] && hll_masters=$((hll_masters + 1))
 done
 expect_ge "stream: its HyperLogLogs are spread over the masters (masters holding some)" "$hll_masters" 2
+# The 30 guesses at tenant TA wanted ~90 new keys; its cap is 40, counted on TA's master.
+made_on() { # PORT TENANT: the tenant's keys made, as counted on that master
+	local k t=0
+	for k in $(redis-cli -p "$1" --scan --pattern "sluice:{$2}:hll:made:*"); do
+		t=$((t + $(redis-cli -p "$1" get "$k")))
+	done
+	echo $t
+}
+o=$(owner "$TA")
+m_own=$(made_on "$o" "$TA")
+m_else=0
+for p in "$C1" "$C2" "$C3"; do [ "$p" = "$o" ] || m_else=$((m_else + $(made_on "$p" "$TA"))); done
+expect_eq "stream: tenant $TA's keys made, counted on its own master: the cap (others: $m_else)" \
+	"$m_own $m_else" "40 0"
+capped=$(( $(metric "$MA" "sluice_stream_redis_keys_capped_total{tenant=\"$TA\"}") + \
+	$(metric "$MB" "sluice_stream_redis_keys_capped_total{tenant=\"$TA\"}") ))
+expect_ge "stream: the guesses past it were counted as capped ($capped)" "$capped" 1
 
 # ---- leases: two edge nodes lease tenant TA's budget through the cluster -------------------
 # Each with XDP (generic) on a veth pair of its own that this suite makes in the root namespace

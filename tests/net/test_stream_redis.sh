@@ -10,6 +10,9 @@
 #      job counts on Redis (a batch of successes only used to read as "Redis is down");
 #   2. refused logins (429s: nobody's password was checked) from hundreds of fresh /24s mint
 #      no HyperLogLog key in Redis: DBSIZE and the job's keys stay where they were;
+#   2b. a tenant's guesses from fresh prefixes and accounts (a credential-stuffing run) mint
+#      at most stream.redis_max_keys live HyperLogLog keys for it, counted on /metrics;
+#      another tenant's keys are still made and a spray on it across both nodes is flagged;
 #   3. a Redis that refuses writes (maxmemory reached, noeviction): the failed HLL writes are
 #      counted on /metrics and logged, a line per interval, not per write;
 #   4. a reload that changes redis.*: logged as taking effect at the next start, and the
@@ -24,6 +27,7 @@ BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
 . "$HERE/../lib/tap.sh"
+. "$HERE/../lib/gateway.sh"
 NT_DIR=$(mktemp -d /tmp/sluice-stream-redis.XXXXXX)
 . "$HERE/../lib/redis.sh"
 
@@ -60,7 +64,8 @@ chmod 600 "$NT_DIR/creds.txt"
 # (429) without a password being checked, each from a /24 the stream job has never seen.
 write_conf() { # node port metrics-port redis-address
 	cat >"$NT_DIR/$1.conf" <<EOF
-tenants = ( { name = "default"; reservation = 0.0; } );
+tenants = ( { name = "default"; reservation = 0.0; },
+            { name = "other"; hosts = ["other.test"]; reservation = 0.0; } );
 routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = 1.0; } );
 gateway: {
   listen = "127.0.0.1:$2";
@@ -81,7 +86,7 @@ counters: {
   login_parent = { rate = 0.001; burst = 10.0; };
   login_successes = { rate = 1000.0; burst = 100000.0; };
 };
-stream: { window_s = 600; prefix_accounts = { threshold = 50; }; };
+stream: { window_s = 600; redis_max_keys = ${STREAM_CAP:-100000}; prefix_accounts = { threshold = 50; }; };
 daemon: { control_socket = "$NT_DIR/$1.sock"; metrics_listen = "127.0.0.1:$3"; };
 EOF
 }
@@ -101,29 +106,21 @@ phc = open(path).read().strip().split(",", 2)[2]
 with open(path, "a") as f:
     for i in range(20):
         f.write("default,bg%02d,%s\n" % (i, phc))
+    for i in range(1, 53):
+        f.write("default,lock%d,%s\n" % (i, phc))
 PYEOF
-for n in n1 n2; do
-	"$BUILD/sluiced" -c "$NT_DIR/$n.conf" -f >"$NT_DIR/$n.log" 2>&1 &
-	PIDS+=($!)
-done
-for n in n1 n2; do
-	for _ in $(seq 1 100); do
-		grep -q "gateway listening" "$NT_DIR/$n.log" && grep -q "redis .*connected" "$NT_DIR/$n.log" && break
-		sleep 0.05
-	done
-	grep -q "gateway listening" "$NT_DIR/$n.log" || {
-		tap_diag "$(cat "$NT_DIR/$n.log")"; echo "Bail out! $n did not start"; exit 1; }
-done
+gw_nodes_start n1 n2
 
-# logins PORT,USER,PASSWORD,XFF ... -> the statuses, space-separated (one connection each).
+# logins PORT,USER,PASSWORD,XFF[,HOST] ... -> the statuses, space-separated (one connection
+# each).
 cat >"$NT_DIR/login.py" <<'PYEOF'
 import http.client, sys
 out = []
 for spec in sys.argv[1:]:
-    port, user, pw, xff = spec.split(",")
+    port, user, pw, xff, host = (spec.split(",") + ["idp.test"])[:5]
     c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=30)
     c.request("POST", "/login", body="username=%s&password=%s" % (user, pw), headers={
-        "Host": "idp.test", "Content-Type": "application/x-www-form-urlencoded",
+        "Host": host, "Content-Type": "application/x-www-form-urlencoded",
         "X-Forwarded-For": xff})
     r = c.getresponse()
     r.read()
@@ -251,6 +248,137 @@ events_done n1 "$e1"
 sleep 0.3
 expect_ge "a checked failure from a fresh /24 still counts on Redis (its key is made)" \
 	"$(rcli --scan --pattern 'sluice:{hll:prefix_accounts:*' | wc -l)" 1
+# Refused logins still count for their source, in this node's window where Redis has no key
+# for it: 52 known accounts, each locked out from its own /24 first (five wrong passwords), then
+# tried once each from one /24 nobody has guessed from: refused unchecked (429), they make
+# no key, and the node's own count (52, threshold 50) flags the /24. (It was never flagged:
+# Redis's count of the missing key, 0, stood for the count.)
+specs=()
+for j in $(seq 1 52); do for k in 1 2 3 4 5; do specs+=("$P1,lock$j,bad$j-$k,10.201.$j.1"); done; done
+r=$(logins "${specs[@]}")
+expect_eq "52 accounts locked out from their own /24s (5 x 401 each)" \
+	"$(echo "$r" | tr ' ' '\n' | grep -c '^401$')" 260
+k0=$(hll_keys)
+e1=$(prom n1 sluice_stream_events_total)
+specs=()
+for j in $(seq 1 52); do specs+=("$P1,lock$j,again$j,10.250.1.$j"); done
+r=$(logins "${specs[@]}")
+expect_eq "  ... then each tried once from 10.250.1.0/24: refused unchecked (429 x52)" \
+	"$(echo "$r" | tr ' ' '\n' | grep -c '^429$')" 52
+events_done n1 $((e1 + 52))
+sleep 0.5
+expect_eq "  ... no key made for the /24 in Redis" \
+	"$(( $(hll_keys) - k0 ))" 0
+expect_eq "  ... and the node's own count flags it (52 accounts, threshold 50)" \
+	"$(flagged 10.250.1.0/24)" 1
+
+# ---- 2b. a tenant's live HyperLogLog keys are capped --------------------------------------
+# Every guess here is checked against a password (unknown accounts hash against the dummy),
+# from its own /8 (the counters key by /8 here, and unknown names share a prefix's budget)
+# with its own account: each makes new keys (prefix_accounts,
+# account_sources, password_accounts, account_keys: ~3 a guess). With redis_max_keys =
+# L0 + 200 the tenant, which holds L0 already, may make 200 more.
+# made TENANT: the keys the tenant's guesses made in the window (the sum of its per-span
+# counts, which is what the cap is checked against).
+made() {
+	local k t=0
+	for k in $(rcli --scan --pattern "sluice:{$1}:hll:made:*"); do t=$((t + $(rcli get "$k"))); done
+	echo $t
+}
+L0=$(made default)
+STREAM_CAP=$((L0 + 200))
+for n in n1 n2; do write_conf "$n" "$( [ $n = n1 ] && echo "$P1" || echo "$P2")" \
+	"$( [ $n = n1 ] && echo "$M1" || echo "$M2")" "unix:$REDIS_SOCK"; done
+expect_eq "reload with stream.redis_max_keys = $STREAM_CAP (the tenant holds $L0) (n1, n2)" \
+	"$(ctl n1 reload >/dev/null 2>&1; echo $?) $(ctl n2 reload >/dev/null 2>&1; echo $?)" "0 0"
+k0=$(hll_keys)
+e1=$(prom n1 sluice_stream_events_total)
+e2=$(prom n2 sluice_stream_events_total)
+specs=()
+for i in $(seq 1 120); do
+	node=$P1
+	[ $((i % 2)) = 0 ] && node=$P2
+	o=$((i + 20)); [ $o = 100 ] && o=141; [ $o = 127 ] && o=142
+	specs+=("$node,stuff$i,guess$i,$o.80.$i.9")
+done
+r=$(logins "${specs[@]}")
+expect_eq "120 guesses at 120 accounts from 120 fresh /8s: answered 401" \
+	"$(echo "$r" | tr ' ' '\n' | grep -c '^401$')" 120
+events_done n1 $((e1 + 60)) && events_done n2 $((e2 + 60)) &&
+	tap_ok "both stream jobs processed the 120 guesses" ||
+	tap_not_ok "both stream jobs processed the 120 guesses"
+sleep 0.5
+k1=$(hll_keys)
+live=$(made default)
+c1=$(prom n1 sluice_stream_redis_keys_capped_total tenant=default)
+c2=$(prom n2 sluice_stream_redis_keys_capped_total tenant=default)
+tap_diag "HLL keys $k0 -> $k1; default's made count $live in $(rcli --scan --pattern 'sluice:{default}:hll:made:*' | wc -l) key(s); capped n1 ${c1:-absent} n2 ${c2:-absent}"
+expect_le "the tenant's new HyperLogLog keys in Redis: at most the cap less what it held (k0 $k0 -> $k1)" \
+	"$((k1 - k0))" $((STREAM_CAP - L0))
+expect_eq "its count of keys made holds exactly the cap" "$live" "$STREAM_CAP"
+expect_ge "the refused keys are counted on /metrics (n1 + n2: ${c1:-absent} + ${c2:-absent})" \
+	"$(( ${c1:-0} + ${c2:-0} ))" 100
+expect_eq "/metrics: sluice_stream_redis_keys{tenant=default} at the cap ($STREAM_CAP)" \
+	"$(( $(prom n1 sluice_stream_redis_keys tenant=default) > $(prom n2 sluice_stream_redis_keys tenant=default) ? \
+	$(prom n1 sluice_stream_redis_keys tenant=default) : $(prom n2 sluice_stream_redis_keys tenant=default) ))" "$STREAM_CAP"
+expect_eq "/metrics: sluice_stream_redis_keys_max $STREAM_CAP" "$(prom n1 sluice_stream_redis_keys_max)" "$STREAM_CAP"
+ttl=$(rcli pttl "$(rcli --scan --pattern 'sluice:{default}:hll:made:*' | head -1)")
+expect_ge "the counts themselves expire (PTTL $ttl ms)" "$ttl" 1
+# The neighbour: a spray on tenant "other", 26 accounts a node from one /24, threshold 50
+# (~160 new keys: within its own cap)
+# (each with its own password: "wrong" is flagged by password_accounts since section 1, and
+# its logins are stepped up unchecked).
+a=(); b=()
+for i in $(seq 1 26); do
+	a+=("$P1,other-a$i,pw-a$i,198.90.7.$i,other.test")
+	b+=("$P2,other-b$i,pw-b$i,198.90.7.$((i + 100)),other.test")
+done
+sa=$(logins "${a[@]}")
+sb=$(logins "${b[@]}")
+expect_eq "tenant other: the spray's 52 logins answered 401" \
+	"$(echo $sa $sb | tr ' ' '\n' | grep -c '^401$')" 52
+sleep 1.5
+expect_eq "tenant other: its keys are still made in Redis (its own cap)" \
+	"$( [ "$(made other)" -ge 1 ] && echo yes)" yes
+expect_eq "tenant other: none of its guesses was capped" \
+	"$(( $(prom n1 sluice_stream_redis_keys_capped_total tenant=other) + $(prom n2 sluice_stream_redis_keys_capped_total tenant=other) ))" 0
+expect_eq "tenant other: its 52-account spray across both nodes is flagged (counted together)" \
+	"$(flagged 198.90.7.0/24)" 1
+# The scripts go by SHA: a Redis that forgot them (SCRIPT FLUSH, as a restart does) costs
+# one batch, which loads them again; no write is refused and the keys are made after it.
+w0=$(prom n1 sluice_stream_redis_write_errors_total)
+m0=$(made other)
+rcli script flush >/dev/null
+for i in 1 2 3; do
+	e1=$(prom n1 sluice_stream_events_total)
+	logins "$P1,flush$i,bad$i,$((150 + i)).7.7.7,other.test" >/dev/null
+	events_done n1 $((e1 + 1))
+done
+sleep 0.3
+m1=$(made other)
+tap_diag "tenant other's keys made: $m0 before the flush, $m1 after; scripts cached: $(rcli info memory | tr -d '\r' | sed -n 's/^number_of_cached_scripts://p')"
+expect_ge "after SCRIPT FLUSH the guesses made their keys again (tenant other's count $m0 -> $m1)" \
+	"$((m1 - m0))" 3
+expect_eq "  ... and no write was counted as refused" \
+	"$(prom n1 sluice_stream_redis_write_errors_total)" "$w0"
+expect_eq "  ... the job still counts on Redis" "$(prom n1 sluice_stream_counting mode=redis)" 1
+
+# No cap (0): a guess makes its key as before.
+STREAM_CAP=0
+write_conf n1 "$P1" "$M1" "unix:$REDIS_SOCK"
+ctl n1 reload >/dev/null 2>&1
+k2=$(hll_keys)
+e1=$(prom n1 sluice_stream_events_total)
+r=$(logins "$P1,nocap1,bad,143.81.1.1" "$P1,nocap2,bad,144.81.2.1")
+events_done n1 $((e1 + 2))
+sleep 0.3
+expect_ge "redis_max_keys = 0: the tenant's guesses make their keys again ($k2 -> $(hll_keys))" \
+	"$(( $(hll_keys) - k2 ))" 2
+STREAM_CAP=
+write_conf n1 "$P1" "$M1" "unix:$REDIS_SOCK"
+write_conf n2 "$P2" "$M2" "unix:$REDIS_SOCK"
+ctl n1 reload >/dev/null 2>&1
+ctl n2 reload >/dev/null 2>&1
 
 # ---- 3. Redis refuses the writes: counted and logged --------------------------------------
 rcli config set maxmemory-policy noeviction >/dev/null

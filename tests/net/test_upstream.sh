@@ -370,9 +370,9 @@ expect_eq "after all that, a login through nginx still works" "$(jget "$r" statu
 expect_eq "the gateway is still alive" "$(jget "$(c get quiet.test /healthz)" status)" 200
 
 # ---- config errors ---------------------------------------------------------------------------------
-sed 's|url = "http://127.0.0.1:[0-9]*"|url = "http://idp.example:80"|' "$DIR/gw.conf" >"$DIR/bad.conf"
+sed 's|url = "http://127.0.0.1:[0-9]*"|url = "http://idp.invalid:80"|' "$DIR/gw.conf" >"$DIR/bad.conf"
 out=$("$BUILD/sluiced" --check-config -c "$DIR/bad.conf" 2>&1)
-expect_match "an upstream by name is refused with file:line (it would be resolved on the loop)" \
-	"$out" "bad.conf:[0-9]*: gateway.upstream.url: 'http://idp.example:80' needs an IPv4 or \\[IPv6\\] address"
+expect_match "an upstream name that does not resolve is refused at load with file:line" \
+	"$out" "bad.conf:[0-9]*: gateway.upstream.url: 'http://idp.invalid:80': idp.invalid does not resolve"
 
 tap_done

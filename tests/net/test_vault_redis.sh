@@ -26,6 +26,7 @@ BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
 . "$HERE/../lib/tap.sh"
+. "$HERE/../lib/gateway.sh"
 NT_DIR=$(mktemp -d /tmp/sluice-vault.XXXXXX)
 . "$HERE/../lib/redis.sh"
 
@@ -106,18 +107,7 @@ for who in "alice pw-alice-1" "bob pw-bob-22" "carol pw-carol-333"; do
 	set -- $who
 	echo "$2" | ctl a user add acme "$1" >/dev/null || { echo "Bail out! user add $1"; exit 1; }
 done
-for n in a b; do
-	"$BUILD/sluiced" -c "$NT_DIR/$n.conf" -f >"$NT_DIR/$n.log" 2>&1 &
-	PIDS+=($!)
-done
-for n in a b; do
-	for _ in $(seq 1 100); do
-		grep -q "gateway listening" "$NT_DIR/$n.log" && grep -q "redis .*connected" "$NT_DIR/$n.log" && break
-		sleep 0.05
-	done
-	grep -q "gateway listening" "$NT_DIR/$n.log" || {
-		tap_diag "$(cat "$NT_DIR/$n.log")"; echo "Bail out! node $n did not start"; exit 1; }
-done
+gw_nodes_start a b
 
 cat >"$NT_DIR/drive.py" <<'PYEOF'
 import http.client, json, re, sys, time

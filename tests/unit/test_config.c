@@ -1155,7 +1155,7 @@ static const struct bad_case bad_cases[] = {
 	  "    lease = 5; }\n"
 	  ");\n",
 	  9, "unknown key 'lease' in tenants[1] (known: name, listen, rate, burst, static_rate, "
-	  "static_burst, lease_ttl, mode, hosts, reservation)", 1, 0, NULL },
+	  "static_burst, lease_ttl, mode, hosts, reservation, upstream)", 1, 0, NULL },
 	{ "tenant lease_ttl 0", TENANT_EDGE
 	  "tenants = (\n"
 	  "  { name = \"a\"; listen = [\"10.0.0.2:80\"]; rate = 10.0; burst = 20.0;\n"
@@ -1644,12 +1644,12 @@ static void every_reply_and_tenant_problem_is_reported(void **state)
 static void ghost_table_is_the_next_power_of_two(void **state)
 {
 	(void)state;
-	assert_int_equal(sl_ghost_entries(16), 1024);
-	assert_int_equal(sl_ghost_entries(1024), 1024);
-	assert_int_equal(sl_ghost_entries(1025), 2048);
-	assert_int_equal(sl_ghost_entries(1048576), 1048576);
-	assert_int_equal(sl_ghost_entries(1048577), 2097152);
-	assert_int_equal(sl_ghost_entries(SL_MAX_STATE_ENTRIES), SL_MAX_STATE_ENTRIES);
+	assert_int_equal(sl_state_slots(16), 1024);
+	assert_int_equal(sl_state_slots(1024), 1024);
+	assert_int_equal(sl_state_slots(1025), 2048);
+	assert_int_equal(sl_state_slots(1048576), 1048576);
+	assert_int_equal(sl_state_slots(1048577), 2097152);
+	assert_int_equal(sl_state_slots(SL_MAX_STATE_ENTRIES), SL_MAX_STATE_ENTRIES);
 }
 
 /* A source prefix and its parent hold a sixteenth and a quarter of gateway.max_connections

@@ -579,6 +579,62 @@ static void admission_off_is_one_fifo_across_tenants(void **state)
 	free(c);
 }
 
+/* Per-resource readiness: a job whose resource is full (here: one marked blocked) is passed
+ * over for the next that can start, in its own tenant's queue and in the others'; with
+ * nothing ready nothing starts, and the blocked job starts once its resource has room. */
+static struct gw_job *blocked[4];
+
+static bool ready_unless_blocked(struct gw_job *j, void *arg)
+{
+	int i;
+
+	(void)arg;
+	for (i = 0; i < 4; i++)
+		if (blocked[i] == j)
+			return false;
+	return true;
+}
+
+static void a_full_resource_holds_back_only_its_own_work(void **state)
+{
+	double res[2] = { 100000, 0 };
+	struct sl_config *c = mkcfg(2, res, 200000, 1);
+	struct gw_sched *s;
+	struct gw_job *a, *b, *x, *y;
+
+	(void)state;
+	s = mksched(c, T0);
+	s->ready = ready_unless_blocked;
+	/* reserved lane (t0): a then b; burst lane (t1): x then y */
+	a = job(s, 0, R_LOGIN, 0);
+	b = job(s, 0, R_LOGIN, 0);
+	x = job(s, 1, R_LOGIN, 0);
+	y = job(s, 1, R_LOGIN, 0);
+	assert_int_equal(admit(s, a, T0, NULL), GW_SHED_NONE);
+	assert_int_equal(admit(s, b, T0 + MS, NULL), GW_SHED_NONE);
+	assert_int_equal(admit(s, x, T0 + 2 * MS, NULL), GW_SHED_NONE);
+	assert_int_equal(admit(s, y, T0 + 3 * MS, NULL), GW_SHED_NONE);
+	assert_int_equal(a->lane, GW_LANE_RESERVED);
+	assert_int_equal(x->lane, GW_LANE_BURST);
+	memset(blocked, 0, sizeof(blocked));
+	blocked[0] = a; /* t0's head waits for a full resource */
+	blocked[1] = x; /* and so does t1's */
+	assert_ptr_equal(serve(s, T0 + 10 * MS, 300, 30 * MS), b);
+	/* t0's reserved lane has only a, blocked: the burst lane is served, past x */
+	assert_ptr_equal(serve(s, T0 + 11 * MS, 300, 30 * MS), y);
+	/* only blocked work left: nothing starts, nothing is lost */
+	assert_null(serve(s, T0 + 12 * MS, 300, 30 * MS));
+	assert_null(serve(s, T0 + 13 * MS, 300, 30 * MS));
+	assert_int_equal(s->depth, 2);
+	/* their resources have room again: both start, the reserved one first */
+	blocked[0] = blocked[1] = NULL;
+	assert_ptr_equal(serve(s, T0 + 14 * MS, 300, 30 * MS), a);
+	assert_ptr_equal(serve(s, T0 + 15 * MS, 300, 30 * MS), x);
+	assert_int_equal(s->depth, 0);
+	free(s);
+	free(c);
+}
+
 /* An expired job is dropped when dequeued, before any worker sees it. */
 static void expired_work_is_dropped_at_dequeue(void **state)
 {
@@ -1163,6 +1219,7 @@ int main(void)
 		cmocka_unit_test_setup(reservations_shrink_to_what_the_workers_deliver,
 				       fresh_jobs),
 		cmocka_unit_test_setup(admission_off_is_one_fifo_across_tenants, fresh_jobs),
+		cmocka_unit_test_setup(a_full_resource_holds_back_only_its_own_work, fresh_jobs),
 		cmocka_unit_test_setup(expired_work_is_dropped_at_dequeue, fresh_jobs),
 		cmocka_unit_test_setup(deadlines_are_checked_only_with_admission, fresh_jobs),
 		cmocka_unit_test_setup(codel_sheds_only_a_standing_queue, fresh_jobs),

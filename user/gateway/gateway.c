@@ -169,6 +169,8 @@ struct gateway *gateway_start(struct event_base *base, const struct sl_config *c
 		log_error("gateway: cannot set up admission");
 		goto fail;
 	}
+	g->sched->ready = gw_job_ready;
+	g->sched->ready_arg = g;
 	randombytes_buf(lkey, sizeof(lkey));
 	gw_ladder_init(g->ladder, c->retry_after, c->n_retry, c->streak_decay_s, lkey);
 	sync_stats(g);

@@ -91,13 +91,27 @@ static void answer_drops(struct gateway *g, struct gw_drops *d)
 	d->n = 0;
 }
 
+/* The scheduler's readiness test (gw_sched.h): a hash needs an idle Argon2id worker, a
+ * forward a free connection to its upstream and room in its class's limit. A full
+ * resource holds back only its own work. */
+bool gw_job_ready(struct gw_job *j, void *arg)
+{
+	struct gateway *g = arg;
+	struct gw_req *r = req_of_job(j);
+
+	if (r->kind == K_PROXY)
+		return gw_upstream_ready(g, r, gw_now_ns());
+	return g->pool.busy < g->pool.n;
+}
+
 void gw_dispatch(struct gateway *g)
 {
 	struct gw_drops d = { .n = 0 };
 
-	/* Upstream mode: a forward waits for a free connection to its upstream as a hash waits
-	 * for a worker. The queue starts work while both have room (gw_upstream.h). */
-	while (g->pool.busy < g->pool.n && gw_upstreams_room(g)) {
+	/* Upstream mode: a forward waits for a free connection to its upstream (and room in
+	 * its class's limit) as a hash waits for a worker; the queue starts whatever job's own
+	 * resource has room (gw_job_ready). */
+	while (g->pool.busy < g->pool.n || gw_upstreams_room(g)) {
 		uint64_t now = gw_now_ns();
 		struct gw_job *j = gw_sched_next(g->sched, now, &d);
 		struct gw_req *r;

@@ -724,7 +724,7 @@ static void on_request(struct evhttp_request *req, void *arg)
 		reply_plain(g, req, 404, "Not Found", "no_route", "no route for this method and path");
 		return;
 	}
-	up = gw_upstream_of_route(g, ri);
+	up = gw_upstream_of(g, ri, ti);
 	kind = up >= 0 ? K_PROXY : kind_of(path);
 	if (kind < 0) {
 		reply_plain(g, req, 404, "Not Found", "no_handler", "this gateway serves /login, "

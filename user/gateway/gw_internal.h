@@ -366,6 +366,8 @@ void gw_audit(struct gw_req *r, int event, const char *reason, const char *decis
 	      const char *detail);
 /* Start queued jobs on idle workers. */
 void gw_dispatch(struct gateway *g);
+/* Can @j start now (gw_sched.h's readiness test; @arg is the gateway)? */
+bool gw_job_ready(struct gw_job *j, void *arg);
 
 /* gw_login.c, for upstream mode: a route that signs people in (routes[].login) asks the
  * login counters and hears the stream job as /login does (r->user and r->work.pwd read from

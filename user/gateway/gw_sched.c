@@ -147,6 +147,20 @@ static struct gw_job *dq_peek(const struct gw_deque *q, bool lifo)
 	return lifo ? q->tail : q->head;
 }
 
+/* The first job in serving order that s->ready accepts, within GW_READY_SCAN, or NULL. */
+static struct gw_job *dq_ready(const struct gw_sched *s, const struct gw_deque *q, bool lifo)
+{
+	struct gw_job *j = dq_peek(q, lifo);
+	int k;
+
+	if (!s->ready)
+		return j;
+	for (k = 0; j && k < GW_READY_SCAN; k++, j = lifo ? j->prev : j->next)
+		if (s->ready(j, s->ready_arg))
+			return j;
+	return NULL;
+}
+
 /* The job that would be served last: the one to give up when room is needed. */
 static struct gw_job *dq_last(const struct gw_deque *q, bool lifo)
 {
@@ -249,16 +263,16 @@ static void resv_remove(struct gw_sched *s, int slot)
 static struct gw_job *resv_pop(struct gw_sched *s)
 {
 	double top = 1.0;
-	int i, guard = 0;
+	int i, guard = 0, skipped = 0;
 
 	if (!s->admission) {
 		/* The "before" picture is one FIFO across tenants: the oldest head goes. */
 		struct gw_job *h = NULL;
 
 		for (i = 0; i < s->n_resv; i++) {
-			struct gw_job *x = s->t[s->resv[i]].resq.head;
+			struct gw_job *x = dq_ready(s, &s->t[s->resv[i]].resq, false);
 
-			if (!h || x->admit_ns < h->admit_ns)
+			if (x && (!h || x->admit_ns < h->admit_ns))
 				h = x;
 		}
 		if (h)
@@ -275,12 +289,21 @@ static struct gw_job *resv_pop(struct gw_sched *s)
 		if (s->resv_rr >= s->n_resv)
 			s->resv_rr = 0;
 		t = &s->t[s->resv[s->resv_rr]];
+		h = dq_ready(s, &t->resq, false);
+		if (!h) {
+			/* Nothing of its own can start: passed over, its deficit kept. */
+			t->res_given = 0;
+			s->resv_rr++;
+			if (++skipped >= s->n_resv)
+				return NULL;
+			continue;
+		}
+		skipped = 0;
 		if (!t->res_given) {
 			t->res_deficit += s->quantum *
 					  (t->reservation > 1.0 ? t->reservation : 1.0) / top;
 			t->res_given = 1;
 		}
-		h = t->resq.head;
 		/* The guard bounds a dequeue's work when one tenant's weight is tiny next to
 		 * another's: its head is served rather than spinning through more rounds. */
 		if (h->cost <= t->res_deficit || ++guard > 4 * GW_MAX_TENANTS) {
@@ -916,7 +939,7 @@ static void add_drop(struct gw_drops *d, struct gw_job *j, int reason)
 /* Deficit round robin over the burst sub-queues. */
 static struct gw_job *drr_pop(struct gw_sched *s, uint64_t now)
 {
-	int guard = 0;
+	int guard = 0, skipped = 0;
 
 	while (s->n_active > 0) {
 		struct gw_tstate *t;
@@ -928,11 +951,19 @@ static struct gw_job *drr_pop(struct gw_sched *s, uint64_t now)
 			active_sort(s, now);
 		}
 		t = &s->t[s->active[s->rr]];
+		h = dq_ready(s, &t->burst, t->lifo);
+		if (!h) {
+			t->quantum_given = 0;
+			s->rr++;
+			if (++skipped >= s->n_active)
+				return NULL;
+			continue;
+		}
+		skipped = 0;
 		if (!t->quantum_given) {
 			t->deficit += s->quantum;
 			t->quantum_given = 1;
 		}
-		h = dq_peek(&t->burst, t->lifo);
 		/* The guard only matters when an estimate grew past every quantum: serve the
 		 * head rather than spin. */
 		if (h->cost <= t->deficit || ++guard > 4 * GW_MAX_TENANTS) {
@@ -954,9 +985,11 @@ struct gw_job *gw_sched_next(struct gw_sched *s, uint64_t now, struct gw_drops *
 		if (d->n >= GW_DROP_BATCH)
 			return NULL;
 		update_mode(s, now);
-		if (s->n_resv) {
+		if (s->n_resv)
 			j = resv_pop(s);
-		} else if (s->n_active) {
+		/* Reserved work first; burst work when none of it is queued, or none of it can
+		 * start (its resources are full: they hold back only their own work). */
+		if (!j && s->n_active) {
 			/* Burst work runs only while the capacity bucket has room: that room is
 			 * the burst pool. */
 			if (s->admission) {

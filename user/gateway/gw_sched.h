@@ -163,6 +163,11 @@ struct gw_sched {
 	uint64_t target_wait_ns, lifo_after_ns, codel_interval_ns;
 	uint32_t max_depth, workers;
 	double quantum;
+	/* Per-resource readiness: can @j start now (its resource, the Argon2id pool or its
+	 * upstream and class, has room)? NULL: always. A job that cannot is passed over for
+	 * one that can, so one full resource holds back only its own work. */
+	bool (*ready)(struct gw_job *j, void *arg);
+	void *ready_arg;
 
 	struct gw_tstate t[GW_MAX_TENANTS];
 	int16_t slot_of_cfg[GW_MAX_TENANTS];   /* config tenant index -> slot */
@@ -227,7 +232,12 @@ int gw_sched_admit(struct gw_sched *s, struct gw_job *j, uint64_t now, struct gw
 /*
  * The next pooled job to start, or NULL. Jobs found expired on the way are unlinked and
  * added to @d; stops early (NULL) when @d is full so the caller can answer them first.
+ * With s->ready set, only a job it accepts is started: in each tenant's sub-queue the
+ * first ready one of the GW_READY_SCAN next in serving order (FIFO or LIFO), and a tenant
+ * with none is passed over this round without spending or earning deficit. NULL when no
+ * queued job is ready.
  */
+#define GW_READY_SCAN 16
 struct gw_job *gw_sched_next(struct gw_sched *s, uint64_t now, struct gw_drops *d);
 
 /*

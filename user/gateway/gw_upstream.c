@@ -8,6 +8,7 @@
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,19 +25,54 @@
 #include "gw_creds.h"
 #include "gw_internal.h"
 #include "gw_upstream.h"
+#include "gw_upstream_verdict.h"
 #include "log.h"
+
+/*
+ * One cost class's concurrency on one upstream: the "worker pool" of upstream mode. At most
+ * `cap` forwards in flight (routes[].concurrency, else the upstream's connections); with
+ * gateway.upstream.adaptive, `limit` is learned from the measured service time, AIMD on
+ * latency, judged on the recent service time (an EWMA over about ten answers, so that one
+ * slow answer among fast ones, a host's hiccup, cuts nothing): within GW_LIM_TOLERANCE x the
+ * baseline, or GW_LIM_SLACK_NS above it
+ * when that is more (the baseline is the least service time of the last GW_LIM_WINDOW_NS,
+ * so a lasting change is relearned within a window; the slack keeps a sub-millisecond
+ * service's jitter and a few ms of queueing, harmless next to any deadline, from reading
+ * as overload), each answer adds 1/limit (about one more per round of answers); above
+ * it, or a timeout, each multiplies it by GW_LIM_BACKOFF. Bounded to 1..cap. What is not let through waits in the queue, where the
+ * deadline check, the class estimate and CoDel shed it with a 429 instead of a late 504.
+ */
+#define GW_LIM_TOLERANCE 2.0
+#define GW_LIM_BACKOFF 0.9
+#define GW_LIM_WINDOW_NS (5ull * 1000000000ull)
+#define GW_LIM_SLACK_NS (20.0 * 1e6)
+#define GW_LIM_EWMA 0.1
+
+struct gw_uplim {
+	bool used;                     /* a route of this class goes to this upstream */
+	uint32_t cap, inflight;
+	double limit;
+	double base_ns;                /* the baseline service time (0: none yet) */
+	double recent_ns;              /* EWMA of the service time, GW_LIM_EWMA (0: none) */
+	double win_min_ns;             /* this window's least (0: none yet) */
+	uint64_t win_start_ns;
+	uint64_t increases, decreases;
+};
 
 struct gw_upconn {
 	struct gw_up *up;
 	struct evhttp_connection *evcon;
 	struct gw_req *r;              /* the forward it carries; NULL: free */
 	int err;                       /* the error evhttp reported for it, or -1 */
+	uint32_t gen;                  /* the upstream's address when evcon was made */
+	uint16_t cls;                  /* the class of the forward it carries */
 };
 
 struct gw_up {
 	char url[SL_UPSTREAM_URL_LEN];
-	char host[64];
+	char host[64];                 /* the address connected to (resolved at load) */
 	uint16_t port;
+	uint32_t gen;                  /* bumped when a reload resolves the name elsewhere */
 	bool live;                     /* named by the running config */
 	uint32_t slots, busy;
 	struct gw_upconn *c;
@@ -45,12 +81,20 @@ struct gw_up {
 	bool down_logged;
 	uint64_t forwarded, results[GW_UP__N];
 	struct gw_hist service;
+	bool adaptive;
+	struct gw_uplim lim[GW_MAX_CLASSES];
 };
 
 struct gw_upstreams {
 	struct gw_up u[GW_MAX_UPSTREAMS];
 	int n;
-	int8_t of_route[SL_MAX_ROUTES];
+	/* which upstream serves (route, tenant): route > tenant > gateway; -1 built-in */
+	int8_t of[SL_MAX_ROUTES][SL_MAX_TENANTS];
+	/* sign-in routes: how the upstream's answers were read (gw_upstream_verdict.h) */
+	uint64_t verdicts[SL_MAX_ROUTES][GW_VERDICT__N];
+	/* the last probe of each class whose estimate outgrew the deadlines, and their count */
+	uint64_t probe_ns[GW_MAX_CLASSES];
+	uint64_t probes;
 };
 
 static const char *const result_names[GW_UP__N] = {
@@ -84,27 +128,108 @@ static void up_settings(struct gw_up *up, const struct sl_gateway_cfg *gw)
 	up->timeout_ms = gw->up.timeout_ms;
 	up->max_response = gw->up.max_response;
 	up->down_ms = gw->up.down_ms;
+	up->adaptive = gw->up.adaptive;
 }
 
-static int up_add(struct gw_upstreams *u, const char *url, const struct sl_gateway_cfg *gw)
+/* Route @ri's class on @up: its ceiling from the route (or the connections), the learned
+ * limit kept across reloads but within it. Without learning the limit is the ceiling. */
+static void lim_setup(struct gateway *g, struct gw_up *up, const struct sl_config *c, int ri)
 {
+	int k = gw_sched_class(g->sched, ri);
+	struct gw_uplim *l;
+	uint32_t cap;
+
+	if (k < 0 || k >= GW_MAX_CLASSES)
+		return;
+	l = &up->lim[k];
+	cap = c->routes[ri].concurrency ? c->routes[ri].concurrency : up->slots;
+	if (cap > up->slots)
+		cap = up->slots;
+	if (!l->limit)
+		l->limit = cap;
+	l->cap = cap;
+	l->used = true;
+	if (!up->adaptive || l->limit > l->cap)
+		l->limit = l->cap;
+}
+
+/* A measured forward of @l's class: @ns its service time, @ok false for a timeout. */
+static void lim_sample(struct gw_up *up, struct gw_uplim *l, uint64_t ns, bool ok, uint64_t now)
+{
+	if (ok && ns) {
+		l->recent_ns = l->recent_ns ? l->recent_ns + GW_LIM_EWMA * ((double)ns - l->recent_ns) :
+				(double)ns;
+		if (!l->win_min_ns || (double)ns < l->win_min_ns)
+			l->win_min_ns = (double)ns;
+		if (!l->base_ns || (double)ns < l->base_ns)
+			l->base_ns = (double)ns;
+	}
+	if (!l->win_start_ns)
+		l->win_start_ns = now;
+	if (now - l->win_start_ns >= GW_LIM_WINDOW_NS) {
+		/* The baseline is the last window's least: an upstream that is lastingly slower
+		 * (a new release, a bigger hash) is relearned rather than throttled forever. */
+		if (l->win_min_ns)
+			l->base_ns = l->win_min_ns;
+		l->win_min_ns = 0;
+		l->win_start_ns = now;
+	}
+	if (!up->adaptive || !l->cap)
+		return;
+	if (ok && l->base_ns &&
+	    l->recent_ns <= fmax(GW_LIM_TOLERANCE * l->base_ns, l->base_ns + GW_LIM_SLACK_NS)) {
+		if (l->limit < l->cap) {
+			l->limit += 1.0 / (l->limit > 1.0 ? l->limit : 1.0);
+			l->increases++;
+		}
+	} else {
+		l->limit *= GW_LIM_BACKOFF;
+		l->decreases++;
+	}
+	if (l->limit < 1.0)
+		l->limit = 1.0;
+	if (l->limit > l->cap)
+		l->limit = l->cap;
+}
+
+/* @up's address from what the config load resolved for its URL (names are resolved there,
+ * off the loop). A new address takes effect on the next connection: idle connections to
+ * the old one are closed as they are next used, busy ones after their answer. */
+static int up_address(struct gw_up *up, const struct sl_config *c)
+{
+	const struct sl_upstream_addr *a = sl_config_upstream_addr(c, up->url);
+
+	if (!a || !a->addr[0]) {
+		log_error("gateway: upstream %s: no address from the config load", up->url);
+		return -1;
+	}
+	if (up->host[0] && (strcmp(up->host, a->addr) || up->port != a->port)) {
+		log_info("gateway: upstream %s now resolves to %s (was %s): new connections go "
+			 "there", up->url, a->addr, up->host);
+		up->gen++;
+	}
+	snprintf(up->host, sizeof(up->host), "%s", a->addr);
+	up->port = a->port;
+	return 0;
+}
+
+static int up_add(struct gw_upstreams *u, const char *url, const struct sl_config *c)
+{
+	const struct sl_gateway_cfg *gw = &c->gw;
 	struct gw_up *up;
-	const char *why = "";
 	int i = up_find(u, url);
 
 	if (i >= 0)
-		return i;
+		return up_address(&u->u[i], c) ? -1 : i;
 	if (u->n >= GW_MAX_UPSTREAMS) {
 		log_error("gateway: more than %d upstreams; %s is not served", GW_MAX_UPSTREAMS, url);
 		return -1;
 	}
 	up = &u->u[u->n];
 	memset(up, 0, sizeof(*up));
-	if (sl_upstream_parse(url, up->host, sizeof(up->host), &up->port, &why)) {
-		log_error("gateway: upstream %s: %s", url, why);
-		return -1;
-	}
 	snprintf(up->url, sizeof(up->url), "%s", url);
+	if (up_address(up, c))
+		return -1;
 	/* The slots are fixed at start (a reload's new concurrency waits for the next start,
 	 * like the Argon2id workers): a connection may be carrying a forward. */
 	up->slots = gw->up.concurrency ? gw->up.concurrency : 1;
@@ -114,35 +239,43 @@ static int up_add(struct gw_upstreams *u, const char *url, const struct sl_gatew
 	for (i = 0; i < (int)up->slots; i++) {
 		up->c[i].up = up;
 		up->c[i].err = -1;
+		up->c[i].cls = UINT16_MAX;
 	}
 	up_settings(up, gw);
 	return u->n++;
 }
 
-/* Every route's upstream under @c; the upstreams @c names are live. */
+/* Every (route, tenant)'s upstream under @c (sl_config_upstream_of: the route's, else the
+ * tenant's, else the gateway's); the upstreams @c names are live. */
 static int map_routes(struct gateway *g, const struct sl_config *c)
 {
 	struct gw_upstreams *u = g->ups;
-	int i, ri, ret = 0;
+	int i, ri, ti, ret = 0;
 
-	for (i = 0; i < u->n; i++)
+	for (i = 0; i < u->n; i++) {
+		int k;
+
 		u->u[i].live = false;
-	for (ri = 0; ri < SL_MAX_ROUTES; ri++)
-		u->of_route[ri] = -1;
-	for (ri = 0; ri < c->n_routes; ri++) {
-		const char *url = c->routes[ri].upstream[0] ? c->routes[ri].upstream : c->gw.up.url;
-
-		if (!url[0] || !strcmp(url, "builtin"))
-			continue;
-		i = up_add(u, url, &c->gw);
-		if (i < 0) {
-			ret = -1;
-			continue;
-		}
-		u->u[i].live = true;
-		up_settings(&u->u[i], &c->gw);
-		u->of_route[ri] = (int8_t)i;
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			u->u[i].lim[k].used = false;
 	}
+	memset(u->of, -1, sizeof(u->of));
+	for (ri = 0; ri < c->n_routes; ri++)
+		for (ti = 0; ti < c->n_tenants; ti++) {
+			const char *url = sl_config_upstream_of(c, ri, ti);
+
+			if (!url)
+				continue;
+			i = up_add(u, url, c);
+			if (i < 0) {
+				ret = -1;
+				continue;
+			}
+			u->u[i].live = true;
+			up_settings(&u->u[i], &c->gw);
+			u->of[ri][ti] = (int8_t)i;
+			lim_setup(g, &u->u[i], c, ri);
+		}
 	return ret;
 }
 
@@ -154,9 +287,12 @@ static void set_workers(struct gateway *g, const struct sl_config *c)
 	int ri;
 	uint32_t n = 0;
 
+	int ti;
+
 	for (ri = 0; ri < c->n_routes; ri++)
-		if (g->ups->of_route[ri] < 0)
-			return; /* a built-in route: the Argon2id pool's count stays */
+		for (ti = 0; ti < c->n_tenants; ti++)
+			if (g->ups->of[ri][ti] < 0)
+				return; /* a built-in route: the Argon2id pool's count stays */
 	for (ri = 0; ri < g->ups->n; ri++)
 		if (g->ups->u[ri].live)
 			n += g->ups->u[ri].slots;
@@ -175,9 +311,9 @@ int gw_upstreams_start(struct gateway *g, const struct sl_config *c)
 		return -1;
 	set_workers(g, c);
 	for (i = 0; i < g->ups->n; i++)
-		log_info("gateway: upstream %s: %u connections, answers within %u ms, at most %u "
-			 "bytes", g->ups->u[i].url, g->ups->u[i].slots, g->ups->u[i].timeout_ms,
-			 g->ups->u[i].max_response);
+		log_info("gateway: upstream %s (%s port %u): %u connections, answers within %u ms, "
+			 "at most %u bytes", g->ups->u[i].url, g->ups->u[i].host, g->ups->u[i].port,
+			 g->ups->u[i].slots, g->ups->u[i].timeout_ms, g->ups->u[i].max_response);
 	return 0;
 }
 
@@ -214,11 +350,11 @@ void gw_upstreams_stop(struct gateway *g)
 	g->ups = NULL;
 }
 
-int gw_upstream_of_route(struct gateway *g, int ri)
+int gw_upstream_of(struct gateway *g, int ri, int ti)
 {
-	if (!g->ups || ri < 0 || ri >= SL_MAX_ROUTES)
+	if (!g->ups || ri < 0 || ri >= SL_MAX_ROUTES || ti < 0 || ti >= SL_MAX_TENANTS)
 		return -1;
-	return g->ups->of_route[ri];
+	return g->ups->of[ri][ti];
 }
 
 bool gw_upstreams_room(struct gateway *g)
@@ -226,11 +362,29 @@ bool gw_upstreams_room(struct gateway *g)
 	int i;
 
 	if (!g->ups)
-		return true;
+		return false;
 	for (i = 0; i < g->ups->n; i++)
-		if (g->ups->u[i].live && g->ups->u[i].busy >= g->ups->u[i].slots)
-			return false;
-	return true;
+		if (g->ups->u[i].live && g->ups->u[i].busy < g->ups->u[i].slots)
+			return true;
+	return false;
+}
+
+bool gw_upstream_ready(struct gateway *g, const struct gw_req *r, uint64_t now)
+{
+	const struct gw_up *up;
+	const struct gw_uplim *l;
+
+	if (!g->ups || r->up < 0 || r->up >= g->ups->n)
+		return true; /* answered 502 at once */
+	up = &g->ups->u[r->up];
+	if (now < up->down_until_ns)
+		return true; /* shed at once (shed_down), not left to wait */
+	if (up->busy >= up->slots)
+		return false;
+	if (r->job.cls >= GW_MAX_CLASSES)
+		return true;
+	l = &up->lim[r->job.cls];
+	return !l->used || l->inflight < (uint32_t)l->limit;
 }
 
 /* ---- a sign-in route (routes[].login) ------------------------------------------------------- */
@@ -308,19 +462,20 @@ int gw_upstream_login_fields(struct gw_req *r, char *err, size_t errlen)
 	return 0;
 }
 
-/* Which sign-in outcome the upstream's @code is on a login route: 1, 0, or -1 neither. */
-static int login_outcome(const struct gw_req *r, int code)
+/* The sign-in outcome of @oreq, the upstream's answer to @r on a login route: 1, 0, or -1
+ * neither (counted by how it was read). Only the upstream's status, headers and body are
+ * read; the body is read in place and goes to the client as it came. */
+static int login_outcome(const struct gw_req *r, struct evhttp_request *oreq, int code)
 {
 	const struct sl_route_login *l = &r->g->cfg->routes[r->route].login;
-	int i;
+	struct evbuffer *b = evhttp_request_get_input_buffer(oreq);
+	size_t len = l->by == SL_VERDICT_JSON ? evbuffer_get_length(b) : 0;
+	const char *body = len ? (const char *)evbuffer_pullup(b, -1) : "";
+	int v = gw_up_verdict(l, code, evhttp_request_get_input_headers(oreq), body ? body : "",
+			      body ? len : 0);
 
-	for (i = 0; i < l->n_success; i++)
-		if (l->success[i] == code)
-			return 1;
-	for (i = 0; i < l->n_failure; i++)
-		if (l->failure[i] == code)
-			return 0;
-	return -1;
+	r->g->ups->verdicts[r->route][v]++;
+	return gw_verdict_outcome(v);
 }
 
 static bool is_login(const struct gw_req *r)
@@ -425,6 +580,9 @@ static void up_release(struct gw_upconn *uc)
 {
 	struct gw_up *up = uc->up;
 
+	if (uc->cls < GW_MAX_CLASSES && up->lim[uc->cls].inflight)
+		up->lim[uc->cls].inflight--;
+	uc->cls = UINT16_MAX;
 	uc->r = NULL;
 	uc->err = -1;
 	if (up->busy)
@@ -489,6 +647,7 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 	const char *conn;
 	uint64_t now = gw_now_ns();
 	int code, err = uc->err, res;
+	struct gw_uplim *l = uc->cls < GW_MAX_CLASSES ? &up->lim[uc->cls] : NULL;
 
 	if (!r) { /* cancelled: the gateway answered it already */
 		up_release(uc);
@@ -509,6 +668,8 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 		} else {
 			res = GW_UP_BAD;
 		}
+		if (res == GW_UP_TIMEOUT && l)
+			lim_sample(up, l, now - r->up_start_ns, false, now);
 		up_fail(r, up, res, now);
 		gw_dispatch(g);
 		return;
@@ -522,11 +683,13 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 	res = code < 300 ? GW_UP_2XX : code < 400 ? GW_UP_3XX : code < 500 ? GW_UP_4XX : GW_UP_5XX;
 	up->results[res]++;
 	gw_hist_add(&up->service, now - r->up_start_ns);
+	if (l)
+		lim_sample(up, l, now - r->up_start_ns, true, now);
 	gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
 		      now - r->up_start_ns, now);
 	r->upc = NULL;
 	if (is_login(r))
-		gw_login_upstream_outcome(r, login_outcome(r, code));
+		gw_login_upstream_outcome(r, login_outcome(r, oreq, code));
 
 	/* The answer as it came, but for the hops. */
 	in = evhttp_request_get_input_headers(oreq);
@@ -579,7 +742,7 @@ void gw_upstream_forward(struct gw_req *r)
 	struct evkeyvalq *ih, *oh;
 	struct evkeyval *kv;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
-	const char *conn, *query;
+	const char *conn, *query, *verdict_hdr;
 	char target[2048], v[32];
 	uint64_t now = gw_now_ns(), left_ms;
 	struct timeval tv;
@@ -603,10 +766,19 @@ void gw_upstream_forward(struct gw_req *r)
 	left_ms = r->job.deadline_ns > now ? (r->job.deadline_ns - now) / 1000000ull : 0;
 	/* Not sent when what is left of the deadline is less than the upstream's measured time
 	 * for this class (its estimate, 1 unit = 0.1 ms): it would spend the upstream on an
-	 * answer nobody waits for. */
+	 * answer nobody waits for. But a class whose estimate outgrew every client's deadline
+	 * (a slow spell of the upstream's) would then never be sent, nor measured, again: one
+	 * such request a second goes anyway, a probe, and its time (cut at its deadline when
+	 * the upstream is still slow) brings the estimate back down. */
 	if (r->job.deadline_ns && r->job.cls < GW_MAX_CLASSES &&
-	    (double)left_ms * 10.0 < g->sched->cls[r->job.cls].estimate)
-		left_ms = 0;
+	    (double)left_ms * 10.0 < g->sched->cls[r->job.cls].estimate) {
+		if (left_ms && now - g->ups->probe_ns[r->job.cls] >= 1000000000ull) {
+			g->ups->probe_ns[r->job.cls] = now;
+			g->ups->probes++;
+		} else {
+			left_ms = 0;
+		}
+	}
 	if (!uc || (r->job.deadline_ns && !left_ms)) {
 		/* No slot (the dispatcher checks first), or the deadline is as good as gone:
 		 * never forwarded. */
@@ -614,8 +786,15 @@ void gw_upstream_forward(struct gw_req *r)
 		gw_shed(r, uc ? GW_SHED_EXPIRED : GW_SHED_QUEUE_FULL);
 		return;
 	}
+	if (uc->evcon && uc->gen != up->gen) {
+		/* a reload resolved the name elsewhere: this connection goes to the old address */
+		evhttp_connection_free(uc->evcon);
+		uc->evcon = NULL;
+	}
 	if (!uc->evcon) {
+		/* @host is an address literal (resolved at load): no lookup on the loop. */
 		uc->evcon = evhttp_connection_base_new(g->base, NULL, up->host, up->port);
+		uc->gen = up->gen;
 		if (!uc->evcon) {
 			gw_sched_release(g->sched, &r->job, now);
 			gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
@@ -644,8 +823,14 @@ void gw_upstream_forward(struct gw_req *r)
 	ih = evhttp_request_get_input_headers(r->req);
 	oh = evhttp_request_get_output_headers(oreq);
 	conn = evhttp_find_header(ih, "Connection");
+	/* A sign-in route's verdict header is the upstream's to write: the client's own is not
+	 * passed on (an upstream, or a proxy before it, that echoes request headers must not
+	 * hand a client's "X-Auth-Result: ok" back as if it were the verdict). */
+	verdict_hdr = is_login(r) && g->cfg->routes[r->route].login.by == SL_VERDICT_HEADER ?
+		      g->cfg->routes[r->route].login.by_name : NULL;
 	TAILQ_FOREACH(kv, ih, next)
-		if (hdr_kind(kv->key) == H_PASS && !(conn && in_connection(conn, kv->key)))
+		if (hdr_kind(kv->key) == H_PASS && !(conn && in_connection(conn, kv->key)) &&
+		    !(verdict_hdr && !strcasecmp(kv->key, verdict_hdr)))
 			evhttp_add_header(oh, kv->key, kv->value);
 	add_xff(r, oh, evhttp_find_header(ih, "X-Forwarded-For"));
 	evhttp_add_header(oh, "X-Forwarded-Proto", "http");
@@ -660,6 +845,9 @@ void gw_upstream_forward(struct gw_req *r)
 		 query ? query : "");
 	uc->r = r;
 	uc->err = -1;
+	uc->cls = r->job.cls;
+	if (uc->cls < GW_MAX_CLASSES)
+		up->lim[uc->cls].inflight++;
 	r->upc = uc;
 	r->up_start_ns = now;
 	up->busy++;
@@ -702,6 +890,12 @@ void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
 			evbuffer_add_printf(out, "sluice_gateway_upstream_requests_total{upstream=\"%s\","
 					    "result=\"%s\"} %llu\n", g->ups->u[i].url, result_names[k],
 					    (unsigned long long)g->ups->u[i].results[k]);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_probes_total Requests sent although "
+			    "their class's estimate was longer than what was left of their deadline: "
+			    "one a second, so that such a class is measured again.\n"
+			    "# TYPE sluice_gateway_upstream_probes_total counter\n"
+			    "sluice_gateway_upstream_probes_total %llu\n",
+			    (unsigned long long)g->ups->probes);
 	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_in_flight Forwards waiting for "
 			    "their answer, of the upstream's connections (slots).\n"
 			    "# TYPE sluice_gateway_upstream_in_flight gauge\n");
@@ -714,4 +908,74 @@ void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
 	for (i = 0; i < g->ups->n; i++)
 		evbuffer_add_printf(out, "sluice_gateway_upstream_slots{upstream=\"%s\"} %u\n",
 				    g->ups->u[i].url, g->ups->u[i].slots);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_limit Forwards of a route's "
+			    "class allowed in flight to the upstream at once: learned from the "
+			    "service time (gateway.upstream.adaptive), at most the ceiling.\n"
+			    "# TYPE sluice_gateway_upstream_limit gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_limit{upstream=\"%s\","
+						    "route=\"%s\"} %.2f\n", g->ups->u[i].url,
+						    g->sched->cls[k].name, g->ups->u[i].lim[k].limit);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_limit_ceiling The most the "
+			    "limit may reach (routes[].concurrency, else the upstream's "
+			    "connections).\n# TYPE sluice_gateway_upstream_limit_ceiling gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_limit_ceiling{upstream="
+						    "\"%s\",route=\"%s\"} %u\n", g->ups->u[i].url,
+						    g->sched->cls[k].name, g->ups->u[i].lim[k].cap);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_class_in_flight Forwards of a "
+			    "route's class waiting for their answer.\n"
+			    "# TYPE sluice_gateway_upstream_class_in_flight gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_class_in_flight{upstream="
+						    "\"%s\",route=\"%s\"} %u\n", g->ups->u[i].url,
+						    g->sched->cls[k].name, g->ups->u[i].lim[k].inflight);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_baseline_seconds The service "
+			    "time the limit is judged against: the least of the last window.\n"
+			    "# TYPE sluice_gateway_upstream_baseline_seconds gauge\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_baseline_seconds{"
+						    "upstream=\"%s\",route=\"%s\"} %.6f\n",
+						    g->ups->u[i].url, g->sched->cls[k].name,
+						    g->ups->u[i].lim[k].base_ns / 1e9);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_limit_changes_total Times the "
+			    "learned limit grew (up) or was cut (down).\n"
+			    "# TYPE sluice_gateway_upstream_limit_changes_total counter\n");
+	for (i = 0; i < g->ups->n; i++)
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (g->ups->u[i].lim[k].used)
+				evbuffer_add_printf(out, "sluice_gateway_upstream_limit_changes_total{"
+						    "upstream=\"%s\",route=\"%s\",direction=\"up\"} "
+						    "%llu\nsluice_gateway_upstream_limit_changes_total{"
+						    "upstream=\"%s\",route=\"%s\",direction=\"down\"} "
+						    "%llu\n", g->ups->u[i].url, g->sched->cls[k].name,
+						    (unsigned long long)g->ups->u[i].lim[k].increases,
+						    g->ups->u[i].url, g->sched->cls[k].name,
+						    (unsigned long long)g->ups->u[i].lim[k].decreases);
+	for (i = 0; i < g->cfg->n_routes; i++)
+		if (g->cfg->routes[i].login.from)
+			break;
+	if (i == g->cfg->n_routes)
+		return;
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_signin_verdicts_total Answers "
+			    "to a sign-in route by how they were read: success, failure, or given "
+			    "back (other_status, missing, unknown, malformed).\n"
+			    "# TYPE sluice_gateway_upstream_signin_verdicts_total counter\n");
+	for (i = 0; i < g->cfg->n_routes; i++) {
+		if (!g->cfg->routes[i].login.from)
+			continue;
+		for (k = 0; k < GW_VERDICT__N; k++)
+			evbuffer_add_printf(out, "sluice_gateway_upstream_signin_verdicts_total{"
+					    "route=\"%s\",verdict=\"%s\"} %llu\n",
+					    g->cfg->routes[i].name, gw_verdict_name(k),
+					    (unsigned long long)g->ups->verdicts[i][k]);
+	}
 }

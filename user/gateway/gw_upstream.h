@@ -5,9 +5,13 @@
  * without one) is admitted exactly as a built-in one (Host gives the tenant, the route the
  * cost class; reservations, the burst pool, the bounded queue with its deadline check at
  * dequeue, LIFO and CoDel), and when the scheduler starts it, it is forwarded instead of
- * hashed. Each upstream has a fixed number of connections (gateway.upstream.concurrency):
- * they are its "worker pool", a forward holds one until its answer, so the queue in front
+ * hashed. Each upstream has a fixed number of connections (gateway.upstream.concurrency),
+ * and each cost class on it a limit (routes[].concurrency, learned from the service time
+ * with gateway.upstream.adaptive): together they are its "worker pool". A forward holds a
+ * connection and a place in its class's limit until its answer, so the queue in front
  * governs what reaches the upstream and a request still queued at its deadline never does.
+ * Which upstream: the route's, else the tenant's, else the gateway's (host names resolved
+ * at config load, never here).
  *
  * What is forwarded (docs/gateway.md, "Upstream mode"): the method, the request-target,
  * the headers but the hop-by-hop ones (RFC 9110 7.6.1: Connection and every header it
@@ -58,10 +62,15 @@ int gw_upstreams_start(struct gateway *g, const struct sl_config *c);
  * kept until their forwards end). */
 void gw_upstreams_apply(struct gateway *g, const struct sl_config *c);
 void gw_upstreams_stop(struct gateway *g);
-/* Which upstream serves route @ri of the running config: its index, or -1 (built-in). */
-int gw_upstream_of_route(struct gateway *g, int ri);
-/* Has every upstream a free connection? (The dispatcher starts queued work only then.) */
+/* Which upstream serves route @ri for tenant @ti under the running config (the route's,
+ * else the tenant's, else gateway.upstream.url): its index, or -1 (built-in). */
+int gw_upstream_of(struct gateway *g, int ri, int ti);
+/* Has some upstream a free connection? (The dispatcher looks for work while the pool or
+ * some upstream has room.) */
 bool gw_upstreams_room(struct gateway *g);
+/* Can forward @r start now: its upstream has a free connection and its class is under its
+ * limit (or the upstream is down: it is shed at once)? The scheduler's readiness test. */
+bool gw_upstream_ready(struct gateway *g, const struct gw_req *r, uint64_t now);
 /* The scheduler started @r: forward it. Answers it (and releases its job) on every path. */
 void gw_upstream_forward(struct gw_req *r);
 /* A sign-in route (routes[].login): the account (folded) into r->user and the password into

@@ -10,11 +10,13 @@
 #include <libconfig.h>
 #include <math.h>
 #include <net/if.h>
+#include <netdb.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
@@ -381,6 +383,7 @@ void sl_config_defaults(struct sl_config *c)
 	c->gw.max_depth = 1024;
 	c->gw.reject_floor_ms = 250;
 	c->gw.login_uniform = 1;
+	c->gw.up.adaptive = 1;
 	c->gw.max_held = 1024;
 	c->gw.max_connections = 4096;
 	c->gw.max_requests_conn = 100;
@@ -423,6 +426,7 @@ void sl_config_defaults(struct sl_config *c)
 	c->stream.prefix_v4 = 24;
 	c->stream.prefix_v6 = 48;
 	c->stream.max_keys = 200000;
+	c->stream.redis_max_keys = 100000;
 	c->stream.tail_per_day = 100;
 	c->stream.min_attempts = 200;
 	c->stream.baseline_s = 3600;
@@ -480,7 +484,7 @@ int sl_config_class(const struct sl_config *c, const char *name)
 	return -1;
 }
 
-uint32_t sl_ghost_entries(uint32_t state_entries)
+uint32_t sl_state_slots(uint32_t state_entries)
 {
 	uint32_t n = 1024;
 
@@ -489,9 +493,9 @@ uint32_t sl_ghost_entries(uint32_t state_entries)
 	return n;
 }
 
-uint32_t sl_ghost_sets(uint32_t state_entries)
+uint32_t sl_bucket_sets(uint32_t state_entries)
 {
-	return sl_ghost_entries(state_entries) / SL_GHOST_WAYS;
+	return sl_state_slots(state_entries) / SL_BUCKET_WAYS;
 }
 
 static void resolve_path(char *dst, size_t n, const char *base, const char *p)
@@ -1055,7 +1059,7 @@ static void load_hosts(struct vctx *x, const config_setting_t *g, const char *wh
 static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "name", "listen", "rate", "burst", "static_rate",
-		"static_burst", "lease_ttl", "mode", "hosts", "reservation", NULL };
+		"static_burst", "lease_ttl", "mode", "hosts", "reservation", "upstream", NULL };
 	const config_setting_t *list = config_setting_get_member(root, "tenants");
 	uint32_t max_cost = 1;
 	int i, j, k, n;
@@ -1144,6 +1148,19 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 		load_hosts(x, g, where, t, c);
 		if (get_num(x, g, where, "reservation", false, 0.0, 1e12, &d))
 			t->reservation = d;
+		name = get_str(x, g, where, "upstream", false);
+		if (name) {
+			char host[64];
+			uint16_t port;
+			const char *why = NULL;
+
+			if (strcmp(name, "builtin") &&
+			    sl_upstream_parse(name, host, sizeof(host), &port, &why))
+				bad(x, config_setting_get_member(g, "upstream"), "%s.upstream: "
+				    "'%.80s' %s (or \"builtin\")", where, name, why);
+			else
+				snprintf(t->upstream, sizeof(t->upstream), "%s", name);
+		}
 
 		if (!t->edge_budget) {
 			static const char *const edge_only[] = { "burst", "static_rate",
@@ -1257,6 +1274,147 @@ static void load_statuses(struct vctx *x, const config_setting_t *l, const char 
 	}
 }
 
+/* A verdict's value list (routes[].login.header/.json success or failure): 1..8 strings of
+ * 1..31 printable ASCII bytes. */
+static void load_verdict_values(struct vctx *x, const config_setting_t *g, const char *where,
+				const char *name, char (*out)[SL_VERDICT_VALUE_LEN], uint8_t *n)
+{
+	const config_setting_t *l = config_setting_get_member(g, name);
+	int i, len;
+
+	*n = 0;
+	if (!l) {
+		bad(x, g, "%s.%s: required (the values that mean a %s; an answer with none of "
+		    "them gives the attempt back)", where, name, name);
+		return;
+	}
+	if (!config_setting_is_array(l) && !config_setting_is_list(l)) {
+		bad(x, l, "%s.%s: expected a list of strings, [\"ok\"]", where, name);
+		return;
+	}
+	len = config_setting_length(l);
+	if (!len)
+		bad(x, l, "%s.%s: at least one value", where, name);
+	if (len > SL_VERDICT_VALUES) {
+		bad(x, l, "%s.%s: at most %d values", where, name, SL_VERDICT_VALUES);
+		len = SL_VERDICT_VALUES;
+	}
+	for (i = 0; i < len; i++) {
+		const config_setting_t *e = config_setting_get_elem(l, (unsigned)i);
+		const char *v = config_setting_type(e) == CONFIG_TYPE_STRING ?
+				config_setting_get_string(e) : NULL;
+		const char *p;
+
+		if (!v) {
+			bad(x, e, "%s.%s: expected a string (a number or true is written \"1\", "
+			    "\"true\")", where, name);
+			continue;
+		}
+		for (p = v; *p && (unsigned char)*p >= 0x20 && (unsigned char)*p < 0x7f; p++)
+			;
+		if (!*v || *p || strlen(v) >= SL_VERDICT_VALUE_LEN) {
+			bad(x, e, "%s.%s: '%.40s' must be 1..%d printable ASCII characters", where,
+			    name, v, SL_VERDICT_VALUE_LEN - 1);
+			continue;
+		}
+		snprintf(out[(*n)++], SL_VERDICT_VALUE_LEN, "%s", v);
+	}
+}
+
+/* RFC 9110 5.6.2 tchar. */
+static bool is_tchar(unsigned char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+/*
+ * routes[].login.header = { name; success; failure; } or routes[].login.json = { field;
+ * success; failure; }: inside a `success` status, the upstream's verdict is this header's
+ * value or this JSON field's (docs/gateway.md). Both value lists are required: an answer
+ * that says neither gives the attempt back, so a missing list would mean an upstream's
+ * failures are never charged.
+ */
+static void load_route_verdict(struct vctx *x, const config_setting_t *l, const char *w,
+			       struct sl_route_cfg *r)
+{
+	static const char *const hdr_keys[] = { "name", "success", "failure", NULL };
+	static const char *const json_keys[] = { "field", "success", "failure", NULL };
+	static const char *const hop[] = { "connection", "keep-alive", "proxy-connection", "te",
+		"trailer", "transfer-encoding", "upgrade", "content-length", NULL };
+	const config_setting_t *h = config_setting_get_member(l, "header");
+	const config_setting_t *j = config_setting_get_member(l, "json");
+	const config_setting_t *v = h ? h : j;
+	char where[96];
+	const char *s;
+	int i, k;
+
+	if (h && j) {
+		bad(x, j, "%s: header or json, not both (one place says what the answer means)", w);
+		return;
+	}
+	if (!v)
+		return;
+	snprintf(where, sizeof(where), "%s.%s", w, h ? "header" : "json");
+	if (!config_setting_is_group(v)) {
+		bad(x, v, "%s: expected a group { %s = ...; success = [...]; failure = [...]; }",
+		    where, h ? "name" : "field");
+		return;
+	}
+	check_keys(x, v, where, h ? hdr_keys : json_keys);
+	s = get_str(x, v, where, h ? "name" : "field", true);
+	if (s && h) {
+		const char *p;
+
+		for (p = s; *p && is_tchar((unsigned char)*p); p++)
+			;
+		if (!*s || *p || strlen(s) >= SL_VERDICT_NAME_LEN) {
+			bad(x, config_setting_get_member(v, "name"), "%s.name: '%.64s' is not a "
+			    "header name (1..%d token characters)", where, s, SL_VERDICT_NAME_LEN - 1);
+			s = NULL;
+		}
+		for (k = 0; s && hop[k]; k++)
+			if (!strcasecmp(s, hop[k])) {
+				bad(x, config_setting_get_member(v, "name"), "%s.name: %s is a "
+				    "hop-by-hop header (RFC 9110 7.6.1): it says nothing about the "
+				    "sign-in", where, s);
+				s = NULL;
+			}
+	} else if (s) {
+		const char *p;
+		int segs = 1;
+		bool empty = !*s || *s == '.';
+
+		for (p = s; *p; p++) {
+			if (*p == '.') {
+				segs++;
+				if (p[1] == '.' || !p[1])
+					empty = true;
+			} else if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f) {
+				empty = true;
+			}
+		}
+		if (empty || segs > SL_VERDICT_PATH_MAX || strlen(s) >= SL_VERDICT_NAME_LEN) {
+			bad(x, config_setting_get_member(v, "field"), "%s.field: '%.64s' is not a "
+			    "dotted path of 1..%d member names or array indexes (\"result.status\", "
+			    "\"errors.0.code\"), under %d characters", where, s, SL_VERDICT_PATH_MAX,
+			    SL_VERDICT_NAME_LEN);
+			s = NULL;
+		}
+	}
+	load_verdict_values(x, v, where, "success", r->login.ok, &r->login.n_ok);
+	load_verdict_values(x, v, where, "failure", r->login.no, &r->login.n_no);
+	for (i = 0; i < r->login.n_ok; i++)
+		for (k = 0; k < r->login.n_no; k++)
+			if (!strcmp(r->login.ok[i], r->login.no[k]))
+				bad(x, v, "%s: '%s' is both a success and a failure", where,
+				    r->login.ok[i]);
+	if (!s)
+		return;
+	r->login.by = h ? SL_VERDICT_HEADER : SL_VERDICT_JSON;
+	snprintf(r->login.by_name, sizeof(r->login.by_name), "%s", s);
+}
+
 /*
  * routes[].login (upstream mode): the route signs people in, so the login counters and the
  * stream job see it as they see the built-in /login: the account from HTTP Basic or a body
@@ -1310,6 +1468,93 @@ static void load_route_login(struct vctx *x, const config_setting_t *l, const ch
 			if (r->login.success[i] == r->login.failure[j])
 				bad(x, l, "%s: %u is both a success and a failure", w,
 				    r->login.success[i]);
+	load_route_verdict(x, l, w, r);
+}
+
+/* One upstream URL named at @s: its host resolved now, into c->up_addrs (once per URL). */
+static void resolve_upstream(struct vctx *x, const config_setting_t *s, const char *where,
+			     const char *url, struct sl_config *c)
+{
+	struct sl_upstream_addr *a;
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
+	struct addrinfo *res = NULL;
+	char host[64], port_s[8];
+	const char *why = "";
+	uint16_t port;
+	unsigned char bin[16];
+	int e;
+
+	if (!url[0] || !strcmp(url, "builtin") || sl_config_upstream_addr(c, url))
+		return;
+	if (sl_upstream_parse(url, host, sizeof(host), &port, &why))
+		return; /* said where it was read */
+	if (c->n_up_addrs >= SL_MAX_UPSTREAM_ADDRS) {
+		bad(x, s, "%s: more than %d distinct upstreams", where, SL_MAX_UPSTREAM_ADDRS);
+		return;
+	}
+	a = &c->up_addrs[c->n_up_addrs];
+	memset(a, 0, sizeof(*a));
+	snprintf(a->url, sizeof(a->url), "%s", url);
+	a->port = port;
+	a->named = inet_pton(AF_INET, host, bin) != 1 && inet_pton(AF_INET6, host, bin) != 1;
+	if (!a->named) {
+		snprintf(a->addr, sizeof(a->addr), "%s", host);
+		c->n_up_addrs++;
+		return;
+	}
+	/* The load runs before the loop starts, on the reload worker, or in --check-config:
+	 * a blocking lookup here holds no request. */
+	snprintf(port_s, sizeof(port_s), "%u", port);
+	e = getaddrinfo(host, port_s, &hints, &res);
+	if (e || !res) {
+		bad(x, s, "%s: '%s': %s does not resolve: %s", where, url, host,
+		    e ? gai_strerror(e) : "no address");
+		if (res)
+			freeaddrinfo(res);
+		return;
+	}
+	if (res->ai_family == AF_INET)
+		inet_ntop(AF_INET, &((struct sockaddr_in *)res->ai_addr)->sin_addr, a->addr,
+			  sizeof(a->addr));
+	else
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)res->ai_addr)->sin6_addr, a->addr,
+			  sizeof(a->addr));
+	freeaddrinfo(res);
+	c->n_up_addrs++;
+}
+
+static void resolve_upstreams(struct vctx *x, const config_setting_t *root, struct sl_config *c)
+{
+	const config_setting_t *g = config_setting_get_member(root, "gateway");
+	const config_setting_t *up = g ? config_setting_get_member(g, "upstream") : NULL;
+	const config_setting_t *list = config_setting_get_member(root, "routes");
+	char where[48];
+	int i;
+
+	c->n_up_addrs = 0;
+	if (!c->gw.present)
+		return;
+	if (up && c->gw.up.url[0])
+		resolve_upstream(x, config_setting_get_member(up, "url"), "gateway.upstream.url",
+				 c->gw.up.url, c);
+	list = config_setting_get_member(root, "tenants");
+	for (i = 0; list && i < c->n_tenants; i++) {
+		const config_setting_t *t = config_setting_get_elem(list, (unsigned)i);
+
+		snprintf(where, sizeof(where), "tenants[%d].upstream", i);
+		if (c->tenants[i].upstream[0])
+			resolve_upstream(x, t ? config_setting_get_member(t, "upstream") : NULL,
+					 where, c->tenants[i].upstream, c);
+	}
+	list = config_setting_get_member(root, "routes");
+	for (i = 0; list && i < c->n_routes; i++) {
+		const config_setting_t *r = config_setting_get_elem(list, (unsigned)i);
+
+		snprintf(where, sizeof(where), "routes[%d].upstream", i);
+		if (c->routes[i].upstream[0])
+			resolve_upstream(x, r ? config_setting_get_member(r, "upstream") : NULL,
+					 where, c->routes[i].upstream, c);
+	}
 }
 
 /* routes[].login only where an upstream answers (the built-in /login counts its own). */
@@ -1322,11 +1567,19 @@ static void check_route_logins(struct vctx *x, const config_setting_t *root,
 	for (i = 0; list && i < c->n_routes; i++) {
 		const struct sl_route_cfg *r = &c->routes[i];
 		const config_setting_t *g = config_setting_get_elem(list, (unsigned)i);
-		bool up = r->upstream[0] ? strcmp(r->upstream, "builtin") != 0 : c->gw.up.url[0];
+		bool up = sl_config_upstream_of(c, i, -1) != NULL;
+		int t;
 
+		for (t = 0; !up && !r->upstream[0] && t < c->n_tenants; t++)
+			up = sl_config_upstream_of(c, i, t) != NULL;
+
+		if (r->concurrency && !up && g)
+			bad(x, config_setting_get_member(g, "concurrency"), "routes[%d].concurrency: "
+			    "only for a route an upstream serves (it caps forwards in flight)", i);
 		if (r->login.from && !up && g)
 			bad(x, config_setting_get_member(g, "login"), "routes[%d].login: only for a "
-			    "route an upstream serves (routes[].upstream or gateway.upstream.url); the "
+			    "route an upstream serves (routes[].upstream, tenants[].upstream or "
+			    "gateway.upstream.url); the "
 			    "built-in /login counts its own sign-ins", i);
 	}
 }
@@ -1334,9 +1587,9 @@ static void check_route_logins(struct vctx *x, const config_setting_t *root,
 static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "name", "method", "path", "cpu", "db", "upstream",
-		"login", NULL };
+		"login", "concurrency", NULL };
 	static const char *const login_keys[] = { "account", "username", "password", "success",
-		"failure", NULL };
+		"failure", "header", "json", NULL };
 	static const char *const from_names[] = { "", "basic", "form", "json", NULL };
 	const config_setting_t *list = config_setting_get_member(root, "routes");
 	int i, j, n;
@@ -1410,6 +1663,12 @@ static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_
 		}
 		load_route_login(x, config_setting_get_member(g, "login"), where, r, login_keys,
 				 from_names);
+		{
+			long v;
+
+			if (get_int(x, g, where, "concurrency", false, 1, 4096, &v))
+				r->concurrency = (uint32_t)v;
+		}
 		for (j = 0; j < c->n_routes; j++)
 			if (c->routes[j].method == r->method && !strcmp(c->routes[j].path, r->path))
 				bad(x, g, "%s: %s %s is listed twice", where, m ? m : "?", r->path);
@@ -1576,7 +1835,7 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 		"clients", "ceilings", "tls", "upstream", NULL };
 	static const char *const cap_keys[] = { "cpu", "db", NULL };
 	static const char *const up_keys[] = { "url", "concurrency", "timeout_ms",
-		"max_response", "down_ms", NULL };
+		"max_response", "down_ms", "adaptive", NULL };
 	static const char *const q_keys[] = { "target_wait_ms", "lifo_after_ms",
 		"codel_interval_ms", "default_deadline_ms", "max_deadline_ms", "max_depth", NULL };
 	static const char *const a_keys[] = { "m_cost_kib", "t_cost", "parallelism",
@@ -1719,6 +1978,12 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 						 64 << 20, gw->up.max_response);
 		gw->up.down_ms = get_u32_or(x, sub, "gateway.upstream", "down_ms", 0, 60000,
 					    gw->up.down_ms);
+		const config_setting_t *ad = config_setting_get_member(sub, "adaptive");
+
+		if (ad && config_setting_type(ad) != CONFIG_TYPE_BOOL)
+			bad(x, ad, "gateway.upstream.adaptive: expected true or false");
+		else if (ad)
+			gw->up.adaptive = config_setting_get_bool(ad);
 	}
 	gw->token_ttl_s = get_u32_or(x, g, "gateway", "token_ttl_s", 60, 30 * 86400,
 				     gw->token_ttl_s);
@@ -2456,7 +2721,8 @@ static void load_counters(struct vctx *x, const config_setting_t *root, struct s
 static void load_stream(struct vctx *x, const config_setting_t *root, struct sl_config *c)
 {
 	static const char *const keys[] = { "enabled", "window_s", "queue", "prefix_v4",
-		"prefix_v6", "max_keys", "tail_per_day", "min_attempts", "baseline_s", "records",
+		"prefix_v6", "max_keys", "redis_max_keys", "tail_per_day", "min_attempts",
+		"baseline_s", "records",
 		"ladder_delay_ms", "mode", "prefix_accounts", "asn_accounts", "account_sources",
 		"password_accounts", "tenant_failure_ratio", "account_keys", NULL };
 	static const char *const dkeys[] = { "enabled", "mode", "threshold", "action", "factor",
@@ -2508,6 +2774,8 @@ static void load_stream(struct vctx *x, const config_setting_t *root, struct sl_
 		st->prefix_v6 = (uint8_t)v;
 	if (get_int(x, g, "stream", "max_keys", false, 1024, 1L << 26, &v))
 		st->max_keys = (uint32_t)v;
+	if (get_int(x, g, "stream", "redis_max_keys", false, 0, 1L << 26, &v))
+		st->redis_max_keys = (uint32_t)v;
 	if (get_int(x, g, "stream", "tail_per_day", false, 1, 1L << 30, &v))
 		st->tail_per_day = (uint32_t)v;
 	if (get_int(x, g, "stream", "min_attempts", false, 1, 1L << 30, &v))
@@ -2632,6 +2900,7 @@ int sl_config_load(const char *path, const char *base_dir, struct sl_config *out
 	load_tenants(&x, config_root_setting(&cfg), c);
 	load_gateway(&x, config_root_setting(&cfg), c, base_dir);
 	check_route_logins(&x, config_root_setting(&cfg), c);
+	resolve_upstreams(&x, config_root_setting(&cfg), c);
 	if (!c->has_edge && !c->gw.present)
 		bad(&x, NULL, "nothing to run: the file has neither an 'edge' nor a 'gateway' "
 		    "section");
@@ -2816,11 +3085,16 @@ int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *por
 	const char *h, *end, *colon;
 	unsigned char a[16];
 	char *e;
-	size_t n;
+	size_t n, i;
 	long p;
 
+	if (!strncmp(url, "unix:", 5)) {
+		*why = "is a Unix socket: not supported with this libevent (2.1's HTTP client "
+		       "connects over TCP only; see docs/gateway.md)";
+		return -EINVAL;
+	}
 	if (strncmp(url, "http://", 7)) {
-		*why = "is not http://ADDR:PORT (https and unix: sockets are not supported yet)";
+		*why = "is not http://HOST:PORT (https is not supported yet)";
 		return -EINVAL;
 	}
 	h = url + 7;
@@ -2842,15 +3116,29 @@ int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *por
 		n = (size_t)(colon - h);
 	}
 	if (!n || n >= hostlen) {
-		*why = "has no address, or one too long";
+		*why = "has no host, or one too long";
 		return -EINVAL;
 	}
 	memcpy(host, h, n);
 	host[n] = '\0';
-	if (inet_pton(strchr(host, ':') ? AF_INET6 : AF_INET, host, a) != 1) {
-		*why = "needs an IPv4 or [IPv6] address, not a name (a name would be resolved on "
-		       "the event loop)";
-		return -EINVAL;
+	if (h[-1] == '[') {
+		if (inet_pton(AF_INET6, host, a) != 1) {
+			*why = "has no IPv6 address inside [ ]";
+			return -EINVAL;
+		}
+	} else if (inet_pton(AF_INET, host, a) != 1) {
+		/* A DNS name (RFC 1123): letters, digits, '-' and '.', no empty label. */
+		for (i = 0; i < n; i++) {
+			char c = host[i];
+
+			if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			      (c >= '0' && c <= '9') || c == '-' || c == '.') ||
+			    (c == '.' && (i == 0 || host[i - 1] == '.')) ||
+			    (c == '-' && (i == 0 || host[i - 1] == '.')) || strchr(host, ':')) {
+				*why = "needs an IPv4 address, [IPv6], or a DNS name";
+				return -EINVAL;
+			}
+		}
 	}
 	errno = 0;
 	p = strtol(colon + 1, &e, 10);
@@ -2860,4 +3148,28 @@ int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *por
 	}
 	*port = (uint16_t)p;
 	return 0;
+}
+
+const char *sl_config_upstream_of(const struct sl_config *c, int ri, int ti)
+{
+	const char *u = "";
+
+	if (ri >= 0 && ri < c->n_routes)
+		u = c->routes[ri].upstream;
+	if (!u[0] && ti >= 0 && ti < c->n_tenants)
+		u = c->tenants[ti].upstream;
+	if (!u[0])
+		u = c->gw.up.url;
+	return u[0] && strcmp(u, "builtin") ? u : NULL;
+}
+
+const struct sl_upstream_addr *sl_config_upstream_addr(const struct sl_config *c,
+						       const char *url)
+{
+	int i;
+
+	for (i = 0; i < c->n_up_addrs; i++)
+		if (!strcmp(c->up_addrs[i].url, url))
+			return &c->up_addrs[i];
+	return NULL;
 }

@@ -55,6 +55,11 @@ struct sl_port_cfg {
 #define SL_ROUTE_PATH_LEN 64
 #define SL_ROUTE_NAME_LEN 32
 #define SL_UPSTREAM_URL_LEN 80
+#define SL_MAX_UPSTREAM_ADDRS 16
+#define SL_VERDICT_NAME_LEN 64   /* a verdict header's name, a JSON field's dotted path */
+#define SL_VERDICT_VALUES 8      /* values in a verdict's success and failure lists */
+#define SL_VERDICT_VALUE_LEN 32  /* bytes of one, with the NUL */
+#define SL_VERDICT_PATH_MAX 8    /* segments of a JSON field's path */
 
 /* A route: method + path prefix -> cost in each budget. One cost unit is 100 us of CPU. */
 struct sl_route_cfg {
@@ -66,6 +71,9 @@ struct sl_route_cfg {
 	/* upstream mode: "" serves it as gateway.upstream says (the built-in endpoint when
 	 * there is none); "builtin": the built-in endpoint; else "http://ADDR:PORT" */
 	char upstream[SL_UPSTREAM_URL_LEN];
+	/* upstream mode: at most this many of its forwards in flight to one upstream (its
+	 * class's concurrency, the learned limit's ceiling); 0: the upstream's connections */
+	uint32_t concurrency;
 	/* upstream mode: this route signs people in (routes[].login): where the account name
 	 * is, and which of the upstream's statuses are a success or a failed sign-in */
 	struct sl_route_login {
@@ -73,7 +81,21 @@ struct sl_route_cfg {
 		char user[32], password[32]; /* the body's field names (form, json) */
 		uint16_t success[8], failure[8];
 		uint8_t n_success, n_failure;
+		/* routes[].login.header / .json: inside a `success` status, the verdict is what
+		 * this header or JSON field of the answer says (docs/gateway.md, "The verdict
+		 * from a header or a JSON field") */
+		uint8_t by;            /* enum sl_verdict_by */
+		char by_name[SL_VERDICT_NAME_LEN]; /* the header's name, the field's dotted path */
+		char ok[SL_VERDICT_VALUES][SL_VERDICT_VALUE_LEN];
+		char no[SL_VERDICT_VALUES][SL_VERDICT_VALUE_LEN];
+		uint8_t n_ok, n_no;
 	} login;
+};
+
+enum sl_verdict_by {
+	SL_VERDICT_STATUS = 0,         /* the status lists alone */
+	SL_VERDICT_HEADER,             /* routes[].login.header */
+	SL_VERDICT_JSON,               /* routes[].login.json */
 };
 
 enum sl_login_from {
@@ -115,6 +137,7 @@ struct sl_gateway_cfg {
 		uint32_t timeout_ms;   /* a whole answer within (and within the deadline) */
 		uint32_t max_response; /* bytes of an answer's body; more: 502 */
 		uint32_t down_ms;      /* after a refused connect, shed (429) this long */
+		int adaptive;          /* learn each class's limit from its service time */
 	} up;
 	uint32_t token_ttl_s;          /* session token lifetime */
 	char session_key[PATH_MAX];    /* 64 hex chars (32-byte MAC key); empty: random */
@@ -194,6 +217,9 @@ struct sl_tenant_cfg {
 	double reservation;               /* gateway: units/s always admitted (cpu budget) */
 	double ceiling;                   /* gateway.ceilings: units/s at most, reserved and
 					   * burst together (the courtesy); 0: capacity.cpu */
+	/* upstream mode: where this tenant's routes go when the route names none; "": as
+	 * gateway.upstream.url says; "builtin": the built-in endpoints */
+	char upstream[SL_UPSTREAM_URL_LEN];
 };
 
 /* Shared state (docs/configuration.md, "redis", "cluster", "counters"). */
@@ -285,6 +311,7 @@ struct sl_stream_cfg {
 	uint32_t queue;             /* outcome events in flight (a power of two) */
 	uint8_t prefix_v4, prefix_v6; /* the source prefix the detectors key by */
 	uint32_t max_keys;          /* per detector; the least recently seen go first */
+	uint32_t redis_max_keys;    /* with Redis: live HyperLogLog keys per tenant; 0 no cap */
 	uint32_t tail_per_day;      /* attempts per account per day above which it is non-human */
 	uint32_t min_attempts;      /* tenant ratio: attempts in the window before it judges */
 	uint32_t baseline_s;        /* tenant ratio: the trailing baseline's time constant */
@@ -342,6 +369,16 @@ struct sl_config {
 
 	struct sl_route_cfg routes[SL_MAX_ROUTES];
 	int n_routes;
+
+	/* Every upstream URL the file names, its host resolved at load (a start, a reload, or
+	 * --check-config: never on the event loop), its first address (getaddrinfo's order) */
+	struct sl_upstream_addr {
+		char url[SL_UPSTREAM_URL_LEN];
+		char addr[64];             /* an IPv4 or IPv6 literal */
+		uint16_t port;
+		bool named;                /* the URL names a host, not an address */
+	} up_addrs[SL_MAX_UPSTREAM_ADDRS];
+	int n_up_addrs;
 
 	struct sl_client_cfg clients[SL_MAX_CLIENTS];
 	int n_clients;
@@ -416,10 +453,11 @@ int sl_config_client(const struct sl_config *c, int tenant, const char *id);
 /* Class id for @name, or -1. */
 int sl_config_class(const struct sl_config *c, const char *name);
 
-/* Ghost table size for a state table of @state_entries: the next power of two. */
-uint32_t sl_ghost_entries(uint32_t state_entries);
-/* Ghost sets (four ways each) for @state_entries buckets: sl_ghost_entries() / 4. */
-uint32_t sl_ghost_sets(uint32_t state_entries);
+/* Slots of a table sized by @state_entries (bucket ways, SYN-front pending slots): the next
+ * power of two, at least 1024. */
+uint32_t sl_state_slots(uint32_t state_entries);
+/* Bucket sets (SL_BUCKET_WAYS ways each) for @state_entries buckets: sl_state_slots() / 4. */
+uint32_t sl_bucket_sets(uint32_t state_entries);
 /* The most the edge can charge one connection: the largest port cost, unreadable cost, or
  * (on stateless HTTP ports) route cost. Every edge burst must hold one. budget.h says which
  * route or port it is (sl_edge_dearest). */
@@ -429,9 +467,15 @@ const char *sl_mode_name(uint8_t mode);
 const char *sl_action_name(uint8_t action);
 const char *sl_front_name(uint8_t front);
 
-/* "http://ADDR:PORT" (ADDR an IPv4 literal or [IPv6]; no names: they would be resolved on the
- * event loop) into @host and @port; 0, or -EINVAL with why in @why. */
+/* "http://HOST:PORT" (HOST an IPv4 literal, [IPv6], or a DNS name) into @host and @port;
+ * 0, or -EINVAL with why in @why. Resolves nothing. */
 int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *port,
 		      const char **why);
+/* Which upstream serves route @ri for tenant @ti (route > tenant > gateway): its URL, or
+ * NULL for the built-in endpoint. @ti < 0: the route's and the gateway's only. */
+const char *sl_config_upstream_of(const struct sl_config *c, int ri, int ti);
+/* The address the config load resolved for upstream @url, or NULL (not in the file). */
+const struct sl_upstream_addr *sl_config_upstream_addr(const struct sl_config *c,
+						       const char *url);
 
 #endif

@@ -256,6 +256,8 @@ static void show_routes(struct show *s, const struct sl_config *c)
 		num(s, "db", r->db);
 		if (r->upstream[0])
 			str(s, "upstream", r->upstream);
+		if (r->concurrency)
+			integer(s, "concurrency", r->concurrency);
 		if (r->login.from) {
 			static const char *const from[] = { "", "basic", "form", "json" };
 			int k;
@@ -272,6 +274,21 @@ static void show_routes(struct show *s, const struct sl_config *c)
 			for (k = 0; k < r->login.n_failure; k++)
 				integer(s, NULL, r->login.failure[k]);
 			array_end(s);
+			if (r->login.by) {
+				bool h = r->login.by == SL_VERDICT_HEADER;
+
+				group(s, h ? "header" : "json");
+				str(s, h ? "name" : "field", r->login.by_name);
+				array(s, "success");
+				for (k = 0; k < r->login.n_ok; k++)
+					str(s, NULL, r->login.ok[k]);
+				array_end(s);
+				array(s, "failure");
+				for (k = 0; k < r->login.n_no; k++)
+					str(s, NULL, r->login.no[k]);
+				array_end(s);
+				group_end(s);
+			}
 			group_end(s);
 		}
 		group_end(s);
@@ -315,6 +332,8 @@ static void show_tenants(struct show *s, const struct sl_config *c)
 			absent(s, "rate", "none (no edge budget)");
 		}
 		num(s, "reservation", t->reservation);
+		if (t->upstream[0])
+			str(s, "upstream", t->upstream);
 		group_end(s);
 	}
 	list_end(s);
@@ -408,6 +427,7 @@ static void show_gateway(struct show *s, const struct sl_config *c)
 		integer(s, "timeout_ms", g->up.timeout_ms);
 		integer(s, "max_response", g->up.max_response);
 		integer(s, "down_ms", g->up.down_ms);
+		boolean(s, "adaptive", g->up.adaptive);
 		group_end(s);
 	} else {
 		absent(s, "upstream", "none (the built-in endpoints)");
@@ -560,6 +580,7 @@ static void show_stream(struct show *s, const struct sl_config *c)
 	integer(s, "prefix_v4", st->prefix_v4);
 	integer(s, "prefix_v6", st->prefix_v6);
 	integer(s, "max_keys", st->max_keys);
+	integer(s, "redis_max_keys", st->redis_max_keys);
 	integer(s, "tail_per_day", st->tail_per_day);
 	integer(s, "min_attempts", st->min_attempts);
 	integer(s, "baseline_s", st->baseline_s);

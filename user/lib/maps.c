@@ -19,6 +19,7 @@
 #include "maps.h"
 #include "sluice/cookie.h"
 #include "sluice/gcra.h"
+#include "sluice/hash.h"
 
 static const char *const map_names[SL_N_MAPS] = SL_MAP_NAMES;
 
@@ -479,7 +480,7 @@ int sl_maps_read_stats(const struct sl_maps *m, struct sl_counters *rows)
 			for (k = 0; k < SL_REASON_SLOTS; k++)
 				rows[r].pkts[k] += per[c].pkts[k];
 			rows[r].key_new += per[c].key_new;
-			rows[r].key_returned += per[c].key_returned;
+			rows[r].key_homeless += per[c].key_homeless;
 			rows[r].cas_busy += per[c].cas_busy;
 			rows[r].synacks += per[c].synacks;
 			rows[r].events_lost += per[c].events_lost;
@@ -489,18 +490,173 @@ int sl_maps_read_stats(const struct sl_maps *m, struct sl_counters *rows)
 	return 0;
 }
 
+/* Sets read per batch when the table is walked whole. */
+#define SET_BATCH 4096u
+
+long sl_maps_bucket_capacity(const struct sl_maps *m)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (bpf_obj_get_info_by_fd(m->buckets, &info, &len))
+		return -errno;
+	if (info.value_size != sizeof(struct sl_bucket_set) || !info.max_entries ||
+	    (info.max_entries & (info.max_entries - 1)))
+		return -EPROTO; /* not this build's table */
+	return (long)info.max_entries * SL_BUCKET_WAYS;
+}
+
 long sl_maps_count_buckets(const struct sl_maps *m)
 {
-	struct sl_bkey k, next;
-	void *prev = NULL;
-	long n = 0;
+	long cap = sl_maps_bucket_capacity(m), n = 0;
+	struct sl_bucket_set *buf;
+	__u32 *keys, sets, got = 0;
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
 
-	while (!bpf_map_get_next_key(m->buckets, prev, &next)) {
-		k = next;
-		prev = &k;
-		n++;
+	if (cap < 0)
+		return cap;
+	sets = (__u32)(cap / SL_BUCKET_WAYS);
+	buf = calloc(SET_BATCH, sizeof(*buf));
+	keys = calloc(SET_BATCH, sizeof(*keys));
+	if (!buf || !keys) {
+		free(buf);
+		free(keys);
+		return -ENOMEM;
 	}
-	return errno == ENOENT ? n : -errno;
+	while (got < sets) {
+		/* An array's keys are 0..sets-1: the batch resumes after @in, the last one read. */
+		__u32 want = sets - got < SET_BATCH ? sets - got : SET_BATCH, in = got - 1, next, i;
+		int w, err = bpf_map_lookup_batch(m->buckets, got ? &in : NULL, &next, keys, buf,
+						  &want, &o);
+
+		for (i = 0; i < want; i++)
+			for (w = 0; w < SL_BUCKET_WAYS; w++)
+				n += buf[i].way[w].tag != 0;
+		got += want;
+		if ((err && errno != ENOENT) || !want) {
+			if (got < sets)
+				n = err ? -errno : -EIO;
+			break;
+		}
+	}
+	free(buf);
+	free(keys);
+	return n;
+}
+
+/* @k's set (read into @bs), its index and its tag. */
+static int read_set(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket_set *bs,
+		    __u32 *idx, __u32 *tag)
+{
+	struct sl_settings set;
+	long cap = sl_maps_bucket_capacity(m);
+	__u64 h;
+
+	if (cap < 0)
+		return (int)cap;
+	if (sl_maps_read_settings(m, &set))
+		return -errno;
+	h = sl_key_hash(k, set.hash_seed);
+	*idx = (__u32)h & (__u32)(cap / SL_BUCKET_WAYS - 1);
+	*tag = (__u32)(h >> 32);
+	if (bpf_map_lookup_elem(m->buckets, idx, bs))
+		return -errno;
+	return 0;
+}
+
+static int own_way(const struct sl_bucket_set *bs, __u32 tag)
+{
+	int w;
+
+	for (w = 0; w < SL_BUCKET_WAYS; w++)
+		if (bs->way[w].tag == tag)
+			return w;
+	return -1;
+}
+
+/* The datapath's way_to_take() (bpf/sluice.bpf.c), for predictions and writes. */
+static int free_way(const struct sl_bucket_set *bs, __u64 now)
+{
+	__u64 low = ~0ull;
+	int w, victim = -1;
+
+	for (w = 0; w < SL_BUCKET_WAYS; w++) {
+		__u64 t = bs->way[w].tat;
+
+		if (!bs->way[w].tag || t <= now)
+			return w;
+		if (t - now <= (__u64)bs->way[w].lead << SL_LEAD_SHIFT && t < low) {
+			low = t;
+			victim = w;
+		}
+	}
+	return victim;
+}
+
+int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket *b)
+{
+	struct sl_bucket_set bs;
+	__u32 idx, tag;
+	int w, ret = read_set(m, k, &bs, &idx, &tag);
+
+	if (ret)
+		return ret;
+	w = own_way(&bs, tag);
+	if (w < 0)
+		return -ENOENT;
+	b->tat = bs.way[w].tat;
+	b->streak = bs.shed[w].streak;
+	b->last_shed_s = bs.shed[w].last_shed_s;
+	return 0;
+}
+
+int sl_maps_predict_bucket(const struct sl_maps *m, const struct sl_bkey *k, __u64 now,
+			   __u64 fresh, __u64 *tat, bool *homeless)
+{
+	struct sl_bucket_set bs;
+	__u32 idx, tag;
+	int w, ret = read_set(m, k, &bs, &idx, &tag);
+
+	if (ret)
+		return ret;
+	w = own_way(&bs, tag);
+	if (w >= 0) {
+		*tat = bs.way[w].tat;
+		*homeless = false;
+	} else if (free_way(&bs, now) >= 0) {
+		*tat = fresh;
+		*homeless = false;
+	} else {
+		*tat = bs.spill_tat;
+		*homeless = true;
+	}
+	return 0;
+}
+
+int sl_maps_write_bucket(const struct sl_maps *m, const struct sl_bkey *k,
+			 const struct sl_bucket *b, __u64 lead_ns)
+{
+	struct sl_bucket_set bs;
+	__u32 idx, tag;
+	__u64 lead = lead_ns >> SL_LEAD_SHIFT;
+	int w, ret = read_set(m, k, &bs, &idx, &tag);
+
+	if (ret)
+		return ret;
+	w = own_way(&bs, tag);
+	if (w < 0)
+		w = free_way(&bs, sl_now_ns());
+	if (w < 0)
+		return -ENOSPC; /* every way holds a spent key: none is given away, here either */
+	bs.way[w].tag = tag;
+	bs.way[w].tat = b->tat;
+	bs.way[w].lead = lead > 0xffffffffull ? 0xffffffffu : (__u32)lead;
+	bs.shed[w].streak = b->streak;
+	bs.shed[w].last_shed_s = b->last_shed_s;
+	if (bpf_map_update_elem(m->buckets, &idx, &bs, BPF_ANY))
+		return -errno;
+	return 0;
 }
 
 int sl_maps_read_meta(const struct sl_maps *m, struct sl_meta *meta)
@@ -581,13 +737,6 @@ int sl_maps_fast_class(const struct sl_maps *m, const struct sl_prefix *a, uint3
 		}
 		*cls = e & SL_V6_CHILD ? SL_DIR_USE_TRIE : e & 15;
 	}
-	return 0;
-}
-
-int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket *b)
-{
-	if (bpf_map_lookup_elem(m->buckets, k, b))
-		return -errno;
 	return 0;
 }
 

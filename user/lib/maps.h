@@ -14,19 +14,19 @@
 #include "config.h"
 #include "sluice/abi.h"
 
-#define SL_MAP_NAMES { "sl_buckets", "sl_ghosts", "sl_asn", "sl_asn_dir", "sl_classes", \
+#define SL_MAP_NAMES { "sl_buckets", "sl_asn", "sl_asn_dir", "sl_classes", \
 		       "sl_ports", "sl_settings", "sl_stats", "sl_meta", "sl_cookie_keys", \
 		       "sl_conns", "sl_tenant_keys", "sl_tenants", "sl_tenant_state", \
 		       "sl_verdicts", "sl_vcount", "sl_events", "sl_routes", "sl_hosts", \
 		       "sl_route_stats", "sl_tenant_stats", "sl_tenant_demand", "sl_shed", \
 		       "sl_pending", "sl_local", "sl_local_host", "sl_shed_sets", "sl_local_gen", \
 		       "sl_asn6" }
-#define SL_N_MAPS 29
+#define SL_N_MAPS 28
 
 struct sl_maps {
 	union {
 		struct {
-			int buckets, ghosts, asn, asn_dir, classes, ports, settings, stats, meta;
+			int buckets, asn, asn_dir, classes, ports, settings, stats, meta;
 			int cookie_keys, conns, tenant_keys, tenants, tenant_state, verdicts;
 			int vcount, events, routes, hosts, route_stats, tenant_stats;
 			int tenant_demand, shed, pending, local, local_host, shed_sets, local_gen;
@@ -84,8 +84,10 @@ int sl_maps_drop_idle_asn(const struct sl_maps *m);
 
 /* Sum the per-CPU counters into one row per class (SL_STATS_ROWS rows). */
 int sl_maps_read_stats(const struct sl_maps *m, struct sl_counters *rows);
-/* Number of live buckets, or a negative errno. */
+/* Number of live buckets (ways holding a key), or a negative errno. */
 long sl_maps_count_buckets(const struct sl_maps *m);
+/* Buckets the table can hold: its sets x SL_BUCKET_WAYS, or a negative errno. */
+long sl_maps_bucket_capacity(const struct sl_maps *m);
 
 int sl_maps_read_meta(const struct sl_maps *m, struct sl_meta *meta);
 int sl_maps_write_meta(const struct sl_maps *m, const struct sl_meta *meta);
@@ -97,8 +99,19 @@ int sl_maps_lookup_asn(const struct sl_maps *m, const struct sl_prefix *a, struc
 /* What the live slot's fast table says for @a, as the datapath reads it: a class id from the
  * /24 table (IPv4) or the IPv6 table, or SL_DIR_USE_TRIE where the trie decides. */
 int sl_maps_fast_class(const struct sl_maps *m, const struct sl_prefix *a, uint32_t *cls);
-/* The bucket at @k: 0, or -ENOENT when the key has no state. */
+/* The bucket at @k: 0, or -ENOENT when the key has no way of its own (a charge would take a
+ * way, or be homeless: sl_maps_predict_bucket says which). */
 int sl_maps_lookup_bucket(const struct sl_maps *m, const struct sl_bkey *k, struct sl_bucket *b);
+/* The TAT a charge of @k would start from now when it has no way: @fresh (the new-key TAT)
+ * if a way is free to take, else the set's spill bucket's. *@homeless says which. */
+int sl_maps_predict_bucket(const struct sl_maps *m, const struct sl_bkey *k, __u64 now,
+			   __u64 fresh, __u64 *tat, bool *homeless);
+/* Write @b as @k's bucket: into its own way, else a way the datapath would let it take;
+ * -ENOSPC when every way of its set holds a spent key (none is given away). @lead_ns: how far ahead a new bucket of @k starts (0: forgettable only once full).
+ * Read-modify-write of the whole set, not atomic against the datapath: for operators' clears
+ * and tests. */
+int sl_maps_write_bucket(const struct sl_maps *m, const struct sl_bkey *k,
+			 const struct sl_bucket *b, __u64 lead_ns);
 
 /* Tenants: names, listen keys and static fallback. The lease of a tenant already in the map
  * under the same name is kept (reloads and starts do not touch it: lease.c writes it); a new

@@ -14,6 +14,7 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <hiredis/hiredis.h>
+#include <openssl/evp.h>
 #include <sodium.h>
 
 #include "addr.h"
@@ -81,6 +82,9 @@ struct tstat {
 	double baseline;         /* trailing failure ratio (EWMA, per bucket) */
 	bool have_baseline;
 	uint64_t alerted_until;
+	/* With Redis: the tenant's live HyperLogLog keys the last grant saw, and its guesses
+	 * refused a new key at stream.redis_max_keys. */
+	uint64_t redis_keys, redis_capped;
 };
 
 struct probe;
@@ -123,7 +127,9 @@ struct stream {
 	char ruser[sizeof(((struct sl_config *)0)->redis.user)];
 	char rpass[sizeof(((struct sl_config *)0)->redis.password)];
 	bool rdrop;              /* a reply said this connection is not the master's */
+	bool evals;              /* send the scripts whole (a new connection, a NOSCRIPT) */
 	struct probe *probes;    /* a batch's, BATCH x (SL_DET_N - 1) */
+	int8_t *pstate;          /* each probe's round in redis_pipeline() */
 	int64_t *shared;
 	int first[BATCH + 1];
 	bool redis_down;
@@ -550,6 +556,14 @@ struct probe {
 	uint64_t member;
 	bool mint;          /* may make the key on Redis: a guess (checked against a password) */
 	char text[80];      /* the key for people: "2001:db8::/48", "AS64500", ... */
+	/* Set with the batch (under mu), for the round trip outside it: */
+	uint16_t tenant;
+	uint32_t cap;       /* stream.redis_max_keys then; 0: no cap */
+	char tname[SL_TENANT_NAME_LEN];
+	/* What the round trip found: */
+	bool capped;        /* its key was new and the tenant's live-key set was full */
+	bool unshared;      /* its member is not in Redis: no key, and this probe made none */
+	int64_t live;       /* the tenant's live keys the grant saw; -1: not asked */
 };
 
 /*
@@ -580,6 +594,14 @@ static void detect(struct stream *s, const struct probe *p, const struct sl_outc
 	if (p->det != SL_DET_ACCOUNT_SOURCES && now < e->flagged_until)
 		return;
 	n = shared >= 0 ? (uint64_t)shared : hll_window_count(&e->w, now);
+	if (p->unshared) {
+		/* Its key was not there and this probe did not make it (a refused attempt, the
+		 * tenant at its cap, a write Redis refused): Redis's count lacks this node's
+		 * members, so the node's own window counts too. */
+		uint64_t mine = hll_window_count(&e->w, now);
+
+		n = mine > n ? mine : n;
+	}
 	if (p->det == SL_DET_ACCOUNT_SOURCES) {
 		/* The ladder: delay at the threshold, step-up at twice it, and at four times
 		 * (a burst already in flight) the step-up held for the delay too. */
@@ -753,6 +775,7 @@ static bool redis_ready(struct stream *s, uint64_t now)
 		s->redis_retry_at = now + RETRY_NS;
 		return false;
 	}
+	s->evals = true;
 	if (s->redis_down)
 		log_info("stream: Redis %s answers again; counts are shared", a);
 	__atomic_store_n(&s->redis_down, false, __ATOMIC_RELAXED);
@@ -760,21 +783,156 @@ static bool redis_ready(struct stream *s, uint64_t now)
 }
 
 /*
- * A refused attempt (nobody's password checked: a 429, a step-up, a decoy) adds its member
- * only to a key a guess has already made, and never extends its TTL: whoever can send
- * refused requests from fresh prefixes cannot mint keys (issue 16: each 429 from a fresh
- * prefix made a ~270-byte key living 700 s, 100k of them 45 MB). A key costs a checked
- * attempt, which the counters and the hash pool bound. It still reads the shared count.
- * KEYS: the window's buckets, newest first; ARGV[1]: the member. Returns {count, the
- * PFADD's error (OOM, ...) or 0}. All keys share one hash tag, so one slot.
+ * Three rounds, each one pipeline (the later two only when there is something to ask):
+ *
+ *  1. Every probe, one EVAL of known_lua: add the member if the newest bucket's key exists,
+ *     and read the window's count. A refused attempt (nobody's password checked: a 429, a
+ *     step-up, a decoy) never goes further, so whoever can send refused requests from fresh
+ *     prefixes cannot mint keys (issue 16: each 429 from a fresh prefix made a ~270-byte key
+ *     living 700 s, 100k of them 45 MB). An existing key's TTL is never extended: a
+ *     bucket's key lives its window from its making, whoever adds to it.
+ *  2. A guess whose key did not exist asks its tenant for room (grant_lua, in the tenant's
+ *     slot). A tenant counts the keys its guesses made in each bucket span
+ *     (PREFIX:{TENANT}:hll:made:BUCKET, living as long as a key made in that span does);
+ *     the live keys are the sum over the spans a key can still be alive in (MADE_BUCKETS),
+ *     and past stream.redis_max_keys a guess is refused room: counted (capped), it counts
+ *     in process only. The cap bounds what one tenant's checked attempts (a credential-
+ *     stuffing run, a forced reset) can make Redis hold, whatever the counters allow, at a
+ *     handful of small keys a tenant rather than an entry per key. Two nodes making the
+ *     same key at once both count it, and a key Redis evicted counts again when remade:
+ *     the sum errs high, so the cap only ever binds early. Skipped when the cap is 0.
+ *  3. A guess granted room (or any, with no cap) makes the key: PFADD, PEXPIRE, PFCOUNT.
+ *
+ * All keys of one probe share one hash tag, so one slot; the counts are in the tenant's.
+ * That is why it takes rounds on a Redis Cluster. On one Redis (an address, or the master
+ * the sentinels name) one_lua does all three in one script, one round trip a batch as
+ * before the cap (the rounds cost ~45 % of the job's events/s on Redis: bench/stream).
  */
-static const char add_if_known_lua[] =
-	"local failed = 0\n"
-	"if redis.call('EXISTS', KEYS[1]) == 1 then\n"
+#define MADE_BUCKETS (WINDOW_BUCKETS + 2)
+
+static const char known_lua[] =
+	"local failed, existed = 0, redis.call('EXISTS', KEYS[1])\n"
+	"if existed == 1 then\n"
 	"  local r = redis.pcall('PFADD', KEYS[1], ARGV[1])\n"
 	"  if type(r) == 'table' and r.err then failed = r.err end\n"
 	"end\n"
-	"return {redis.call('PFCOUNT', unpack(KEYS)), failed}\n";
+	"return {redis.call('PFCOUNT', unpack(KEYS)), failed, existed}\n";
+
+/* The room check: KEYS[first..last] the tenant's made counts, newest first; the cap and
+ * the counts' TTL in ms. Sets made_n (the live keys, one more when granted) and returns
+ * 1 granted, 0 full, or Redis's error. Shared by both scripts. */
+#define ROOM_LUA \
+	"local function room(first, last, cap, ttl)\n" \
+	"  local n = 0\n" \
+	"  for _, v in ipairs(redis.call('MGET', unpack(KEYS, first, last))) do\n" \
+	"    n = n + (tonumber(v) or 0)\n" \
+	"  end\n" \
+	"  made_n = n\n" \
+	"  if n >= cap then return 0 end\n" \
+	"  local r = redis.pcall('INCR', KEYS[first])\n" \
+	"  if type(r) == 'table' and r.err then return r.err end\n" \
+	"  if r == 1 then redis.call('PEXPIRE', KEYS[first], ttl) end\n" \
+	"  made_n = n + 1\n" \
+	"  return 1\n" \
+	"end\n"
+
+/* The three rounds in one script, for one Redis. KEYS: the window's WINDOW_BUCKETS HLL
+ * keys, newest first, then the tenant's MADE_BUCKETS counts; ARGV: the member, "1" if the
+ * probe may make its key, the key's TTL in ms, the cap (0: none), the counts' TTL in ms.
+ * Returns {count, Redis's error or 0, existed, made, capped, the tenant's live keys or
+ * -1}. */
+static const char one_lua[] =
+	"local made_n = -1\n"
+	ROOM_LUA
+	"local nb = 6\n"
+	"local failed, made, capped = 0, 0, 0\n"
+	"local existed = redis.call('EXISTS', KEYS[1])\n"
+	"if existed == 1 then\n"
+	"  local r = redis.pcall('PFADD', KEYS[1], ARGV[1])\n"
+	"  if type(r) == 'table' and r.err then failed = r.err end\n"
+	"elseif ARGV[2] == '1' then\n"
+	"  local ok = 1\n"
+	"  if tonumber(ARGV[4]) > 0 then\n"
+	"    ok = room(nb + 1, #KEYS, tonumber(ARGV[4]), ARGV[5])\n"
+	"    if ok == 0 then capped = 1 elseif ok ~= 1 then failed = ok end\n"
+	"  end\n"
+	"  if ok == 1 then\n"
+	"    local r = redis.pcall('PFADD', KEYS[1], ARGV[1])\n"
+	"    if type(r) == 'table' and r.err then failed = r.err\n"
+	"    else redis.call('PEXPIRE', KEYS[1], ARGV[3]); made = 1 end\n"
+	"  end\n"
+	"end\n"
+	"return {redis.call('PFCOUNT', unpack(KEYS, 1, nb)), failed, existed, made, capped, "
+	"made_n}\n";
+_Static_assert(WINDOW_BUCKETS == 6, "one_lua's nb is WINDOW_BUCKETS");
+
+/* Round 2 on a Cluster. KEYS: the tenant's MADE_BUCKETS counts, newest first; ARGV: the
+ * counts' TTL in ms, the cap. Returns {1 granted | 0 full | -1 refused by Redis, live keys,
+ * Redis's error or 0}. */
+static const char grant_lua[] =
+	"local made_n = -1\n"
+	ROOM_LUA
+	"local ok = room(1, #KEYS, tonumber(ARGV[2]), ARGV[1])\n"
+	"if ok == 1 or ok == 0 then return {ok, made_n, 0} end\n"
+	"return {-1, made_n, ok}\n";
+
+/*
+ * The scripts go by EVALSHA, their SHA-1 computed here: sent whole with every probe they
+ * were a kilobyte a call for Redis to read and hash (bench/stream: the job's CPU per event
+ * 1.8x). A connection's first batch sends them whole (EVAL caches them on that server),
+ * and so does the batch after a NOSCRIPT (a restarted Redis, a failover, a Cluster master
+ * that had not seen them yet): that batch's probes lost count in process only.
+ */
+enum { SC_KNOWN, SC_ONE, SC_GRANT, SC_N };
+static const char *const script_lua[SC_N] = { known_lua, one_lua, grant_lua };
+static char script_sha[SC_N][41];
+static pthread_once_t script_once = PTHREAD_ONCE_INIT;
+
+static void script_shas(void)
+{
+	static const char hx[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int len, i;
+	int k;
+
+	for (k = 0; k < SC_N; k++) {
+		if (!EVP_Digest(script_lua[k], strlen(script_lua[k]), md, &len, EVP_sha1(), NULL) ||
+		    len != 20)
+			continue; /* left empty: sent whole every time */
+		for (i = 0; i < 20; i++) {
+			script_sha[k][2 * i] = hx[md[i] >> 4];
+			script_sha[k][2 * i + 1] = hx[md[i] & 15];
+		}
+		script_sha[k][40] = 0;
+	}
+}
+
+/* argv[0..1] and lens[0..1] for script @sc; returns 2. */
+static int script_args(const struct stream *s, int sc, const char **argv, size_t *lens)
+{
+	if (s->evals || !script_sha[sc][0]) {
+		argv[0] = "EVAL";
+		argv[1] = script_lua[sc];
+		lens[0] = 4;
+	} else {
+		argv[0] = "EVALSHA";
+		argv[1] = script_sha[sc];
+		lens[0] = 7;
+	}
+	lens[1] = strlen(argv[1]);
+	return 2;
+}
+
+/* The tenant's made counts of @p's tenant, newest first. */
+static void made_keys(const struct stream *s, const struct probe *p, uint64_t b,
+		      char keys[MADE_BUCKETS][160])
+{
+	int j;
+
+	for (j = 0; j < MADE_BUCKETS; j++)
+		snprintf(keys[j], sizeof(keys[0]), "%s:{%s}:hll:made:%llu", s->rprefix, p->tname,
+			 (unsigned long long)(b - (uint64_t)j));
+}
 
 /* A write Redis refused (an error reply to PFADD or PEXPIRE, or the script's PFADD):
  * counted, and logged at most once per WRITE_LOG_NS with the count since the last line. */
@@ -794,95 +952,237 @@ static void write_failed(struct stream *s, const char *why, uint64_t now)
 	s->write_logged_at = now ? now : 1;
 }
 
-/* Send the batch's commands and read its counts; false when the connection failed. A
- * probe that may make its key is PFADD, PEXPIRE and PFCOUNT; one that may not, one EVAL of
- * add_if_known_lua. */
-static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64_t *out,
-			   uint64_t now)
+/* The window's bucket keys of @p, newest first. */
+static void bucket_keys(const struct stream *s, const struct probe *p, uint64_t b,
+			char keys[WINDOW_BUCKETS][160])
 {
-	uint64_t span = s->window_ns / WINDOW_BUCKETS, b = now / span;
-	char keys[WINDOW_BUCKETS][160], ttl[24], nkeys[8];
+	char kh[2 * sizeof(p->k.b) + 1];
+	int j;
+
+	hex(p->k.b, p->k.len, kh);
+	for (j = 0; j < WINDOW_BUCKETS; j++)
+		snprintf(keys[j], sizeof(keys[0]), "%s:{hll:%s:%s}:%llu", s->rprefix,
+			 sl_detector_name(p->det), kh, (unsigned long long)(b - (uint64_t)j));
+}
+
+/* One reply; false when the connection broke. A reply that says this is not the master
+ * (a failover made it a replica) or that AUTH is now needed marks the connection to be
+ * made again next batch, and the write as failed. */
+static bool read_reply(struct stream *s, redisReply **out, uint64_t now)
+{
+	redisReply *r = NULL;
+
+	*out = NULL;
+	if (sl_sync_reply(s->rc, &r) != REDIS_OK || !r) {
+		const char *e = sl_sync_errstr(s->rc);
+
+		log_warn("stream: Redis: %s", e[0] ? e : "no reply");
+		return false;
+	}
+	if (r->type == REDIS_REPLY_ERROR && !strncmp(r->str, "NOSCRIPT", 8)) {
+		s->evals = true; /* the next batch sends them whole; no write was refused */
+	} else if (r->type == REDIS_REPLY_ERROR) {
+		if (!strncmp(r->str, "READONLY", 8) || !strncmp(r->str, "NOAUTH", 6))
+			s->rdrop = true;
+		write_failed(s, r->str, now);
+	}
+	*out = r;
+	return true;
+}
+
+static bool int_elem(const redisReply *r, size_t i, long long *v)
+{
+	if (r->type != REDIS_REPLY_ARRAY || r->elements <= i ||
+	    r->element[i]->type != REDIS_REPLY_INTEGER)
+		return false;
+	*v = r->element[i]->integer;
+	return true;
+}
+
+/* One Redis: each probe one EVAL of one_lua, the batch one pipeline. */
+static bool redis_one_round(struct stream *s, struct probe *p, int n, int64_t *out,
+			    uint64_t b, const char *ttl, const char *ttl_made, uint64_t now)
+{
+	char keys[WINDOW_BUCKETS][160], made[MADE_BUCKETS][160], cap[16], nkeys[8], nshort[8];
+	const char *argv[3 + WINDOW_BUCKETS + MADE_BUCKETS + 5];
+	size_t lens[3 + WINDOW_BUCKETS + MADE_BUCKETS + 5];
 	int i, j;
 
-	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)((s->window_ns + span) / 1000000));
-	snprintf(nkeys, sizeof(nkeys), "%d", WINDOW_BUCKETS);
+	snprintf(nkeys, sizeof(nkeys), "%d", WINDOW_BUCKETS + MADE_BUCKETS);
+	snprintf(nshort, sizeof(nshort), "%d", WINDOW_BUCKETS);
 	for (i = 0; i < n; i++) {
-		const char *argv[4 + WINDOW_BUCKETS];
-		size_t lens[4 + WINDOW_BUCKETS];
-		char kh[2 * sizeof(p[i].k.b) + 1];
+		/* A probe that may not make its key never asks for room: no counts to pass. */
+		bool room = p[i].mint && p[i].cap;
+		int a = 0;
 
-		hex(p[i].k.b, p[i].k.len, kh);
+		bucket_keys(s, &p[i], b, keys);
+		snprintf(cap, sizeof(cap), "%u", room ? p[i].cap : 0);
+		a = script_args(s, SC_ONE, argv, lens);
+		argv[a++] = room ? nkeys : nshort;
 		for (j = 0; j < WINDOW_BUCKETS; j++)
-			snprintf(keys[j], sizeof(keys[j]), "%s:{hll:%s:%s}:%llu",
-				 s->rprefix, sl_detector_name(p[i].det), kh,
-				 (unsigned long long)(b - (uint64_t)j));
-		if (!p[i].mint) {
-			argv[0] = "EVAL";
-			argv[1] = add_if_known_lua;
-			argv[2] = nkeys;
-			lens[0] = 4;
-			lens[1] = sizeof(add_if_known_lua) - 1;
-			lens[2] = strlen(nkeys);
-			for (j = 0; j < WINDOW_BUCKETS; j++) {
-				argv[3 + j] = keys[j];
-				lens[3 + j] = strlen(keys[j]);
-			}
-			argv[3 + WINDOW_BUCKETS] = (const char *)&p[i].member;
-			lens[3 + WINDOW_BUCKETS] = sizeof(p[i].member);
-			sl_sync_append(s->rc, keys[0], 4 + WINDOW_BUCKETS, argv, lens);
-			continue;
+			argv[a++] = keys[j];
+		if (room) {
+			made_keys(s, &p[i], b, made);
+			for (j = 0; j < MADE_BUCKETS; j++)
+				argv[a++] = made[j];
 		}
-		argv[0] = "PFADD";
-		argv[1] = keys[0];
-		argv[2] = (const char *)&p[i].member;
-		lens[0] = 5;
-		lens[1] = strlen(keys[0]);
-		lens[2] = sizeof(p[i].member);
-		sl_sync_append(s->rc, keys[0], 3, argv, lens);
-		argv[0] = "PEXPIRE";
-		argv[2] = ttl;
-		lens[0] = 7;
-		lens[2] = strlen(ttl);
-		sl_sync_append(s->rc, keys[0], 3, argv, lens);
-		argv[0] = "PFCOUNT";
-		lens[0] = 7;
-		for (j = 0; j < WINDOW_BUCKETS; j++) {
-			argv[1 + j] = keys[j];
-			lens[1 + j] = strlen(keys[j]);
-		}
-		sl_sync_append(s->rc, keys[0], 1 + WINDOW_BUCKETS, argv, lens);
+		for (j = 2; j < a; j++)
+			lens[j] = strlen(argv[j]);
+		argv[a] = (const char *)&p[i].member;
+		lens[a++] = sizeof(p[i].member);
+		argv[a] = p[i].mint ? "1" : "0";
+		lens[a++] = 1;
+		argv[a] = ttl;
+		lens[a++] = strlen(ttl);
+		argv[a] = cap;
+		lens[a++] = strlen(cap);
+		argv[a] = ttl_made;
+		lens[a++] = strlen(ttl_made);
+		sl_sync_append(s->rc, keys[0], a, argv, lens);
 	}
 	for (i = 0; i < n; i++) {
-		int k, replies = p[i].mint ? 3 : 1;
+		redisReply *r;
+		long long v, existed = 1, mk = 0, capped = 0, lv = -1;
 
-		for (k = 0; k < replies; k++) {
-			redisReply *r = NULL;
+		if (!read_reply(s, &r, now))
+			return false;
+		if (r->type != REDIS_REPLY_ERROR && int_elem(r, 0, &v) && int_elem(r, 2, &existed) &&
+		    int_elem(r, 3, &mk) && int_elem(r, 4, &capped) && int_elem(r, 5, &lv)) {
+			out[i] = v;
+			if (r->element[1]->type == REDIS_REPLY_STRING)
+				write_failed(s, r->element[1]->str, now);
+			p[i].unshared = !existed && !mk;
+			p[i].capped = capped;
+			p[i].live = lv;
+		}
+		freeReplyObject(r);
+	}
+	return !s->rdrop;
+}
 
-			if (sl_sync_reply(s->rc, &r) != REDIS_OK || !r) {
-				const char *e = sl_sync_errstr(s->rc);
+/* Send the batch's rounds and read its counts; false when the connection failed. */
+static bool redis_pipeline(struct stream *s, struct probe *p, int n, int64_t *out,
+			   uint64_t now)
+{
+	enum { KNOWN, ASK, MAKE };
+	uint64_t span = s->window_ns / WINDOW_BUCKETS, b = now / span;
+	char keys[WINDOW_BUCKETS][160], made[MADE_BUCKETS][160], ttl[24], ttl_made[24], nkeys[8];
+	const char *argv[4 + MADE_BUCKETS + WINDOW_BUCKETS];
+	size_t lens[4 + MADE_BUCKETS + WINDOW_BUCKETS];
+	int i, j, k, round, sent;
 
-				log_warn("stream: Redis: %s", e[0] ? e : "no reply");
-				return false;
-			}
-			if (r->type == REDIS_REPLY_ERROR &&
-			    (!strncmp(r->str, "READONLY", 8) || !strncmp(r->str, "NOAUTH", 6))) {
-				/* A failover made this a replica (or a restart brought a
-				 * password): located and authenticated again next batch. */
-				s->rdrop = true;
-				write_failed(s, r->str, now);
-			} else if (r->type == REDIS_REPLY_ERROR && (k < 2 || !p[i].mint)) {
-				write_failed(s, r->str, now);
-			} else if (!p[i].mint) {
-				if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
-				    r->element[0]->type == REDIS_REPLY_INTEGER) {
-					out[i] = r->element[0]->integer;
-					if (r->element[1]->type == REDIS_REPLY_STRING)
-						write_failed(s, r->element[1]->str, now);
+	snprintf(ttl, sizeof(ttl), "%llu", (unsigned long long)((s->window_ns + span) / 1000000));
+	snprintf(ttl_made, sizeof(ttl_made), "%llu",
+		 (unsigned long long)((s->window_ns + 2 * span) / 1000000));
+	snprintf(nkeys, sizeof(nkeys), "%d", WINDOW_BUCKETS);
+	for (i = 0; i < n; i++) {
+		p[i].capped = p[i].unshared = false;
+		p[i].live = -1;
+		s->pstate[i] = KNOWN;
+	}
+	if (strncmp(s->raddr, "cluster:", 8))
+		return redis_one_round(s, p, n, out, b, ttl, ttl_made, now);
+	for (round = KNOWN; round <= MAKE; round++) {
+		sent = 0;
+		for (i = 0; i < n; i++) {
+			if (s->pstate[i] != round)
+				continue;
+			bucket_keys(s, &p[i], b, keys);
+			if (round == KNOWN) {
+				script_args(s, SC_KNOWN, argv, lens);
+				argv[2] = nkeys;
+				lens[2] = strlen(nkeys);
+				for (j = 0; j < WINDOW_BUCKETS; j++) {
+					argv[3 + j] = keys[j];
+					lens[3 + j] = strlen(keys[j]);
 				}
-			} else if (k == 2 && r->type == REDIS_REPLY_INTEGER) {
-				out[i] = r->integer;
+				argv[3 + WINDOW_BUCKETS] = (const char *)&p[i].member;
+				lens[3 + WINDOW_BUCKETS] = sizeof(p[i].member);
+				sl_sync_append(s->rc, keys[0], 4 + WINDOW_BUCKETS, argv, lens);
+			} else if (round == ASK) {
+				char cap[16], nm[8];
+				int a = 0;
+
+				made_keys(s, &p[i], b, made);
+				snprintf(cap, sizeof(cap), "%u", p[i].cap);
+				snprintf(nm, sizeof(nm), "%d", MADE_BUCKETS);
+				a = script_args(s, SC_GRANT, argv, lens);
+				argv[a++] = nm;
+				for (j = 0; j < MADE_BUCKETS; j++)
+					argv[a++] = made[j];
+				argv[a++] = ttl_made;
+				argv[a++] = cap;
+				for (j = 2; j < a; j++)
+					lens[j] = strlen(argv[j]);
+				sl_sync_append(s->rc, made[0], a, argv, lens);
+			} else {
+				argv[0] = "PFADD";
+				argv[1] = keys[0];
+				argv[2] = (const char *)&p[i].member;
+				lens[0] = 5;
+				lens[1] = strlen(keys[0]);
+				lens[2] = sizeof(p[i].member);
+				sl_sync_append(s->rc, keys[0], 3, argv, lens);
+				argv[0] = "PEXPIRE";
+				argv[2] = ttl;
+				lens[0] = 7;
+				lens[2] = strlen(ttl);
+				sl_sync_append(s->rc, keys[0], 3, argv, lens);
+				argv[0] = "PFCOUNT";
+				lens[0] = 7;
+				for (j = 0; j < WINDOW_BUCKETS; j++) {
+					argv[1 + j] = keys[j];
+					lens[1 + j] = strlen(keys[j]);
+				}
+				sl_sync_append(s->rc, keys[0], 1 + WINDOW_BUCKETS, argv, lens);
 			}
-			freeReplyObject(r);
+			sent++;
+		}
+		if (!sent)
+			continue;
+		for (i = 0; i < n; i++) {
+			int replies = round == MAKE ? 3 : 1;
+
+			if (s->pstate[i] != round)
+				continue;
+			s->pstate[i] = -1; /* done, unless the reply says otherwise */
+			for (k = 0; k < replies; k++) {
+				redisReply *r;
+				long long v, w;
+
+				if (!read_reply(s, &r, now))
+					return false;
+				if (r->type == REDIS_REPLY_ERROR) {
+					freeReplyObject(r);
+					continue;
+				}
+				if (round == KNOWN && int_elem(r, 0, &v)) {
+					out[i] = v;
+					if (r->elements > 1 &&
+					    r->element[1]->type == REDIS_REPLY_STRING)
+						write_failed(s, r->element[1]->str, now);
+					if (int_elem(r, 2, &w) && !w) {
+						p[i].unshared = true;
+						if (p[i].mint)
+							s->pstate[i] = p[i].cap ? ASK : MAKE;
+					}
+				} else if (round == ASK && int_elem(r, 0, &v) &&
+					   int_elem(r, 1, &w)) {
+					p[i].live = w;
+					if (v == 1)
+						s->pstate[i] = MAKE;
+					else if (v == 0)
+						p[i].capped = true;
+					else if (r->elements > 2 &&
+						 r->element[2]->type == REDIS_REPLY_STRING)
+						write_failed(s, r->element[2]->str, now);
+				} else if (round == MAKE && k == 2 &&
+					   r->type == REDIS_REPLY_INTEGER) {
+					out[i] = r->integer;
+					p[i].unshared = false;
+				}
+				freeReplyObject(r);
+			}
 		}
 	}
 	return !s->rdrop;
@@ -893,7 +1193,7 @@ static bool redis_pipeline(struct stream *s, const struct probe *p, int n, int64
  * and tries again after RETRY_NS. A batch with nothing to ask (successes only) says
  * nothing about Redis: it neither marks Redis down nor delays the next try (issue 16: it
  * did both, and background logins kept the job off Redis for good). */
-static void redis_counts(struct stream *s, const struct probe *p, int n, int64_t *out,
+static void redis_counts(struct stream *s, struct probe *p, int n, int64_t *out,
 			 uint64_t now)
 {
 	int i, attempt;
@@ -905,9 +1205,15 @@ static void redis_counts(struct stream *s, const struct probe *p, int n, int64_t
 	if (!n || !s->raddr[0])
 		return;
 	for (attempt = 0; attempt < 2; attempt++) {
+		bool whole;
+
 		if (!redis_ready(s, now))
 			return;
+		whole = s->evals;
 		if (redis_pipeline(s, p, n, out, now)) {
+			/* Sent whole, the scripts are now cached there: by SHA from now on. */
+			if (whole)
+				s->evals = false;
 			__atomic_fetch_add(&s->redis_counts, (uint64_t)n, __ATOMIC_RELAXED);
 			return;
 		}
@@ -931,10 +1237,22 @@ static int batch_probes(struct stream *s, struct sl_outcome_event *evs, size_t n
 	int np = 0;
 
 	for (i = 0; i < n; i++) {
+		int j, k;
+
 		classify(s, &evs[i]);
 		first[i] = np;
-		if (!evs[i].success)
-			np += probes_of(s, &evs[i], &p[np]);
+		if (evs[i].success)
+			continue;
+		k = probes_of(s, &evs[i], &p[np]);
+		for (j = np; j < np + k; j++) {
+			uint16_t t = evs[i].tenant < TENANT_SLOTS ? evs[i].tenant : SL_MAX_TENANTS;
+
+			p[j].tenant = t;
+			p[j].cap = s->c->stream.redis_max_keys;
+			snprintf(p[j].tname, sizeof(p[j].tname), "%s",
+				 s->tenant_names[t][0] ? s->tenant_names[t] : "(none)");
+		}
+		np += k;
 	}
 	first[n] = np;
 	return np;
@@ -959,8 +1277,14 @@ static void batch_detect(struct stream *s, struct sl_outcome_event *evs, size_t 
 		if (ev->success)
 			continue;
 		s->failures++;
-		for (j = first[i]; j < first[i + 1]; j++)
+		for (j = first[i]; j < first[i + 1]; j++) {
+			struct tstat *t = &s->ts[p[j].tenant];
+
+			if (p[j].live >= 0)
+				t->redis_keys = (uint64_t)p[j].live;
+			t->redis_capped += p[j].capped;
 			detect(s, &p[j], ev, shared[j], now);
+		}
 	}
 }
 
@@ -1071,9 +1395,11 @@ struct stream *stream_start(struct event_base *base, const struct sl_config *c,
 		if (!s->t[i].e)
 			goto nomem;
 	}
+	pthread_once(&script_once, script_shas);
 	s->probes = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->probes));
+	s->pstate = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->pstate));
 	s->shared = calloc(BATCH * (SL_DET_N - 1), sizeof(*s->shared));
-	if (!s->probes || !s->shared)
+	if (!s->probes || !s->shared || !s->pstate)
 		goto nomem;
 	s->rec_cap = c->stream.records;
 	s->recs = calloc(s->rec_cap, sizeof(*s->recs));
@@ -1170,6 +1496,7 @@ void stream_stop(struct stream *s)
 		close(s->act_fd);
 	redis_close(s);
 	free(s->probes);
+	free(s->pstate);
 	free(s->shared);
 	evq_free(s->q);
 	for (i = 0; i < SL_DET_N; i++) {
@@ -1499,6 +1826,37 @@ void stream_metrics(struct stream *s, struct evbuffer *out)
 				    "sluice_stream_redis_write_errors_total %llu\n",
 				    (unsigned long long)__atomic_load_n(&s->write_errors,
 									 __ATOMIC_RELAXED));
+		if (redis) {
+			int i;
+
+			evbuffer_add_printf(out,
+					    "# HELP sluice_stream_redis_keys The HyperLogLog keys the "
+					    "tenant's guesses made in Redis within the window, as this "
+					    "node last asked for room, against stream.redis_max_keys.\n"
+					    "# TYPE sluice_stream_redis_keys gauge\n");
+			for (i = 0; i < TENANT_SLOTS; i++)
+				if (s->tenant_names[i][0])
+					evbuffer_add_printf(out,
+							    "sluice_stream_redis_keys{tenant=\"%s\"} "
+							    "%llu\n", s->tenant_names[i],
+							    (unsigned long long)s->ts[i].redis_keys);
+			evbuffer_add_printf(out,
+					    "# HELP sluice_stream_redis_keys_max stream.redis_max_keys: "
+					    "the most live HyperLogLog keys per tenant (0: no cap).\n"
+					    "# TYPE sluice_stream_redis_keys_max gauge\n"
+					    "sluice_stream_redis_keys_max %u\n"
+					    "# HELP sluice_stream_redis_keys_capped_total Guesses whose "
+					    "HyperLogLog key would have been new while the tenant held "
+					    "stream.redis_max_keys; they counted in process only.\n"
+					    "# TYPE sluice_stream_redis_keys_capped_total counter\n",
+					    s->c->stream.redis_max_keys);
+			for (i = 0; i < TENANT_SLOTS; i++)
+				if (s->tenant_names[i][0])
+					evbuffer_add_printf(out,
+							    "sluice_stream_redis_keys_capped_total{"
+							    "tenant=\"%s\"} %llu\n", s->tenant_names[i],
+							    (unsigned long long)s->ts[i].redis_capped);
+		}
 	}
 	pthread_mutex_unlock(&s->mu);
 }

@@ -342,8 +342,8 @@ static const struct command {
 	{ CMD_CLEAR_PREFIX, "clear prefix", "ADDR", O_REASON | O_PARENT | O_OPERATOR,
 	  "  clear prefix ADDR --reason TEXT [--parent] [--operator NAME]\n"
 	  "                         give ADDR's key (--parent: and its parent) its full burst\n"
-	  "                         again, forgetting its ghost; sluiced does it and logs the\n"
-	  "                         reason, keys, previous state and operator (warn level)\n" },
+	  "                         again; sluiced does it and logs the reason, keys,\n"
+	  "                         previous state and operator (warn level)\n" },
 	{ CMD_CLEAR_ACCOUNT, "clear account", "TENANT ACCOUNT", O_REASON | O_FROM | O_OPERATOR,
 	  "  clear account TENANT ACCOUNT --from ADDR --reason TEXT [--operator NAME]\n"
 	  "                         let an account that spent its sign-in failures from ADDR\n"
@@ -813,17 +813,6 @@ static const char *class_name(const struct sl_maps *m, uint32_t id, char *buf, s
 	return buf;
 }
 
-static uint32_t map_capacity(int fd)
-{
-	struct bpf_map_info info;
-	__u32 len = sizeof(info);
-
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		return 0;
-	return info.max_entries;
-}
-
 /* ---- status ----------------------------------------------------------------------------- */
 
 static int cmd_status(const struct ctl *c)
@@ -833,7 +822,8 @@ static int cmd_status(const struct ctl *c)
 	struct sl_meta meta;
 	bool running;
 	long entries;
-	uint32_t i, cap;
+	uint32_t i;
+	long cap;
 	int pinned = sl_maps_open_pinned(&m, c->pin_path);
 
 	sl_maps_close(&m); /* reopened below, with open_pins's messages */
@@ -885,7 +875,7 @@ static int cmd_status(const struct ctl *c)
 	}
 	running = pid_alive(meta.pid);
 	entries = sl_maps_count_buckets(&m);
-	cap = map_capacity(m.buckets);
+	cap = sl_maps_bucket_capacity(&m);
 
 	if (c->json) {
 		struct json j;
@@ -925,7 +915,7 @@ static int cmd_status(const struct ctl *c)
 		}
 		json_arr_end(&j);
 		json_i64(&j, "state_entries", entries);
-		json_u64(&j, "state_capacity", cap);
+		json_i64(&j, "state_capacity", cap);
 		json_u64(&j, "asn_entries", meta.asn_entries);
 		json_str(&j, "asn_source", meta.asn_source);
 		json_arr_begin(&j, "tenants");
@@ -991,7 +981,12 @@ static int cmd_status(const struct ctl *c)
 			printf("port:        %u front=%s action=%s cost=%u\n", meta.ports[i].port,
 			       sl_front_name(meta.ports[i].front),
 			       sl_action_name(meta.ports[i].action), meta.ports[i].cost);
-		printf("state:       %ld of %u buckets\n", entries, cap);
+		if (entries < 0 || cap < 0)
+			/* e.g. an older build's LRU table still pinned: not read as sets */
+			printf("state:       unreadable (%s)\n",
+			       strerror((int)-(cap < 0 ? cap : entries)));
+		else
+			printf("state:       %ld of %ld buckets\n", entries, cap);
 		printf("asn table:   %u rows from %s\n", meta.asn_entries,
 		       meta.asn_source[0] ? meta.asn_source : "(none)");
 		for (i = 0; i < SL_MAX_TENANTS; i++) {
@@ -1069,7 +1064,7 @@ static int cmd_stats(const struct ctl *c)
 	struct sl_meta meta;
 	struct totals t = { 0 };
 	struct sl_maps m;
-	uint64_t key_new = 0, key_ret = 0, cas = 0, synacks = 0, lost = 0;
+	uint64_t key_new = 0, key_homeless = 0, cas = 0, synacks = 0, lost = 0;
 	char nb[32];
 	long entries;
 	uint32_t r, k;
@@ -1088,7 +1083,7 @@ static int cmd_stats(const struct ctl *c)
 		for (k = 0; k < SL_REASON_SLOTS; k++)
 			all.pkts[k] += rows[r].pkts[k];
 		key_new += rows[r].key_new;
-		key_ret += rows[r].key_returned;
+		key_homeless += rows[r].key_homeless;
 		cas += rows[r].cas_busy;
 		synacks += rows[r].synacks;
 		lost += rows[r].events_lost;
@@ -1108,9 +1103,9 @@ static int cmd_stats(const struct ctl *c)
 		json_u64(&j, "fragment", all.pkts[SL_R_FRAGMENT]);
 		json_u64(&j, "state_errors", all.pkts[SL_R_STATE_ERROR]);
 		json_i64(&j, "state_entries", entries);
-		json_u64(&j, "state_capacity", map_capacity(m.buckets));
+		json_i64(&j, "state_capacity", sl_maps_bucket_capacity(&m));
 		json_u64(&j, "keys_new", key_new);
-		json_u64(&j, "keys_returned", key_ret);
+		json_u64(&j, "keys_homeless", key_homeless);
 		json_u64(&j, "cas_busy", cas);
 		json_u64(&j, "synacks", synacks);
 		json_u64(&j, "replied_429", all.pkts[SL_R_REPLIED_429]);
@@ -1131,7 +1126,7 @@ static int cmd_stats(const struct ctl *c)
 			json_u64(&j, "shed_prefix", rows[r].pkts[SL_R_SHED_PREFIX]);
 			json_u64(&j, "shed_parent", rows[r].pkts[SL_R_SHED_PARENT]);
 			json_u64(&j, "keys_new", rows[r].key_new);
-			json_u64(&j, "keys_returned", rows[r].key_returned);
+			json_u64(&j, "keys_homeless", rows[r].key_homeless);
 			json_obj_end(&j);
 		}
 		json_obj_end(&j);
@@ -1164,9 +1159,9 @@ static int cmd_stats(const struct ctl *c)
 			if (all.pkts[k])
 				printf("  %-24s %12llu\n", sl_reason_name(k),
 				       (unsigned long long)all.pkts[k]);
-		printf("\nstate: %ld of %u buckets; %llu keys created, %llu came back spent\n",
-		       entries, map_capacity(m.buckets), (unsigned long long)key_new,
-		       (unsigned long long)key_ret);
+		printf("\nstate: %ld of %ld buckets; %llu keys created, %llu charged homeless\n",
+		       entries, sl_maps_bucket_capacity(&m), (unsigned long long)key_new,
+		       (unsigned long long)key_homeless);
 		if (!sl_maps_read_meta(&m, &meta))
 			sl_outcomes_print(&m, &meta, NULL);
 	}
@@ -1179,37 +1174,32 @@ static int cmd_stats(const struct ctl *c)
 struct bucket_view {
 	struct sl_bkey key;
 	bool exists;
+	bool homeless;        /* no way of its own nor one to take: its set's spill is charged */
 	double available;     /* cost units it could admit now */
 	double burst, rate;
 	uint64_t tat_start;   /* the TAT the datapath would charge against */
 };
 
 static void view_bucket(const struct sl_maps *m, const struct sl_settings *set,
-			uint32_t ghost_mask, const struct sl_prefix *a, uint8_t plen,
-			uint8_t level, uint8_t cls, const struct sl_rate *r, uint64_t now,
-			struct bucket_view *v)
+			const struct sl_prefix *a, uint8_t plen, uint8_t level, uint8_t cls,
+			const struct sl_rate *r, uint64_t now, struct bucket_view *v)
 {
 	struct sl_bucket b;
+	__u64 fresh, tat;
 
 	memset(v, 0, sizeof(*v));
 	sl_bkey_make(&v->key, a, plen, level, cls);
 	v->rate = r->emission_ns ? 1e9 / (double)r->emission_ns : 0;
 	v->burst = r->emission_ns ? (double)r->tolerance_ns / (double)r->emission_ns : 0;
+	fresh = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
 	if (!sl_maps_lookup_bucket(m, &v->key, &b)) {
 		v->exists = true;
 		v->tat_start = b.tat;
 	} else {
-		/* No state: predict what the datapath would create (credit, or its ghost). */
-		__u64 h = sl_ghost_hash(&v->key, set->hash_seed);
-		__u32 slot = (__u32)h & ghost_mask;
-		struct sl_ghost_set g;
-		int w;
-
-		v->tat_start = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
-		if (!bpf_map_lookup_elem(m->ghosts, &slot, &g))
-			for (w = 0; w < SL_GHOST_WAYS; w++)
-				if (g.way[w].tag == (__u32)(h >> 32) && g.way[w].tat > v->tat_start)
-					v->tat_start = g.way[w].tat;
+		/* No way of its own: a new key's credit where it may take one, else the spill. */
+		v->tat_start = fresh;
+		if (!sl_maps_predict_bucket(m, &v->key, now, fresh, &tat, &v->homeless))
+			v->tat_start = tat;
 	}
 	v->available = sl_gcra_available(v->tat_start, now, r->emission_ns, r->tolerance_ns);
 }
@@ -1226,6 +1216,7 @@ static void json_bucket(struct json *j, const char *name, const struct bucket_vi
 	json_obj_begin(j, name);
 	json_str(j, "key", sl_prefix_str(&p, buf, sizeof(buf)));
 	json_bool(j, "exists", v->exists);
+	json_bool(j, "homeless", v->homeless);
 	json_double(j, "available", v->available);
 	json_double(j, "burst", v->burst);
 	json_double(j, "rate", v->rate);
@@ -1277,7 +1268,8 @@ static void text_bucket(const char *name, const struct bucket_view *v)
 
 	memcpy(p.addr, v->key.addr, sizeof(v->key.addr));
 	printf("%-9s %-28s %s, %.2f of %.2f units available, refills %s\n", name,
-	       sl_prefix_str(&p, buf, sizeof(buf)), v->exists ? "live" : "no state",
+	       sl_prefix_str(&p, buf, sizeof(buf)),
+	       v->exists ? "live" : v->homeless ? "homeless (its set's shared spill)" : "no state",
 	       v->available, v->burst, sl_fmt_rate(v->rate, rate, sizeof(rate)));
 }
 
@@ -1340,13 +1332,12 @@ static int cmd_prefix_show(const struct ctl *c, const char *addr)
 
 	now = sl_now_ns();
 	{
-		uint32_t ghost_mask = map_capacity(m.ghosts) - 1;
 		uint8_t plen = a.family == SL_FAM_V4 ? pol.v4_prefix : pol.v6_prefix;
 		uint8_t parent = a.family == SL_FAM_V4 ? pol.v4_parent : pol.v6_parent;
 
-		view_bucket(&m, &set, ghost_mask, &a, plen, SL_LEVEL_PREFIX, (uint8_t)cls,
+		view_bucket(&m, &set, &a, plen, SL_LEVEL_PREFIX, (uint8_t)cls,
 			    &pol.prefix, now, &pv);
-		view_bucket(&m, &set, ghost_mask, &a, parent, SL_LEVEL_PARENT, (uint8_t)cls,
+		view_bucket(&m, &set, &a, parent, SL_LEVEL_PARENT, (uint8_t)cls,
 			    &pol.parent, now, &qv);
 	}
 	/* The same arithmetic the datapath runs, without committing anything. */
@@ -1434,7 +1425,7 @@ static void key_hex(const struct sl_bkey *k, char *out)
 
 /*
  * The keys are worked out here as prefix show does (class, policy, key and parent); sluiced
- * writes the buckets and forgets the ghosts, and logs the audit line itself, so the trail is
+ * writes the buckets and logs the audit line itself, so the trail is
  * in its log whatever becomes of this output.
  */
 /* Who asks, for sluiced's log: --operator, else SUDO_USER, with the uid; one word. */
@@ -1480,7 +1471,7 @@ static int cmd_clear_prefix(const struct ctl *c, const char *addr)
 	struct bucket_view pv, qv;
 	char err[160], abuf[64], kp[32], kq[32], op[64], line[1024], buf[4096];
 	const char *text;
-	uint32_t cls, ghost_mask;
+	uint32_t cls;
 	uint64_t now;
 	size_t i;
 	int r;
@@ -1507,11 +1498,10 @@ static int cmd_clear_prefix(const struct ctl *c, const char *addr)
 		}
 	}
 	now = sl_now_ns();
-	ghost_mask = map_capacity(m.ghosts) - 1;
-	view_bucket(&m, &set, ghost_mask, &a,
+	view_bucket(&m, &set, &a,
 		    a.family == SL_FAM_V4 ? pol.v4_prefix : pol.v6_prefix, SL_LEVEL_PREFIX,
 		    (uint8_t)cls, &pol.prefix, now, &pv);
-	view_bucket(&m, &set, ghost_mask, &a,
+	view_bucket(&m, &set, &a,
 		    a.family == SL_FAM_V4 ? pol.v4_parent : pol.v6_parent, SL_LEVEL_PARENT,
 		    (uint8_t)cls, &pol.parent, now, &qv);
 	sl_maps_close(&m);

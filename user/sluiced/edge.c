@@ -74,8 +74,14 @@ static int prepare_bpffs(const char *pin_path)
 	return 0;
 }
 
-/* A pinned map whose size no longer matches the config cannot be reused: drop it. */
-static void drop_if_resized(const char *pin_path, const char *name, __u32 want)
+/*
+ * A pinned map whose size no longer matches the config, or whose layout is not this build's
+ * (another value size or map type: the bucket table was an LRU hash of 16-byte values before
+ * it was an array of sets), cannot be reused: drop it, so that the load creates it anew rather
+ * than failing, or worse, reading one layout as another. @value_size 0: not checked.
+ */
+static void drop_if_changed(const char *pin_path, const char *name, __u32 want, __u32 value_size,
+			    __u32 type)
 {
 	struct bpf_map_info info;
 	__u32 len = sizeof(info);
@@ -87,10 +93,17 @@ static void drop_if_resized(const char *pin_path, const char *name, __u32 want)
 	if (fd < 0)
 		return;
 	memset(&info, 0, sizeof(info));
-	if (!bpf_obj_get_info_by_fd(fd, &info, &len) && info.max_entries != want) {
-		log_warn("%s: %u entries pinned, config wants %u: recreating it (its state is "
-			 "lost)", name, info.max_entries, want);
-		unlink(p);
+	if (!bpf_obj_get_info_by_fd(fd, &info, &len)) {
+		if (value_size && (info.value_size != value_size || info.type != type)) {
+			log_warn("%s: pinned with another layout (type %u, %u-byte values; this "
+				 "build: type %u, %u): recreating it (its state is lost)", name,
+				 info.type, info.value_size, type, value_size);
+			unlink(p);
+		} else if (info.max_entries != want) {
+			log_warn("%s: %u entries pinned, config wants %u: recreating it (its state "
+				 "is lost)", name, info.max_entries, want);
+			unlink(p);
+		}
 	}
 	close(fd);
 }
@@ -106,17 +119,16 @@ static bool pins_present(const char *pin_path)
 static int load_object(struct edge *e, const struct sl_config *c)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .pin_root_path = e->pin_path);
-	uint32_t ghosts = sl_ghost_sets(c->state_entries);
-	uint32_t pend = sl_ghost_entries(c->state_entries);
+	uint32_t sets = sl_bucket_sets(c->state_entries);
+	uint32_t pend = sl_state_slots(c->state_entries);
 	int ret;
 
 	e->skel = sluice_bpf__open_opts(&oo);
 	if (!e->skel)
 		return -errno;
-	bpf_map__set_max_entries(e->skel->maps.sl_buckets, c->state_entries);
-	bpf_map__set_max_entries(e->skel->maps.sl_ghosts, ghosts);
+	bpf_map__set_max_entries(e->skel->maps.sl_buckets, sets);
 	bpf_map__set_max_entries(e->skel->maps.sl_pending, pend);
-	e->skel->rodata->ghost_mask = ghosts - 1;
+	e->skel->rodata->bucket_mask = sets - 1;
 	e->skel->rodata->pend_mask = pend - 1;
 	ret = sluice_bpf__load(e->skel);
 	if (ret) {
@@ -309,7 +321,7 @@ static void write_meta(struct edge *e, const struct sl_config *c, bool running)
 	meta.generation = e->generation;
 	meta.reload_failures = e->reload_failures;
 	meta.state_entries = c ? c->state_entries : 0;
-	meta.ghost_entries = c ? sl_ghost_entries(c->state_entries) : 0;
+	meta.bucket_sets = c ? sl_bucket_sets(c->state_entries) : 0;
 	meta.asn_entries = e->asn_entries;
 	snprintf(meta.config_path, sizeof(meta.config_path), "%s", e->config_path);
 	snprintf(meta.asn_source, sizeof(meta.asn_source), "%s", e->asn_source);
@@ -337,7 +349,7 @@ static void write_meta(struct edge *e, const struct sl_config *c, bool running)
 			meta.n_ports = old.n_ports;
 			memcpy(meta.ports, old.ports, sizeof(meta.ports));
 			meta.state_entries = old.state_entries;
-			meta.ghost_entries = old.ghost_entries;
+			meta.bucket_sets = old.bucket_sets;
 		}
 	}
 	if (sl_maps_write_meta(&e->maps, &meta))
@@ -605,9 +617,19 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 	ret = prepare_bpffs(e->pin_path);
 	if (ret)
 		return ret;
-	drop_if_resized(e->pin_path, "sl_buckets", c->state_entries);
-	drop_if_resized(e->pin_path, "sl_ghosts", sl_ghost_sets(c->state_entries));
-	drop_if_resized(e->pin_path, "sl_pending", sl_ghost_entries(c->state_entries));
+	drop_if_changed(e->pin_path, "sl_buckets", sl_bucket_sets(c->state_entries),
+			sizeof(struct sl_bucket_set), BPF_MAP_TYPE_ARRAY);
+	drop_if_changed(e->pin_path, "sl_pending", sl_state_slots(c->state_entries), 0, 0);
+	{
+		/* Before the set-associative table, spent keys the LRU forgot were remembered in
+		 * sl_ghosts; the table keeps them itself now, and an old pin would only hold
+		 * memory. */
+		char p[PATH_MAX];
+
+		snprintf(p, sizeof(p), "%s/sl_ghosts", e->pin_path);
+		if (!unlink(p))
+			log_info("removed the ghost table an older build pinned (sl_ghosts)");
+	}
 	e->adopted = pins_present(e->pin_path);
 
 	ret = load_object(e, c);

@@ -980,16 +980,14 @@ static void edge_limits(const struct sl_config *c, struct evbuffer *out, bool js
 
 
 /* "clear ADDR CLASS OPERATOR KEYHEX[,KEYHEX] REASON...": sluicectl clear prefix. Each key's
- * bucket gets TAT 0 (a full bucket is TAT <= now: 0 is full whatever the clocks say) and its
- * ghost way is forgotten, so an evicted spent key cannot come back owing; one warn line is
- * the audit trail. */
+ * bucket gets TAT 0 (a full bucket is TAT <= now: 0 is full whatever the clocks say) in its
+ * own way of the bucket table, which remembers spent keys nowhere else; one warn line is the
+ * audit trail. */
 static void ctl_clear(struct daemon *d, const char *line, struct evbuffer *out)
 {
 	char addr[64], cls[40], op[64], keys[64], prev[256] = "", *tok, *save = NULL;
 	const struct sl_maps *m = &d->edge.maps;
 	struct sl_settings set;
-	struct bpf_map_info info;
-	__u32 ilen = sizeof(info);
 	const char *reason;
 	size_t plen = 0;
 	int n = 0, off = 0, nk = 0;
@@ -1004,22 +1002,14 @@ static void ctl_clear(struct daemon *d, const char *line, struct evbuffer *out)
 		evbuffer_add_printf(out, "error cannot read settings: %s\n", strerror(errno));
 		return;
 	}
-	memset(&info, 0, sizeof(info));
-	if (bpf_obj_get_info_by_fd(m->ghosts, &info, &ilen) || !info.max_entries) {
-		evbuffer_add_printf(out, "error cannot read the ghost table: %s\n", strerror(errno));
-		return;
-	}
 	for (tok = strtok_r(keys, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		struct sl_bkey k;
 		struct sl_bucket b, nb = { 0 };
-		struct sl_ghost_set g;
 		struct sl_prefix p;
 		unsigned char *kb = (unsigned char *)&k;
 		char kbuf[64];
-		__u64 h;
-		__u32 slot;
 		size_t i;
-		int w, had, ghost = 0;
+		int had, ret;
 		unsigned int v;
 		__u64 now = sl_now_ns();
 
@@ -1036,23 +1026,17 @@ static void ctl_clear(struct daemon *d, const char *line, struct evbuffer *out)
 		}
 		nk++;
 		had = sl_maps_lookup_bucket(m, &k, &b) == 0;
-		h = sl_ghost_hash(&k, set.hash_seed);
-		slot = (__u32)h & (info.max_entries - 1);
-		if (!bpf_map_lookup_elem(m->ghosts, &slot, &g)) {
-			for (w = 0; w < SL_GHOST_WAYS; w++)
-				if (g.way[w].tag == (__u32)(h >> 32)) {
-					ghost = 1;
-					g.way[w].tag = 0;
-					g.way[w].tat = 0;
-				}
-			if (ghost && bpf_map_update_elem(m->ghosts, &slot, &g, BPF_ANY)) {
-				evbuffer_add_printf(out, "error cannot write the ghost table: %s\n",
-						    strerror(errno));
-				return;
-			}
+		/* A full bucket in the key's own way (or one it may take): the table forgets
+		 * nothing else, so there is no other memory of its debt to clear. */
+		ret = sl_maps_write_bucket(m, &k, &nb, 0);
+		if (ret == -ENOSPC) {
+			evbuffer_add_printf(out, "error every way of the key's bucket set holds a spent "
+					    "key: it is charged to the set's shared spill bucket, "
+					    "which cannot be cleared for one key\n");
+			return;
 		}
-		if (bpf_map_update_elem(m->buckets, &k, &nb, BPF_ANY)) {
-			evbuffer_add_printf(out, "error cannot write the bucket: %s\n", strerror(errno));
+		if (ret) {
+			evbuffer_add_printf(out, "error cannot write the bucket: %s\n", strerror(-ret));
 			return;
 		}
 		memset(&p, 0, sizeof(p));
@@ -1060,11 +1044,11 @@ static void ctl_clear(struct daemon *d, const char *line, struct evbuffer *out)
 		p.plen = k.plen;
 		memcpy(p.addr, k.addr, sizeof(k.addr));
 		n = snprintf(prev + plen, sizeof(prev) - plen,
-			     "%s%s %s (was %s, %.3fs ahead%s, streak %u)", plen ? "; " : "",
+			     "%s%s %s (was %s, %.3fs ahead, streak %u)", plen ? "; " : "",
 			     k.level == SL_LEVEL_PARENT ? "parent" : "key",
 			     sl_prefix_str(&p, kbuf, sizeof(kbuf)), had ? "live" : "no state",
 			     had && b.tat > now ? (double)(b.tat - now) / 1e9 : 0.0,
-			     ghost ? ", ghost forgotten" : "", had ? b.streak : 0);
+			     had ? b.streak : 0);
 		if (n > 0 && (size_t)n < sizeof(prev) - plen)
 			plen += (size_t)n;
 	}

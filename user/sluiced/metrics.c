@@ -149,21 +149,25 @@ void metrics_edge(struct evbuffer *out, const struct sl_maps *maps, const struct
 		}
 	}
 	{
-		uint64_t kn = 0, kr = 0, cas = 0, syn = 0, lost = 0;
+		uint64_t kn = 0, kh = 0, cas = 0, syn = 0, lost = 0;
 
 		for (i = 0; i < SL_STATS_ROWS; i++) {
 			kn += rows[i].key_new;
-			kr += rows[i].key_returned;
+			kh += rows[i].key_homeless;
 			cas += rows[i].cas_busy;
 			syn += rows[i].synacks;
 			lost += rows[i].events_lost;
 		}
 		head(out, "sluice_xdp_keys_created_total", "counter",
-		     "Prefix buckets the datapath created: for keys never seen (new) or for keys "
-		     "the ghost table remembered as spent (returned).");
-		evbuffer_add_printf(out, "sluice_xdp_keys_created_total{kind=\"new\"} %llu\n"
-				    "sluice_xdp_keys_created_total{kind=\"returned\"} %llu\n",
-				    (unsigned long long)kn, (unsigned long long)kr);
+		     "Prefix buckets the datapath created: keys that took a way of the bucket "
+		     "table, starting partly spent (new).");
+		evbuffer_add_printf(out, "sluice_xdp_keys_created_total{kind=\"new\"} %llu\n",
+				    (unsigned long long)kn);
+		head(out, "sluice_xdp_keys_homeless_total", "counter",
+		     "Charges of keys that found no way of their own nor one to take (every way of "
+		     "their set held a spent key): charged to the set's shared spill bucket.");
+		evbuffer_add_printf(out, "sluice_xdp_keys_homeless_total %llu\n",
+				    (unsigned long long)kh);
 		head(out, "sluice_xdp_cas_busy_total", "counter",
 		     "Bucket updates that gave up after their compare-and-swap retries (a hot key; "
 		     "the packet is shed).");
@@ -473,18 +477,18 @@ void metrics_daemon(struct evbuffer *out, const struct metrics_daemon *d)
 
 /* ---- table occupancy -------------------------------------------------------------------- */
 
-/* Ghost sets read per scrape, at most: a table no larger is read whole (exact), a larger one
+/* Bucket sets read per scrape, at most: a table no larger is read whole (exact), a larger one
  * through a window of this many sets that moves on at each scrape (every set read once in
  * sets / 4096 scrapes), scaled up. The sets are indexed by a keyed hash, so a window is a
  * uniform sample: its relative error is about 1 / sqrt(the live ways it holds). One batched
- * syscall of 256 KiB (~1 ms measured). */
-#define GHOST_SAMPLE_SETS 4096u
+ * syscall of 512 KiB. */
+#define SET_SAMPLE 4096u
 
 struct metrics_tables {
 	struct occupancy_bpf *skel;
 	struct bpf_link *link;
-	uint32_t ghost_cursor;
-	struct sl_ghost_set *gbuf;
+	uint32_t set_cursor;
+	struct sl_bucket_set *gbuf;
 	uint32_t *gkeys;
 };
 
@@ -494,8 +498,8 @@ struct metrics_tables *metrics_tables_open(char *why, size_t whylen)
 
 	why[0] = '\0';
 	if (t) {
-		t->gbuf = calloc(GHOST_SAMPLE_SETS, sizeof(*t->gbuf));
-		t->gkeys = calloc(GHOST_SAMPLE_SETS, sizeof(*t->gkeys));
+		t->gbuf = calloc(SET_SAMPLE, sizeof(*t->gbuf));
+		t->gkeys = calloc(SET_SAMPLE, sizeof(*t->gkeys));
 	}
 	if (!t || !t->gbuf || !t->gkeys) {
 		snprintf(why, whylen, "out of memory");
@@ -529,7 +533,7 @@ void metrics_tables_close(struct metrics_tables *t)
 }
 
 /* The tables worth watching: their label, their fd in @m, how their entries are known. */
-enum occ_kind { OCC_HASH, OCC_GHOSTS, OCC_VERDICTS };
+enum occ_kind { OCC_HASH, OCC_SETS, OCC_VERDICTS };
 struct occ_table {
 	const char *name;
 	int fd;
@@ -538,17 +542,17 @@ struct occ_table {
 	int64_t entries; /* < 0: not known */
 };
 
-/* Live ghost ways: a tag, and a TAT still ahead (a spent key to remember); exact for a table
- * of at most GHOST_SAMPLE_SETS sets, else scaled from a window of that many. */
-static int64_t ghost_entries(struct metrics_tables *t, int fd, uint32_t sets)
+/* Bucket ways holding a key (a tag); exact for a table of at most SET_SAMPLE sets, else
+ * scaled from a window of that many. */
+static int64_t set_entries(struct metrics_tables *t, int fd, uint32_t sets)
 {
-	uint32_t want = sets < GHOST_SAMPLE_SETS ? sets : GHOST_SAMPLE_SETS, got = 0, start, i, k;
-	uint64_t now = sl_now_ns(), live = 0;
+	uint32_t want = sets < SET_SAMPLE ? sets : SET_SAMPLE, got = 0, start, i, k;
+	uint64_t live = 0;
 	LIBBPF_OPTS(bpf_map_batch_opts, o);
 
 	if (!want)
 		return -1;
-	start = t->ghost_cursor % sets;
+	start = t->set_cursor % sets;
 	if (start + want > sets)
 		start = sets - want;
 	while (got < want) {
@@ -561,12 +565,12 @@ static int64_t ghost_entries(struct metrics_tables *t, int fd, uint32_t sets)
 		if (err || !n)
 			break;
 	}
-	t->ghost_cursor = start + got >= sets ? 0 : start + got;
+	t->set_cursor = start + got >= sets ? 0 : start + got;
 	if (!got)
 		return -1;
 	for (i = 0; i < got; i++)
-		for (k = 0; k < SL_GHOST_WAYS; k++)
-			live += t->gbuf[i].way[k].tag && t->gbuf[i].way[k].tat > now;
+		for (k = 0; k < SL_BUCKET_WAYS; k++)
+			live += t->gbuf[i].way[k].tag != 0;
 	return got == sets ? (int64_t)live :
 	       (int64_t)((double)live * (double)sets / (double)got + 0.5);
 }
@@ -574,8 +578,7 @@ static int64_t ghost_entries(struct metrics_tables *t, int fd, uint32_t sets)
 void metrics_tables(struct evbuffer *out, struct metrics_tables *t, const struct sl_maps *maps)
 {
 	struct occ_table tab[] = {
-		{ "buckets", maps->buckets, OCC_HASH, 0, 0, -1 },
-		{ "ghosts", maps->ghosts, OCC_GHOSTS, 0, 0, -1 },
+		{ "buckets", maps->buckets, OCC_SETS, 0, 0, -1 },
 		{ "conns", maps->conns, OCC_HASH, 0, 0, -1 },
 		{ "shed", maps->shed, OCC_HASH, 0, 0, -1 },
 		{ "verdicts", maps->verdicts, OCC_VERDICTS, 0, 0, -1 },
@@ -597,10 +600,10 @@ void metrics_tables(struct evbuffer *out, struct metrics_tables *t, const struct
 		}
 		tab[i].id = info.id;
 		tab[i].capacity = info.max_entries;
-		if (tab[i].kind == OCC_GHOSTS) {
-			tab[i].capacity = info.max_entries * SL_GHOST_WAYS;
+		if (tab[i].kind == OCC_SETS) {
+			tab[i].capacity = info.max_entries * SL_BUCKET_WAYS;
 			if (t)
-				tab[i].entries = ghost_entries(t, tab[i].fd, info.max_entries);
+				tab[i].entries = set_entries(t, tab[i].fd, info.max_entries);
 		} else if (tab[i].kind == OCC_VERDICTS) {
 			uint32_t zero = 0, v;
 
@@ -627,16 +630,16 @@ void metrics_tables(struct evbuffer *out, struct metrics_tables *t, const struct
 			close(fd);
 	}
 	head(out, "sluice_bpf_table_capacity", "gauge",
-	     "Entries each datapath table can hold (ghosts: sets x 4 ways). An LRU table "
-	     "(buckets, conns, shed) evicts in batches and tops out a little below it.");
+	     "Entries each datapath table can hold (buckets: sets x 4 ways). An LRU table "
+	     "(conns, shed) evicts in batches and tops out a little below it.");
 	for (i = 0; i < n; i++)
 		if (tab[i].fd >= 0)
 			evbuffer_add_printf(out, "sluice_bpf_table_capacity{table=\"%s\"} %u\n",
 					    tab[i].name, tab[i].capacity);
 	head(out, "sluice_bpf_table_entries", "gauge",
 	     "Entries in use in each datapath table: the kernel's element count for hash "
-	     "tables, live verdicts, ghost ways still remembering a spent key (estimated from a "
-	     "sample of 4096 sets on a larger table).");
+	     "tables, live verdicts, bucket ways holding a key (estimated from a sample of 4096 "
+	     "sets on a larger table).");
 	for (i = 0; i < n; i++)
 		if (tab[i].fd >= 0 && tab[i].entries >= 0)
 			evbuffer_add_printf(out, "sluice_bpf_table_entries{table=\"%s\"} %lld\n",

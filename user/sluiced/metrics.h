@@ -47,8 +47,8 @@ void metrics_daemon(struct evbuffer *out, const struct metrics_daemon *d);
  * Occupancy of the datapath's tables (sluice_bpf_table_entries / _capacity) without walking
  * their keys: the kernel's own element counts of hash maps, read through a BPF iterator over
  * maps (bpf/occupancy.bpf.c), sl_vcount for the verdict trie, and a bounded sample of the
- * ghost sets. Open once at start. Where the kernel lacks the iterator or the kfunc, @why
- * says so and the hash tables' entries are left out (capacities, ghosts and verdicts stay);
+ * bucket sets. Open once at start. Where the kernel lacks the iterator or the kfunc, @why
+ * says so and the hash tables' entries are left out (capacities, buckets and verdicts stay);
  * NULL only out of memory.
  */
 struct metrics_tables;
