@@ -262,7 +262,10 @@ expect_le "  ... and below the ceiling" "${settled%.*}" 15
 expect_le "  ... the slow upstream saw fewer at once than the 16 clients" "$b_max" 12
 expect_ge "  ... clients were shed early with 429" "$b429" 1
 expect_eq "  ... every 429 with Retry-After" "$bra" "$b429"
-expect_le "  ... 504s are at most a tenth of the answers" "$((10 * b504))" "$bn"
+# Without learning nearly all are 504 (56-57 of 61-62 in A); with it 4-9 of 65-71 in runs on
+# a quiet and a loaded machine (a clean-clone CI run, beside another suite, had 9 of 65): a
+# quarter is far from A's share and clear of that scatter.
+expect_le "  ... 504s are at most a quarter of the answers (without learning: $a504 of $an)" "$((4 * b504))" "$bn"
 expect_ge "  ... and it still served (200)" "$b200" 1
 read -r fn f200 f429 f504 fra <<<"$(summary "$DIR/b-fast" 0)"
 tap_diag "the other tenant on nginx meanwhile: $fn answers, 200 x $f200"

@@ -766,13 +766,21 @@ void gw_upstream_forward(struct gw_req *r)
 	left_ms = r->job.deadline_ns > now ? (r->job.deadline_ns - now) / 1000000ull : 0;
 	/* Not sent when what is left of the deadline is less than the upstream's measured time
 	 * for this class (its estimate, 1 unit = 0.1 ms): it would spend the upstream on an
-	 * answer nobody waits for. But a class whose estimate outgrew every client's deadline
-	 * (a slow spell of the upstream's) would then never be sent, nor measured, again: one
-	 * such request a second goes anyway, a probe, and its time (cut at its deadline when
-	 * the upstream is still slow) brings the estimate back down. */
+	 * answer nobody waits for. But a class whose estimate outgrew its clients' whole
+	 * deadlines (a slow spell of the upstream's) would then never be sent, nor measured,
+	 * again, even a request fresh in the queue: one such request a second goes anyway, a
+	 * probe, and its time (cut at its deadline when the upstream is still slow) brings the
+	 * estimate back down. "Whole": even a request with nine tenths of its deadline left
+	 * would not be sent (fresh ones have nearly all of it). A request that merely waited
+	 * too long in the queue is no probe: fresh ones of its kind would still be sent, and
+	 * measure. */
 	if (r->job.deadline_ns && r->job.cls < GW_MAX_CLASSES &&
 	    (double)left_ms * 10.0 < g->sched->cls[r->job.cls].estimate) {
-		if (left_ms && now - g->ups->probe_ns[r->job.cls] >= 1000000000ull) {
+		uint64_t whole_ms = r->job.deadline_ns > r->job.admit_ns ?
+				    (r->job.deadline_ns - r->job.admit_ns) / 1000000ull : 0;
+
+		if (left_ms && (double)whole_ms * 9.0 < g->sched->cls[r->job.cls].estimate &&
+		    now - g->ups->probe_ns[r->job.cls] >= 1000000000ull) {
 			g->ups->probe_ns[r->job.cls] = now;
 			g->ups->probes++;
 		} else {
@@ -891,8 +899,8 @@ void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
 					    "result=\"%s\"} %llu\n", g->ups->u[i].url, result_names[k],
 					    (unsigned long long)g->ups->u[i].results[k]);
 	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_probes_total Requests sent although "
-			    "their class's estimate was longer than what was left of their deadline: "
-			    "one a second, so that such a class is measured again.\n"
+			    "their class's estimate was longer than their whole deadline: one a "
+			    "second, so that such a class is measured again.\n"
 			    "# TYPE sluice_gateway_upstream_probes_total counter\n"
 			    "sluice_gateway_upstream_probes_total %llu\n",
 			    (unsigned long long)g->ups->probes);
