@@ -135,22 +135,8 @@ for _ in $(seq 1 100); do
 	sleep 0.1
 done
 
-# req.py PORT TENANT,USER,PASSWORD,XFF...: one "status ms" line per login, in order.
-cat >"$NT_DIR/req.py" <<'PYEOF'
-import http.client, sys, time
-for spec in sys.argv[1:]:
-    port, tenant, user, pw, xff = spec.split(",")
-    t0 = time.monotonic()
-    try:
-        c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=10)
-        c.request("POST", "/login", body="username=%s&password=%s" % (user, pw),
-                  headers={"Host": tenant + ".test", "X-Forwarded-For": xff,
-                           "Content-Type": "application/x-www-form-urlencoded"})
-        r = c.getresponse(); r.read(); c.close(); st = r.status
-    except Exception as e:
-        st = "error:" + type(e).__name__
-    print(st, round((time.monotonic() - t0) * 1000, 1), flush=True)
-PYEOF
+# login_req.py PORT,TENANT,USER,PASSWORD,XFF...: one "status ms" line per login, in order.
+REQ="$ROOT/tests/lib/login_req.py"
 # tries TENANT USER XFF N: N wrong passwords, alternately through node a and node b.
 tries() {
 	local i specs=()
@@ -159,7 +145,7 @@ tries() {
 		# stream job answers with a step-up, which charges no counter.
 		if [ $((i % 2)) = 1 ]; then specs+=("$PA,$1,$2,w$RANDOM$i,$3"); else specs+=("$PB,$1,$2,w$RANDOM$i,$3"); fi
 	done
-	$PY "$NT_DIR/req.py" "${specs[@]}" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 } END { print "" }'
+	$PY "$REQ" "${specs[@]}" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 } END { print "" }'
 }
 fails_on() { redis-cli -p "$1" --scan --pattern "sluice:{$2}:login_fail:*" | grep -vc ':live$'; }
 fallbacks() { echo $(( $(metric "$MA" 'sluice_store_fallbacks_total{mode="local"}') + $(metric "$MB" 'sluice_store_fallbacks_total{mode="local"}') )); }
@@ -286,7 +272,7 @@ ask0=$(( $(metric "$MA" 'sluice_store_cluster_redirects_total{kind="ask"}') + $(
 ( for i in $(seq 1 400); do
 	if [ $((i % 2)) = 1 ]; then echo "$PA,$TA,load$i,x$i,10.9.$((i / 200)).$((i % 200 + 1))"; else echo "$PB,$TA,load$i,x$i,10.9.$((i / 200)).$((i % 200 + 1))"; fi
   done ) >"$NT_DIR/load.specs"
-$PY - "$NT_DIR/req.py" "$NT_DIR/load.specs" "$NT_DIR/load.out" "$NT_DIR/load.stop" <<'PYEOF' &
+$PY - "$REQ" "$NT_DIR/load.specs" "$NT_DIR/load.out" "$NT_DIR/load.stop" <<'PYEOF' &
 import os, subprocess, sys, time
 req, specs, out, stop = sys.argv[1:5]
 with open(out, "w") as f:
@@ -348,7 +334,7 @@ redis_kill_port "c$KILL"
 sleep 0.3
 fb0=$(metric "$MA" 'sluice_store_fallbacks_total{mode="local"}')
 expect_eq "kill: tenant $TC (master :$KILL killed) falls back: 401 x2, then 429 (fail open: burst 5 / 2 nodes here)" \
-	"$($PY "$NT_DIR/req.py" "$PA,$TC,fresh-c,k1,203.0.113.61" "$PA,$TC,fresh-c,k2,203.0.113.61" "$PA,$TC,fresh-c,k3,203.0.113.61" "$PA,$TC,fresh-c,k4,203.0.113.61" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 } END { print "" }')" \
+	"$($PY "$REQ" "$PA,$TC,fresh-c,k1,203.0.113.61" "$PA,$TC,fresh-c,k2,203.0.113.61" "$PA,$TC,fresh-c,k3,203.0.113.61" "$PA,$TC,fresh-c,k4,203.0.113.61" | awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 } END { print "" }')" \
 	"401 401 429 429"
 expect_ge "kill: ... answered by node a's fail-open fallback" \
 	"$(( $(metric "$MA" 'sluice_store_fallbacks_total{mode="local"}') - fb0 ))" 4
@@ -390,7 +376,7 @@ expect_match "config: a plain Redis as a cluster seed is refused with a clear er
 	"redis cluster cluster:127\\.0\\.0\\.1:$PLAIN: no cluster node gave its slot map \\(last: 127\\.0\\.0\\.1:$PLAIN is not a Redis Cluster node"
 expect_eq "  ... status: not connected" "$(jget "$("$BUILD/sluicectl" -c "$NT_DIR/plain.conf" status --json)" store.connected)" false
 expect_eq "  ... a login is still answered (the fallback)" \
-	"$($PY "$NT_DIR/req.py" "$PA,$TA,nobody,x1,203.0.113.99" | cut -d' ' -f1)" 401
+	"$($PY "$REQ" "$PA,$TA,nobody,x1,203.0.113.99" | cut -d' ' -f1)" 401
 expect_eq "  ... and nothing was written to that server" "$(redis-cli -p "$PLAIN" dbsize)" 0
 
 tap_done

@@ -103,22 +103,8 @@ metrics() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics"; }
 metric() { metrics "$1" | awk -v k="$2" '$1 == k { print $2 }'; }
 fallbacks() { echo $(( $(metric "$MA" 'sluice_store_fallbacks_total{mode="local"}') + $(metric "$MB" 'sluice_store_fallbacks_total{mode="local"}') )); }
 
-# req.py PORT,TENANT,USER,PASSWORD,XFF...: one "status ms" line per login, in order.
-cat >"$NT_DIR/req.py" <<'PYEOF'
-import http.client, sys, time
-for spec in sys.argv[1:]:
-    port, tenant, user, pw, xff = spec.split(",")
-    t0 = time.monotonic()
-    try:
-        c = http.client.HTTPConnection("127.0.0.1", int(port), timeout=10)
-        c.request("POST", "/login", body="username=%s&password=%s" % (user, pw),
-                  headers={"Host": tenant + ".test", "X-Forwarded-For": xff,
-                           "Content-Type": "application/x-www-form-urlencoded"})
-        r = c.getresponse(); r.read(); c.close(); st = r.status
-    except Exception as e:
-        st = "error:" + type(e).__name__
-    print(st, round((time.monotonic() - t0) * 1000, 1), flush=True)
-PYEOF
+# login_req.py PORT,TENANT,USER,PASSWORD,XFF...: one "status ms" line per login, in order.
+REQ="$ROOT/tests/lib/login_req.py"
 statuses() { awk '{ printf "%s%s", (NR > 1 ? " " : ""), $1 } END { print "" }'; }
 # load.py STOPFILE PORT_A PORT_B TENANT...: one login a 20 ms, each from a fresh account and
 # address, round robin over the tenants and nodes, until STOPFILE exists; one line per login:
@@ -145,7 +131,7 @@ while not os.path.exists(stop):
 PYEOF
 
 # ---- before: a count on TA's master, replicated -----------------------------------------
-r=$($PY "$NT_DIR/req.py" "$PA,$TA,victim,w1,203.0.113.7" "$PB,$TA,victim,w2,203.0.113.7" \
+r=$($PY "$REQ" "$PA,$TA,victim,w1,203.0.113.7" "$PB,$TA,victim,w2,203.0.113.7" \
 	"$PA,$TA,victim,w3,203.0.113.7" | statuses)
 expect_eq "before: the victim's three wrong passwords (401 x3), on TA's master :$OA" "$r" "401 401 401"
 expect_eq "  ... replicated to :$R before the kill (WAIT)" "$(redis-cli -p "$OA" wait 1 2000)" 1
@@ -172,7 +158,7 @@ tap_diag "promoted $(since "${promoted:-0}") s after the kill"
 recovered=
 for _ in $(seq 1 100); do
 	fb=$(fallbacks)
-	r=$($PY "$NT_DIR/req.py" "$PA,$TA,probe$RANDOM,w,198.51.100.9" "$PB,$TA,probe$RANDOM,w,198.51.100.9" | statuses)
+	r=$($PY "$REQ" "$PA,$TA,probe$RANDOM,w,198.51.100.9" "$PB,$TA,probe$RANDOM,w,198.51.100.9" | statuses)
 	[ "$r" = "401 401" ] && [ "$(fallbacks)" = "$fb" ] && { recovered=$(date +%s.%N); break; }
 	sleep 0.1
 done
@@ -196,18 +182,18 @@ expect_eq "  ... each a 401 (a fresh account's wrong password), none an error or
 expect_eq "  ... none slower than twice the timeout plus 500 ms (worst $worst ms)" "$slow" 0
 # TB's master never went away: its checks never fell back. Node a's fallbacks are labelled
 # by counter, not tenant, so the proof is TB's count: exact across the kill.
-r=$($PY "$NT_DIR/req.py" "$PA,$TB,tbvic,x1,203.0.113.8" "$PB,$TB,tbvic,x2,203.0.113.8" \
+r=$($PY "$REQ" "$PA,$TB,tbvic,x1,203.0.113.8" "$PB,$TB,tbvic,x2,203.0.113.8" \
 	"$PA,$TB,tbvic,x3,203.0.113.8" "$PB,$TB,tbvic,x4,203.0.113.8" "$PA,$TB,tbvic,x5,203.0.113.8" \
 	"$PB,$TB,tbvic,x6,203.0.113.8" | statuses)
 expect_eq "TB (its master up throughout) stays exact: 401 x5, then 429" "$r" "401 401 401 401 401 429"
 
 # ---- after: the count survived on the replica -------------------------------------------
-r=$($PY "$NT_DIR/req.py" "$PB,$TA,victim,w4,203.0.113.7" "$PA,$TA,victim,w5,203.0.113.7" \
+r=$($PY "$REQ" "$PB,$TA,victim,w4,203.0.113.7" "$PA,$TA,victim,w5,203.0.113.7" \
 	"$PB,$TA,victim,w6,203.0.113.7" "$PA,$TA,victim,w7,203.0.113.7" | statuses)
 expect_eq "after: the victim's 4th and 5th wrong passwords 401, the 6th and 7th refused, on either node" \
 	"$r" "401 401 429 429"
 expect_eq "  ... the right password from another address still signs in" \
-	"$($PY "$NT_DIR/req.py" "$PA,$TA,victim,pw-a,198.51.100.77" | statuses)" 200
+	"$($PY "$REQ" "$PA,$TA,victim,pw-a,198.51.100.77" | statuses)" 200
 for n in a b; do
 	m=$MA; [ $n = b ] && m=$MB
 	tap_diag "node $n: $(metrics "$m" | grep '^sluice_store_redis_node_up' | tr '\n' ' ')"
