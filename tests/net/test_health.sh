@@ -294,9 +294,14 @@ expect_eq "  ... all 16 queued logins answered 200 or 401, none 503 or lost" \
 	"$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); print(sum(1 for x in r if x["status"] in (200, 401)))' "$lo")" 16
 expect_eq "  ... the right passwords got 200 (8), the wrong ones 401 (8)" \
 	"$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); print(sum(1 for x in r[0::2] if x["status"]==200), sum(1 for x in r[1::2] if x["status"]==401))' "$lo")" "8 8"
-late=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); t=int(sys.argv[2])/1e9+0.05; l=[x for x in r if x["at"] > t]; print(len(l), sum(1 for x in l if x.get("headers",{}).get("connection")=="close"))' "$lo" "$t0")
+# How many the drain found outstanding is in its log line; each must be answered after the
+# signal. (A fixed "8 of 16 at least 50 ms after it" failed once when the machine hashed
+# faster than that: 7, with 9 outstanding at the signal.)
+outst=$(sed -n 's/.*gateway: draining: not accepting; \([0-9]*\) requests outstanding.*/\1/p' "$NT_DIR/sluiced.log" | tail -1)
+late=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); t=int(sys.argv[2])/1e9; l=[x for x in r if x["at"] > t]; print(len(l), sum(1 for x in l if x.get("headers",{}).get("connection")=="close"))' "$lo" "$t0")
 set -- $late
-expect_ge "  ... most of them answered during the drain (50 ms after the signal and later)" "$1" 8
+expect_ge "  ... the drain had queued logins to finish (outstanding at the signal: ${outst:-none logged})" "${outst:-0}" 1
+expect_ge "  ... and each was answered after the signal ($1 answered after it)" "$1" "${outst:-1}"
 expect_eq "  ... each of those with Connection: close" "$2" "$1"
 expect_eq "  ... the idle keep-alive was closed by the server" "$(jget "$(cat "$NT_DIR/idle.out")" closed)" true
 expect_le "  ... at once: within 500 ms of the SIGTERM (ms)" \
