@@ -2,8 +2,9 @@
 /*
  * Upstream mode (gw_upstream.h): forwarding what the scheduler starts to the identity
  * service behind the gateway, over a fixed set of keep-alive connections per upstream.
- * libevent's evhttp client does the HTTP/1.1: one request at a time per connection, so a
- * connection is a slot, taken by a forward until its answer (or its failure) comes back.
+ * gw_upcli does the HTTP/1.1 (over TCP or a Unix socket): one request at a time per
+ * connection, so a connection is a slot, taken by a forward until its answer (or its
+ * failure) comes back.
  */
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -14,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/queue.h>
+#include <sys/un.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -24,6 +26,7 @@
 
 #include "gw_creds.h"
 #include "gw_internal.h"
+#include "gw_upcli.h"
 #include "gw_upstream.h"
 #include "gw_upstream_verdict.h"
 #include "log.h"
@@ -48,6 +51,9 @@
 #define GW_LIM_SLACK_NS (20.0 * 1e6)
 #define GW_LIM_EWMA 0.1
 
+/* The most of an answer's head (status line, fields) read from an upstream. */
+#define GW_UP_MAX_HEAD 65536
+
 struct gw_uplim {
 	bool used;                     /* a route of this class goes to this upstream */
 	uint32_t cap, inflight;
@@ -61,17 +67,18 @@ struct gw_uplim {
 
 struct gw_upconn {
 	struct gw_up *up;
-	struct evhttp_connection *evcon;
+	struct gw_upcli cli;           /* its HTTP/1.1 connection (cli.base NULL: not set up) */
 	struct gw_req *r;              /* the forward it carries; NULL: free */
-	int err;                       /* the error evhttp reported for it, or -1 */
-	uint32_t gen;                  /* the upstream's address when evcon was made */
+	uint32_t gen;                  /* the upstream's address cli connects to */
 	uint16_t cls;                  /* the class of the forward it carries */
 };
 
 struct gw_up {
 	char url[SL_UPSTREAM_URL_LEN];
-	char host[64];                 /* the address connected to (resolved at load) */
-	uint16_t port;
+	char host[SL_UPSTREAM_ADDR_LEN]; /* the address connected to (resolved at load) */
+	uint16_t port;                 /* 0: host is a Unix socket's path */
+	struct sockaddr_storage sa;    /* host and port */
+	socklen_t salen;
 	uint32_t gen;                  /* bumped when a reload resolves the name elsewhere */
 	bool live;                     /* named by the running config */
 	uint32_t slots, busy;
@@ -95,6 +102,7 @@ struct gw_upstreams {
 	/* the last probe of each class whose estimate outgrew the deadlines, and their count */
 	uint64_t probe_ns[GW_MAX_CLASSES];
 	uint64_t probes;
+	struct evbuffer *msg;          /* a forward's request, being written */
 };
 
 static const char *const result_names[GW_UP__N] = {
@@ -210,6 +218,30 @@ static int up_address(struct gw_up *up, const struct sl_config *c)
 	}
 	snprintf(up->host, sizeof(up->host), "%s", a->addr);
 	up->port = a->port;
+	memset(&up->sa, 0, sizeof(up->sa));
+	if (!up->port) {
+		struct sockaddr_un *un = (struct sockaddr_un *)&up->sa;
+
+		un->sun_family = AF_UNIX;
+		snprintf(un->sun_path, sizeof(un->sun_path), "%s", up->host);
+		up->salen = (socklen_t)sizeof(*un);
+	} else if (strchr(up->host, ':')) {
+		struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&up->sa;
+
+		in6->sin6_family = AF_INET6;
+		in6->sin6_port = htons(up->port);
+		if (inet_pton(AF_INET6, up->host, &in6->sin6_addr) != 1)
+			return -1;
+		up->salen = (socklen_t)sizeof(*in6);
+	} else {
+		struct sockaddr_in *in = (struct sockaddr_in *)&up->sa;
+
+		in->sin_family = AF_INET;
+		in->sin_port = htons(up->port);
+		if (inet_pton(AF_INET, up->host, &in->sin_addr) != 1)
+			return -1;
+		up->salen = (socklen_t)sizeof(*in);
+	}
 	return 0;
 }
 
@@ -238,7 +270,6 @@ static int up_add(struct gw_upstreams *u, const char *url, const struct sl_confi
 		return -1;
 	for (i = 0; i < (int)up->slots; i++) {
 		up->c[i].up = up;
-		up->c[i].err = -1;
 		up->c[i].cls = UINT16_MAX;
 	}
 	up_settings(up, gw);
@@ -307,13 +338,21 @@ int gw_upstreams_start(struct gateway *g, const struct sl_config *c)
 	g->ups = calloc(1, sizeof(*g->ups));
 	if (!g->ups)
 		return -1;
-	if (map_routes(g, c))
+	g->ups->msg = evbuffer_new();
+	if (!g->ups->msg || map_routes(g, c))
 		return -1;
 	set_workers(g, c);
-	for (i = 0; i < g->ups->n; i++)
-		log_info("gateway: upstream %s (%s port %u): %u connections, answers within %u ms, "
-			 "at most %u bytes", g->ups->u[i].url, g->ups->u[i].host, g->ups->u[i].port,
-			 g->ups->u[i].slots, g->ups->u[i].timeout_ms, g->ups->u[i].max_response);
+	for (i = 0; i < g->ups->n; i++) {
+		const struct gw_up *up = &g->ups->u[i];
+		char where[SL_UPSTREAM_ADDR_LEN + 16];
+
+		if (up->port)
+			snprintf(where, sizeof(where), "%s port %u", up->host, up->port);
+		else
+			snprintf(where, sizeof(where), "Unix socket %s", up->host);
+		log_info("gateway: upstream %s (%s): %u connections, answers within %u ms, at most "
+			 "%u bytes", up->url, where, up->slots, up->timeout_ms, up->max_response);
+	}
 	return 0;
 }
 
@@ -341,11 +380,13 @@ void gw_upstreams_stop(struct gateway *g)
 
 		for (k = 0; up->c && k < up->slots; k++) {
 			up->c[k].r = NULL;
-			if (up->c[k].evcon)
-				evhttp_connection_free(up->c[k].evcon);
+			if (up->c[k].cli.base)
+				gw_upcli_fini(&up->c[k].cli);
 		}
 		free(up->c);
 	}
+	if (g->ups->msg)
+		evbuffer_free(g->ups->msg);
 	free(g->ups);
 	g->ups = NULL;
 }
@@ -462,17 +503,15 @@ int gw_upstream_login_fields(struct gw_req *r, char *err, size_t errlen)
 	return 0;
 }
 
-/* The sign-in outcome of @oreq, the upstream's answer to @r on a login route: 1, 0, or -1
+/* The sign-in outcome of @resp, the upstream's answer to @r on a login route: 1, 0, or -1
  * neither (counted by how it was read). Only the upstream's status, headers and body are
  * read; the body is read in place and goes to the client as it came. */
-static int login_outcome(const struct gw_req *r, struct evhttp_request *oreq, int code)
+static int login_outcome(const struct gw_req *r, const struct gw_upcli_resp *resp)
 {
 	const struct sl_route_login *l = &r->g->cfg->routes[r->route].login;
-	struct evbuffer *b = evhttp_request_get_input_buffer(oreq);
-	size_t len = l->by == SL_VERDICT_JSON ? evbuffer_get_length(b) : 0;
-	const char *body = len ? (const char *)evbuffer_pullup(b, -1) : "";
-	int v = gw_up_verdict(l, code, evhttp_request_get_input_headers(oreq), body ? body : "",
-			      body ? len : 0);
+	size_t len = l->by == SL_VERDICT_JSON ? evbuffer_get_length(resp->body) : 0;
+	const char *body = len ? (const char *)evbuffer_pullup(resp->body, -1) : "";
+	int v = gw_up_verdict(l, resp->code, resp->headers, body ? body : "", body ? len : 0);
 
 	r->g->ups->verdicts[r->route][v]++;
 	return gw_verdict_outcome(v);
@@ -584,7 +623,6 @@ static void up_release(struct gw_upconn *uc)
 		up->lim[uc->cls].inflight--;
 	uc->cls = UINT16_MAX;
 	uc->r = NULL;
-	uc->err = -1;
 	if (up->busy)
 		up->busy--;
 }
@@ -628,57 +666,52 @@ static void mark_down(struct gw_up *up, uint64_t now)
 	up->down_logged = true;
 }
 
-static void on_up_error(enum evhttp_request_error err, void *arg)
-{
-	struct gw_upconn *uc = arg;
-
-	uc->err = (int)err;
-}
-
-/* The answer (or, with @oreq NULL or its status 0, the failure) of @arg's forward. */
-static void on_up_done(struct evhttp_request *oreq, void *arg)
+/* The answer (@resp, with @err GW_UPCLI_OK) or the failure of @arg's forward. */
+static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
+		       const struct gw_upcli_resp *resp, void *arg)
 {
 	struct gw_upconn *uc = arg;
 	struct gw_up *up = uc->up;
 	struct gw_req *r = uc->r;
 	struct gateway *g;
-	struct evkeyvalq *in, *out;
+	struct evkeyvalq *out;
 	struct evkeyval *kv;
 	const char *conn;
 	uint64_t now = gw_now_ns();
-	int code, err = uc->err, res;
+	int code, res;
 	struct gw_uplim *l = uc->cls < GW_MAX_CLASSES ? &up->lim[uc->cls] : NULL;
 
+	(void)cli;
 	if (!r) { /* cancelled: the gateway answered it already */
 		up_release(uc);
 		return;
 	}
 	g = r->g;
 	up_release(uc);
-	code = oreq ? evhttp_request_get_response_code(oreq) : 0;
-	if (!oreq || code <= 0) {
-		if (err == EVREQ_HTTP_TIMEOUT) {
-			res = GW_UP_TIMEOUT;
-		} else if (err == EVREQ_HTTP_DATA_TOO_LONG) {
-			res = GW_UP_TOO_BIG;
-		} else if (err < 0 && oreq) {
-			/* evhttp gave up connecting (refused, unreachable) and says nothing more */
+	if (err != GW_UPCLI_OK) {
+		switch (err) {
+		case GW_UPCLI_DOWN:
+			/* refused, unreachable, or no connect within the time: nothing was sent */
 			res = GW_UP_DOWN;
 			mark_down(up, now);
-		} else {
+			break;
+		case GW_UPCLI_TIMEOUT:
+			res = GW_UP_TIMEOUT;
+			if (l)
+				lim_sample(up, l, now - r->up_start_ns, false, now);
+			break;
+		case GW_UPCLI_TOO_BIG:
+			res = GW_UP_TOO_BIG;
+			break;
+		default:
 			res = GW_UP_BAD;
+			break;
 		}
-		if (res == GW_UP_TIMEOUT && l)
-			lim_sample(up, l, now - r->up_start_ns, false, now);
 		up_fail(r, up, res, now);
 		gw_dispatch(g);
 		return;
 	}
-	if (code < 100 || code > 599) {
-		up_fail(r, up, GW_UP_BAD, now);
-		gw_dispatch(g);
-		return;
-	}
+	code = resp->code;
 	up->down_logged = false;
 	res = code < 300 ? GW_UP_2XX : code < 400 ? GW_UP_3XX : code < 500 ? GW_UP_4XX : GW_UP_5XX;
 	up->results[res]++;
@@ -689,25 +722,21 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 		      now - r->up_start_ns, now);
 	r->upc = NULL;
 	if (is_login(r))
-		gw_login_upstream_outcome(r, login_outcome(r, oreq, code));
+		gw_login_upstream_outcome(r, login_outcome(r, resp));
 
 	/* The answer as it came, but for the hops. */
-	in = evhttp_request_get_input_headers(oreq);
 	out = evhttp_request_get_output_headers(r->req);
-	conn = evhttp_find_header(in, "Connection");
-	TAILQ_FOREACH(kv, in, next)
+	conn = evhttp_find_header(resp->headers, "Connection");
+	TAILQ_FOREACH(kv, resp->headers, next)
 		if (!hop_by_hop(kv->key, conn))
 			evhttp_add_header(out, kv->key, kv->value);
-	evbuffer_add_buffer(evhttp_request_get_output_buffer(r->req),
-			    evhttp_request_get_input_buffer(oreq));
+	evbuffer_add_buffer(evhttp_request_get_output_buffer(r->req), resp->body);
 	r->raw = true;
 	r->body = NULL;
 	r->retry_after = 0;
 	r->code = code;
-	/* evhttp copies the reason phrase; @oreq lives until this returns. */
-	r->reason = evhttp_request_get_response_code_line(oreq);
-	if (!r->reason || !*r->reason)
-		r->reason = "Upstream";
+	/* evhttp copies the reason phrase; @resp lives until this returns. */
+	r->reason = resp->reason[0] ? resp->reason : "Upstream";
 	gw_send_now(r);
 	gw_dispatch(g);
 }
@@ -715,22 +744,37 @@ static void on_up_done(struct evhttp_request *oreq, void *arg)
 /* X-Forwarded-For for the upstream: the client's own, when its proxies are trusted
  * (gateway.trusted_hops), then the socket's peer; without trusted hops what the client
  * wrote is dropped (anyone can write it). */
-static void add_xff(struct gw_req *r, struct evkeyvalq *oh, const char *client_xff)
+static void add_xff(struct gw_req *r, struct evbuffer *m, const char *client_xff)
 {
 	struct evhttp_connection *ec = evhttp_request_get_connection(r->req);
-	char *peer = NULL, v[1024];
+	char *peer = NULL;
 	ev_uint16_t port = 0;
 
 	if (ec)
 		evhttp_connection_get_peer(ec, &peer, &port);
 	if (!peer)
 		return;
-	if (client_xff && r->g->cfg->gw.trusted_hops &&
-	    strlen(client_xff) + strlen(peer) + 3 < sizeof(v))
-		snprintf(v, sizeof(v), "%s, %s", client_xff, peer);
+	if (client_xff && r->g->cfg->gw.trusted_hops && strlen(client_xff) < 1024)
+		evbuffer_add_printf(m, "X-Forwarded-For: %s, %s\r\n", client_xff, peer);
 	else
-		snprintf(v, sizeof(v), "%s", peer);
-	evhttp_add_header(oh, "X-Forwarded-For", v);
+		evbuffer_add_printf(m, "X-Forwarded-For: %s\r\n", peer);
+}
+
+/* The method's name on the request line. */
+static const char *method_name(enum evhttp_cmd_type cmd)
+{
+	switch (cmd) {
+	case EVHTTP_REQ_GET: return "GET";
+	case EVHTTP_REQ_POST: return "POST";
+	case EVHTTP_REQ_HEAD: return "HEAD";
+	case EVHTTP_REQ_PUT: return "PUT";
+	case EVHTTP_REQ_DELETE: return "DELETE";
+	case EVHTTP_REQ_OPTIONS: return "OPTIONS";
+	case EVHTTP_REQ_TRACE: return "TRACE";
+	case EVHTTP_REQ_CONNECT: return "CONNECT";
+	case EVHTTP_REQ_PATCH: return "PATCH";
+	}
+	return "GET";
 }
 
 void gw_upstream_forward(struct gw_req *r)
@@ -738,15 +782,16 @@ void gw_upstream_forward(struct gw_req *r)
 	struct gateway *g = r->g;
 	struct gw_up *up;
 	struct gw_upconn *uc = NULL;
-	struct evhttp_request *oreq;
-	struct evkeyvalq *ih, *oh;
+	struct evkeyvalq *ih;
 	struct evkeyval *kv;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(r->req);
 	const char *conn, *query, *verdict_hdr;
-	char target[2048], v[32];
+	struct evbuffer *m, *body;
+	enum evhttp_cmd_type cmd;
+	bool has_host = false;
 	uint64_t now = gw_now_ns(), left_ms;
-	struct timeval tv;
 	uint32_t k, tmo;
+	size_t blen;
 
 	if (!g->ups || r->up < 0 || r->up >= g->ups->n) {
 		gw_sched_release(g->sched, &r->job, now);
@@ -754,6 +799,7 @@ void gw_upstream_forward(struct gw_req *r)
 		return;
 	}
 	up = &g->ups->u[r->up];
+	m = g->ups->msg;
 	if (now < up->down_until_ns) {
 		up_fail(r, up, GW_UP_SHED_DOWN, now);
 		return;
@@ -794,65 +840,57 @@ void gw_upstream_forward(struct gw_req *r)
 		gw_shed(r, uc ? GW_SHED_EXPIRED : GW_SHED_QUEUE_FULL);
 		return;
 	}
-	if (uc->evcon && uc->gen != up->gen) {
-		/* a reload resolved the name elsewhere: this connection goes to the old address */
-		evhttp_connection_free(uc->evcon);
-		uc->evcon = NULL;
-	}
-	if (!uc->evcon) {
-		/* @host is an address literal (resolved at load): no lookup on the loop. */
-		uc->evcon = evhttp_connection_base_new(g->base, NULL, up->host, up->port);
-		uc->gen = up->gen;
-		if (!uc->evcon) {
+	if (!uc->cli.base) {
+		if (gw_upcli_init(&uc->cli, g->base, (struct sockaddr *)&up->sa, up->salen)) {
 			gw_sched_release(g->sched, &r->job, now);
 			gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
 			return;
 		}
-		/* No retries: a login is not idempotent, and a retry would spend the client's
-		 * deadline on a dead upstream. */
-		evhttp_connection_set_retries(uc->evcon, 0);
-		evhttp_connection_set_max_headers_size(uc->evcon, 65536);
+		uc->gen = up->gen;
+	} else if (uc->gen != up->gen) {
+		/* a reload resolved the name elsewhere: this connection goes to the old address */
+		gw_upcli_set_addr(&uc->cli, (struct sockaddr *)&up->sa, up->salen);
+		uc->gen = up->gen;
 	}
-	evhttp_connection_set_max_body_size(uc->evcon, up->max_response);
 	tmo = up->timeout_ms;
 	if (r->job.deadline_ns && left_ms < tmo)
 		tmo = (uint32_t)left_ms;
-	tv.tv_sec = (time_t)(tmo / 1000);
-	tv.tv_usec = (suseconds_t)(tmo % 1000) * 1000;
-	evhttp_connection_set_timeout_tv(uc->evcon, &tv);
 
-	oreq = evhttp_request_new(on_up_done, uc);
-	if (!oreq) {
-		gw_sched_release(g->sched, &r->job, now);
-		gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
-		return;
-	}
-	evhttp_request_set_error_cb(oreq, on_up_error);
+	/* The request: its line, the client's headers but the hops, the gateway's own. */
+	cmd = evhttp_request_get_command(r->req);
 	ih = evhttp_request_get_input_headers(r->req);
-	oh = evhttp_request_get_output_headers(oreq);
 	conn = evhttp_find_header(ih, "Connection");
 	/* A sign-in route's verdict header is the upstream's to write: the client's own is not
 	 * passed on (an upstream, or a proxy before it, that echoes request headers must not
 	 * hand a client's "X-Auth-Result: ok" back as if it were the verdict). */
 	verdict_hdr = is_login(r) && g->cfg->routes[r->route].login.by == SL_VERDICT_HEADER ?
 		      g->cfg->routes[r->route].login.by_name : NULL;
-	TAILQ_FOREACH(kv, ih, next)
-		if (hdr_kind(kv->key) == H_PASS && !(conn && in_connection(conn, kv->key)) &&
-		    !(verdict_hdr && !strcasecmp(kv->key, verdict_hdr)))
-			evhttp_add_header(oh, kv->key, kv->value);
-	add_xff(r, oh, evhttp_find_header(ih, "X-Forwarded-For"));
-	evhttp_add_header(oh, "X-Forwarded-Proto", "http");
-	if (r->job.deadline_ns) {
-		snprintf(v, sizeof(v), "%llu", (unsigned long long)left_ms);
-		evhttp_add_header(oh, "X-Request-Deadline-Ms", v);
-	}
-	evbuffer_add_buffer(evhttp_request_get_output_buffer(oreq),
-			    evhttp_request_get_input_buffer(r->req));
 	query = evhttp_uri_get_query(uri);
-	snprintf(target, sizeof(target), "%s%s%s", evhttp_uri_get_path(uri), query ? "?" : "",
-		 query ? query : "");
+	evbuffer_add_printf(m, "%s %s%s%s HTTP/1.1\r\n", method_name(cmd), evhttp_uri_get_path(uri),
+			    query ? "?" : "", query ? query : "");
+	TAILQ_FOREACH(kv, ih, next) {
+		if (hdr_kind(kv->key) != H_PASS || (conn && in_connection(conn, kv->key)) ||
+		    (verdict_hdr && !strcasecmp(kv->key, verdict_hdr)))
+			continue;
+		if (!strcasecmp(kv->key, "Host"))
+			has_host = true;
+		evbuffer_add_printf(m, "%s: %s\r\n", kv->key, kv->value);
+	}
+	if (!has_host) /* an HTTP/1.0 client's request: the upstream is given its own name */
+		evbuffer_add_printf(m, "Host: %s\r\n", up->port ? up->host : "localhost");
+	add_xff(r, m, evhttp_find_header(ih, "X-Forwarded-For"));
+	evbuffer_add_printf(m, "X-Forwarded-Proto: %s\r\n", g->cfg->gw.tls.certificate[0] ?
+			    "https" : "http");
+	if (r->job.deadline_ns)
+		evbuffer_add_printf(m, "X-Request-Deadline-Ms: %llu\r\n", (unsigned long long)left_ms);
+	body = evhttp_request_get_input_buffer(r->req);
+	blen = evbuffer_get_length(body);
+	if (blen || cmd == EVHTTP_REQ_POST || cmd == EVHTTP_REQ_PUT || cmd == EVHTTP_REQ_PATCH)
+		evbuffer_add_printf(m, "Content-Length: %zu\r\n", blen);
+	evbuffer_add(m, "\r\n", 2);
+	evbuffer_add_buffer(m, body);
+
 	uc->r = r;
-	uc->err = -1;
 	uc->cls = r->job.cls;
 	if (uc->cls < GW_MAX_CLASSES)
 		up->lim[uc->cls].inflight++;
@@ -860,18 +898,14 @@ void gw_upstream_forward(struct gw_req *r)
 	r->up_start_ns = now;
 	up->busy++;
 	up->forwarded++;
-	if (evhttp_make_request(uc->evcon, oreq, evhttp_request_get_command(r->req), target)) {
-		/* evhttp freed @oreq */
+	if (gw_upcli_send(&uc->cli, m, cmd == EVHTTP_REQ_HEAD, tmo, GW_UP_MAX_HEAD,
+			  up->max_response, on_up_done, uc)) {
+		/* The connect failed at once (refused; a Unix socket missing or its backlog
+		 * full): nothing was sent. */
 		up_release(uc);
-		r->upc = NULL;
-		up->forwarded--;
-		gw_sched_release(g->sched, &r->job, now);
-		gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
-		return;
+		mark_down(up, now);
+		up_fail(r, up, GW_UP_DOWN, now);
 	}
-	/* On a connection still connecting nothing is queued yet (evhttp writes the request
-	 * once connected): this does nothing then. */
-	gw_write_now(evhttp_connection_get_bufferevent(uc->evcon));
 }
 
 void gw_upstream_cancel(struct gw_req *r)
@@ -910,6 +944,19 @@ void gw_upstreams_metrics(struct gateway *g, struct evbuffer *out)
 	for (i = 0; i < g->ups->n; i++)
 		evbuffer_add_printf(out, "sluice_gateway_upstream_in_flight{upstream=\"%s\"} %u\n",
 				    g->ups->u[i].url, g->ups->u[i].busy);
+	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_connects_total Connections opened "
+			    "to the upstream (each slot keeps its own alive between forwards: "
+			    "this grows when the upstream closes them, or an answer leaves one "
+			    "untrusted).\n# TYPE sluice_gateway_upstream_connects_total counter\n");
+	for (i = 0; i < g->ups->n; i++) {
+		uint64_t n = 0;
+		uint32_t j;
+
+		for (j = 0; j < g->ups->u[i].slots; j++)
+			n += g->ups->u[i].c[j].cli.connects;
+		evbuffer_add_printf(out, "sluice_gateway_upstream_connects_total{upstream=\"%s\"} "
+				    "%llu\n", g->ups->u[i].url, (unsigned long long)n);
+	}
 	evbuffer_add_printf(out, "# HELP sluice_gateway_upstream_slots Connections the upstream "
 			    "is given (gateway.upstream.concurrency).\n"
 			    "# TYPE sluice_gateway_upstream_slots gauge\n");

@@ -20,6 +20,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <sodium.h>
@@ -1150,7 +1151,7 @@ static void load_tenants(struct vctx *x, const config_setting_t *root, struct sl
 			t->reservation = d;
 		name = get_str(x, g, where, "upstream", false);
 		if (name) {
-			char host[64];
+			char host[SL_UPSTREAM_ADDR_LEN];
 			uint16_t port;
 			const char *why = NULL;
 
@@ -1478,7 +1479,7 @@ static void resolve_upstream(struct vctx *x, const config_setting_t *s, const ch
 	struct sl_upstream_addr *a;
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICSERV };
 	struct addrinfo *res = NULL;
-	char host[64], port_s[8];
+	char host[SL_UPSTREAM_ADDR_LEN], port_s[8];
 	const char *why = "";
 	uint16_t port;
 	unsigned char bin[16];
@@ -1496,7 +1497,7 @@ static void resolve_upstream(struct vctx *x, const config_setting_t *s, const ch
 	memset(a, 0, sizeof(*a));
 	snprintf(a->url, sizeof(a->url), "%s", url);
 	a->port = port;
-	a->named = inet_pton(AF_INET, host, bin) != 1 && inet_pton(AF_INET6, host, bin) != 1;
+	a->named = port && inet_pton(AF_INET, host, bin) != 1 && inet_pton(AF_INET6, host, bin) != 1;
 	if (!a->named) {
 		snprintf(a->addr, sizeof(a->addr), "%s", host);
 		c->n_up_addrs++;
@@ -1650,7 +1651,7 @@ static void load_routes(struct vctx *x, const config_setting_t *root, struct sl_
 			r->db = d;
 		p = get_str(x, g, where, "upstream", false);
 		if (p) {
-			char host[64];
+			char host[SL_UPSTREAM_ADDR_LEN];
 			uint16_t port;
 			const char *why = NULL;
 
@@ -1960,7 +1961,7 @@ static void load_gateway(struct vctx *x, const config_setting_t *root, struct sl
 	if (sub && !config_setting_is_group(sub)) {
 		bad(x, sub, "gateway.upstream: expected a group { url = \"http://ADDR:PORT\"; ... }");
 	} else if (sub) {
-		char host[64];
+		char host[SL_UPSTREAM_ADDR_LEN];
 		const char *why = NULL;
 
 		check_keys(x, sub, "gateway.upstream", up_keys);
@@ -3089,12 +3090,18 @@ int sl_upstream_parse(const char *url, char *host, size_t hostlen, uint16_t *por
 	long p;
 
 	if (!strncmp(url, "unix:", 5)) {
-		*why = "is a Unix socket: not supported with this libevent (2.1's HTTP client "
-		       "connects over TCP only; see docs/gateway.md)";
-		return -EINVAL;
+		/* A Unix stream socket: "unix:/absolute/path", port 0. */
+		n = strlen(url + 5);
+		if (url[5] != '/' || n >= hostlen || n >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+			*why = "needs an absolute socket path of at most 107 bytes after unix:";
+			return -EINVAL;
+		}
+		memcpy(host, url + 5, n + 1);
+		*port = 0;
+		return 0;
 	}
 	if (strncmp(url, "http://", 7)) {
-		*why = "is not http://HOST:PORT (https is not supported yet)";
+		*why = "is not http://HOST:PORT or unix:/PATH (https is not supported yet)";
 		return -EINVAL;
 	}
 	h = url + 7;

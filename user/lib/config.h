@@ -54,7 +54,9 @@ struct sl_port_cfg {
 #define SL_MAX_ROUTES 64
 #define SL_ROUTE_PATH_LEN 64
 #define SL_ROUTE_NAME_LEN 32
-#define SL_UPSTREAM_URL_LEN 80
+#define SL_UPSTREAM_URL_LEN 128
+/* an upstream's address literal, or (port 0) its Unix socket's path */
+#define SL_UPSTREAM_ADDR_LEN 108
 #define SL_MAX_UPSTREAM_ADDRS 16
 #define SL_VERDICT_NAME_LEN 64   /* a verdict header's name, a JSON field's dotted path */
 #define SL_VERDICT_VALUES 8      /* values in a verdict's success and failure lists */
@@ -374,7 +376,7 @@ struct sl_config {
 	 * --check-config: never on the event loop), its first address (getaddrinfo's order) */
 	struct sl_upstream_addr {
 		char url[SL_UPSTREAM_URL_LEN];
-		char addr[64];             /* an IPv4 or IPv6 literal */
+		char addr[SL_UPSTREAM_ADDR_LEN]; /* an IPv4 or IPv6 literal; port 0: a socket path */
 		uint16_t port;
 		bool named;                /* the URL names a host, not an address */
 	} up_addrs[SL_MAX_UPSTREAM_ADDRS];

@@ -1,0 +1,497 @@
+// SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
+/*
+ * The upstream's HTTP/1.1 client (gw_upcli) against a server played by this test on a Unix
+ * socket in the same event loop: every way an answer can be delimited, the answers a proxy
+ * must refuse (smuggling shapes, obs-fold, garbage), the bounds, early closes, keep-alive
+ * and when a connection is not trusted again, an answer arriving a byte at a time, a
+ * timeout, a refused connect, and the next request sent from inside the callback.
+ */
+#include "unit.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/queue.h>
+#include <sys/un.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "gw_upcli.h"
+
+static struct srv {
+	struct event_base *base;
+	char dir[64];
+	struct sockaddr_un sa;
+	int lfd, cfd;
+	struct event *lev, *cev, *drip;
+	const char *resp;              /* what the server answers each request with */
+	size_t resp_len, sent;
+	bool bytewise, close_after, silent;
+	int accepts, requests;
+	char req[8192];
+	size_t req_len;
+	char last_req[8192];
+} S;
+
+static struct got {
+	int calls;
+	enum gw_upcli_err err;
+	int code;
+	char reason[128];
+	char body[4096];
+	size_t body_len;
+	char hdr[256];                 /* the value of X-A, if any */
+	int hdrs;
+	struct gw_upcli *again;        /* send the next request from inside the callback */
+} G;
+
+static void srv_write(void)
+{
+	while (S.sent < S.resp_len) {
+		size_t n = S.bytewise ? 1 : S.resp_len - S.sent;
+		ssize_t w = write(S.cfd, S.resp + S.sent, n);
+
+		if (w <= 0)
+			return;
+		S.sent += (size_t)w;
+		if (S.bytewise && S.sent < S.resp_len) {
+			struct timeval tv = { 0, 200 };
+
+			evtimer_add(S.drip, &tv); /* one byte per trip through the loop */
+			return;
+		}
+	}
+	if (S.close_after) {
+		event_del(S.cev);
+		close(S.cfd);
+		S.cfd = -1;
+	}
+}
+
+static void on_drip(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (S.cfd >= 0)
+		srv_write();
+}
+
+static void on_creq(evutil_socket_t fd, short what, void *arg)
+{
+	ssize_t n;
+	char *end;
+
+	(void)what;
+	(void)arg;
+	n = read(fd, S.req + S.req_len, sizeof(S.req) - 1 - S.req_len);
+	if (n <= 0) {
+		event_del(S.cev);
+		close(S.cfd);
+		S.cfd = -1;
+		return;
+	}
+	S.req_len += (size_t)n;
+	S.req[S.req_len] = '\0';
+	end = strstr(S.req, "\r\n\r\n");
+	if (!end)
+		return;
+	S.requests++;
+	memcpy(S.last_req, S.req, S.req_len + 1);
+	S.req_len = 0;
+	if (S.silent)
+		return;
+	S.sent = 0;
+	srv_write();
+}
+
+static void on_accept(evutil_socket_t fd, short what, void *arg)
+{
+	int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	(void)what;
+	(void)arg;
+	if (c < 0)
+		return;
+	if (S.cfd >= 0) {
+		event_del(S.cev);
+		close(S.cfd);
+	}
+	S.cfd = c;
+	S.accepts++;
+	S.req_len = 0;
+	event_assign(S.cev, S.base, c, EV_READ | EV_PERSIST, on_creq, NULL);
+	event_add(S.cev, NULL);
+}
+
+static void on_done(struct gw_upcli *c, enum gw_upcli_err err, const struct gw_upcli_resp *r,
+		    void *arg)
+{
+	(void)arg;
+	G.calls++;
+	G.err = err;
+	if (!err) {
+		const char *a = evhttp_find_header(r->headers, "X-A");
+		struct evkeyval *kv;
+
+		G.code = r->code;
+		snprintf(G.reason, sizeof(G.reason), "%s", r->reason);
+		G.body_len = evbuffer_get_length(r->body);
+		assert_true(G.body_len < sizeof(G.body));
+		evbuffer_remove(r->body, G.body, G.body_len);
+		G.body[G.body_len] = '\0';
+		snprintf(G.hdr, sizeof(G.hdr), "%s", a ? a : "");
+		G.hdrs = 0;
+		TAILQ_FOREACH(kv, r->headers, next)
+			G.hdrs++;
+	}
+	if (G.again) {
+		struct evbuffer *m = evbuffer_new();
+		struct gw_upcli *nc = G.again;
+
+		G.again = NULL;
+		evbuffer_add_printf(m, "GET /again HTTP/1.1\r\nHost: t\r\n\r\n");
+		assert_int_equal(gw_upcli_send(nc, m, false, 1000, 65536, 1024, on_done, NULL), 0);
+		evbuffer_free(m);
+		return;
+	}
+	event_base_loopbreak(S.base);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	memset(&S, 0, sizeof(S));
+	S.cfd = -1;
+	S.base = event_base_new();
+	assert_non_null(S.base);
+	snprintf(S.dir, sizeof(S.dir), "/tmp/sluice-upcli-XXXXXX");
+	assert_non_null(mkdtemp(S.dir));
+	S.sa.sun_family = AF_UNIX;
+	snprintf(S.sa.sun_path, sizeof(S.sa.sun_path), "%s/up.sock", S.dir);
+	S.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(S.lfd >= 0);
+	assert_int_equal(bind(S.lfd, (struct sockaddr *)&S.sa, sizeof(S.sa)), 0);
+	assert_int_equal(listen(S.lfd, 16), 0);
+	S.lev = event_new(S.base, S.lfd, EV_READ | EV_PERSIST, on_accept, NULL);
+	S.cev = event_new(S.base, -1, 0, on_creq, NULL);
+	S.drip = evtimer_new(S.base, on_drip, NULL);
+	event_add(S.lev, NULL);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (S.cfd >= 0)
+		close(S.cfd);
+	event_free(S.lev);
+	event_free(S.cev);
+	event_free(S.drip);
+	close(S.lfd);
+	unlink(S.sa.sun_path);
+	rmdir(S.dir);
+	event_base_free(S.base);
+	return 0;
+}
+
+/* Answer the next request with @resp; send @c a GET (HEAD with @head) and wait for it. */
+static void run(struct gw_upcli *c, const char *resp, size_t len, bool head, size_t max_body)
+{
+	struct evbuffer *m = evbuffer_new();
+	struct timeval guard = { 3, 0 };
+
+	S.resp = resp;
+	S.resp_len = len ? len : strlen(resp);
+	memset(&G, 0, sizeof(G));
+	evbuffer_add_printf(m, "%s / HTTP/1.1\r\nHost: t\r\n\r\n", head ? "HEAD" : "GET");
+	assert_int_equal(gw_upcli_send(c, m, head, 1000, 4096, max_body, on_done, NULL), 0);
+	assert_int_equal(evbuffer_get_length(m), 0); /* taken */
+	evbuffer_free(m);
+	event_base_loopexit(S.base, &guard);
+	event_base_dispatch(S.base);
+	assert_int_equal(G.calls, 1);
+}
+
+static void client(struct gw_upcli *c)
+{
+	assert_int_equal(gw_upcli_init(c, S.base, (struct sockaddr *)&S.sa, sizeof(S.sa)), 0);
+}
+
+static void lengths_and_keepalive(void **state)
+{
+	struct gw_upcli c;
+
+	(void)state;
+	client(&c);
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-A:  b c \r\n\r\nhello", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_int_equal(G.code, 200);
+	assert_string_equal(G.reason, "OK");
+	assert_string_equal(G.body, "hello");
+	assert_string_equal(G.hdr, "b c"); /* the value's surrounding whitespace trimmed */
+	assert_non_null(c.bev);           /* kept */
+	/* chunked, with an extension and a trailer, on the same connection */
+	run(&c, "HTTP/1.1 201 Created\r\nTransfer-Encoding: gzip, chunked\r\n\r\n5;x=y\r\nhello\r\n"
+		"6\r\n world\r\n0\r\nT: v\r\n\r\n", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_int_equal(G.code, 201);
+	assert_string_equal(G.body, "hello world");
+	assert_int_equal(G.hdrs, 1); /* the trailer is not among the headers */
+	/* no body: 204, 304, and an answer to HEAD whatever its length says */
+	run(&c, "HTTP/1.1 204 No Content\r\n\r\n", 0, false, 1024);
+	assert_int_equal(G.code, 204);
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n", 0, true, 1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_int_equal(G.body_len, 0);
+	/* interim answers are skipped */
+	run(&c, "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n"
+		"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok", 0, false, 1024);
+	assert_int_equal(G.code, 200);
+	assert_string_equal(G.body, "ok");
+	assert_int_equal(G.hdrs, 1);
+	/* a status line without a reason */
+	run(&c, "HTTP/1.1 401\r\nContent-Length: 0\r\n\r\n", 0, false, 1024);
+	assert_int_equal(G.code, 401);
+	assert_string_equal(G.reason, "");
+	assert_int_equal(S.accepts, 1); /* all of it on one connection */
+	assert_int_equal(S.requests, 6);
+	assert_int_equal(c.connects, 1);
+	gw_upcli_fini(&c);
+}
+
+static void close_delimited(void **state)
+{
+	struct gw_upcli c;
+
+	(void)state;
+	client(&c);
+	S.close_after = true;
+	run(&c, "HTTP/1.0 200 OK\r\n\r\nabc", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_string_equal(G.body, "abc");
+	/* an HTTP/1.1 answer with no length, and one that says Connection: close */
+	run(&c, "HTTP/1.1 200 OK\r\n\r\nto the end", 0, false, 1024);
+	assert_string_equal(G.body, "to the end");
+	S.close_after = false;
+	run(&c, "HTTP/1.1 200 OK\r\nConnection: keep-alive, close\r\nContent-Length: 1\r\n\r\nx", 0,
+	    false, 1024);
+	assert_string_equal(G.body, "x");
+	assert_null(c.bev); /* not kept */
+	/* a body beside a transfer coding: the coding counts, the connection is not kept */
+	run(&c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Length: 100\r\n\r\n"
+		"5\r\nhello\r\n0\r\n\r\n", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_string_equal(G.body, "hello");
+	assert_null(c.bev);
+	/* bytes after a whole answer (a second, unasked one): answered, then dropped */
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nyHTTP/1.1 200 OK\r\n\r\n", 0, false,
+	    1024);
+	assert_string_equal(G.body, "y");
+	assert_null(c.bev);
+	assert_int_equal(S.accepts, 5);
+	gw_upcli_fini(&c);
+}
+
+static void bytewise(void **state)
+{
+	struct gw_upcli c;
+
+	(void)state;
+	client(&c);
+	S.bytewise = true;
+	run(&c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-A: 1\r\n\r\n3\r\nabc\r\n"
+		"2\r\nde\r\n0\r\n\r\n", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_string_equal(G.body, "abcde");
+	assert_string_equal(G.hdr, "1");
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nwxyz", 0, false, 1024);
+	assert_string_equal(G.body, "wxyz");
+	assert_int_equal(S.accepts, 1);
+	gw_upcli_fini(&c);
+}
+
+/* Answers a proxy must not pass on: each is GW_UPCLI_BAD, and the connection is dropped. */
+static void refused_shapes(void **state)
+{
+	static const char *const bad[] = {
+		"HELLO THERE\r\n\r\n",
+		"HTTP/2 200 OK\r\n\r\n",
+		"HTTP/1.1 20 OK\r\n\r\n",
+		"HTTP/1.1 600 Odd\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 2000 OK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-A: a\r\n b\r\nContent-Length: 0\r\n\r\n",          /* obs-fold */
+		"HTTP/1.1 200 OK\r\nContent-Length : 5\r\n\r\nhello",                    /* space */
+		"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+		"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nContent-Length: 5x\r\n\r\nhello",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
+		"0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nhello\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n11111111111111111\r\n",
+		"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabX\r\n0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nNoColon\r\n\r\n",
+		": empty name\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n",             /* bare CR */
+	};
+	struct gw_upcli c;
+	size_t i;
+
+	(void)state;
+	client(&c);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		run(&c, bad[i], 0, false, 1024);
+		if (G.err != GW_UPCLI_BAD)
+			fail_msg("answer %zu (%s) gave %d, not BAD", i, bad[i], G.err);
+		assert_null(c.bev);
+	}
+	/* a NUL inside a header line */
+	run(&c, "HTTP/1.1 200 OK\r\nX-A: a\0b\r\nContent-Length: 0\r\n\r\n", 46, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_BAD);
+	gw_upcli_fini(&c);
+}
+
+static void bounds(void **state)
+{
+	static char big_head[6000];
+	struct gw_upcli c;
+
+	(void)state;
+	client(&c);
+	/* the head is bounded (4096 here): a long field, with or without its line's end */
+	snprintf(big_head, sizeof(big_head), "HTTP/1.1 200 OK\r\nX-A: %05000d\r\n\r\n", 0);
+	run(&c, big_head, 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_TOO_BIG);
+	snprintf(big_head, sizeof(big_head), "HTTP/1.1 200 OK\r\nX-A: %05000d", 0);
+	run(&c, big_head, 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_TOO_BIG);
+	/* the body is bounded (16 bytes here), however it is delimited */
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 17\r\n\r\n", 0, false, 16);
+	assert_int_equal(G.err, GW_UPCLI_TOO_BIG);
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 16\r\n\r\n0123456789abcdef", 0, false, 16);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	run(&c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n8\r\n01234567\r\n9\r\n", 0,
+	    false, 16);
+	assert_int_equal(G.err, GW_UPCLI_TOO_BIG);
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n", 0, false, 16);
+	assert_int_equal(G.err, GW_UPCLI_BAD);
+	S.close_after = true;
+	run(&c, "HTTP/1.0 200 OK\r\n\r\n0123456789abcdefg", 0, false, 16);
+	assert_int_equal(G.err, GW_UPCLI_TOO_BIG);
+	gw_upcli_fini(&c);
+}
+
+static void early_close_and_silence(void **state)
+{
+	struct gw_upcli c;
+
+	(void)state;
+	client(&c);
+	S.close_after = true;
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabc", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_BAD);
+	run(&c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhel", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_BAD);
+	run(&c, "HTTP/1.1 200 O", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_BAD);
+	run(&c, "", 0, false, 1024); /* closed without a byte */
+	assert_int_equal(G.err, GW_UPCLI_BAD);
+	S.close_after = false;
+	S.silent = true;
+	{
+		struct evbuffer *m = evbuffer_new();
+
+		memset(&G, 0, sizeof(G));
+		evbuffer_add_printf(m, "GET / HTTP/1.1\r\nHost: t\r\n\r\n");
+		assert_int_equal(gw_upcli_send(&c, m, false, 100, 4096, 16, on_done, NULL), 0);
+		assert_int_equal(gw_upcli_send(&c, m, false, 100, 4096, 16, on_done, NULL), -1);
+		evbuffer_free(m);
+		event_base_dispatch(S.base);
+		assert_int_equal(G.calls, 1);
+		assert_int_equal(G.err, GW_UPCLI_TIMEOUT);
+		assert_null(c.bev);
+	}
+	gw_upcli_fini(&c);
+}
+
+/* An idle connection the upstream closes is noticed: the next request goes on a new one. */
+static void idle_close(void **state)
+{
+	struct gw_upcli c;
+	struct timeval tv = { 0, 20000 };
+
+	(void)state;
+	client(&c);
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na", 0, false, 1024);
+	assert_non_null(c.bev);
+	event_del(S.cev);
+	close(S.cfd);
+	S.cfd = -1;
+	event_base_loopexit(S.base, &tv);
+	event_base_dispatch(S.base);
+	assert_null(c.bev); /* seen closed while idle */
+	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_string_equal(G.body, "b");
+	assert_int_equal(S.accepts, 2);
+	/* bytes nobody asked for on an idle connection: dropped too */
+	assert_true(write(S.cfd, "HTTP/1.1 200 OK\r\n\r\n", 19) == 19);
+	event_base_loopexit(S.base, &tv);
+	event_base_dispatch(S.base);
+	assert_null(c.bev);
+	gw_upcli_fini(&c);
+}
+
+static void refused_and_reentrant(void **state)
+{
+	struct gw_upcli c, none;
+	struct sockaddr_un gone = S.sa;
+	struct evbuffer *m = evbuffer_new();
+
+	(void)state;
+	/* no such socket: said at once, no callback */
+	snprintf(gone.sun_path, sizeof(gone.sun_path), "%s/nobody.sock", S.dir);
+	assert_int_equal(gw_upcli_init(&none, S.base, (struct sockaddr *)&gone, sizeof(gone)), 0);
+	memset(&G, 0, sizeof(G));
+	evbuffer_add_printf(m, "GET / HTTP/1.1\r\n\r\n");
+	assert_int_equal(gw_upcli_send(&none, m, false, 100, 4096, 16, on_done, NULL), -1);
+	assert_int_equal(G.calls, 0);
+	gw_upcli_fini(&none);
+	evbuffer_free(m);
+	/* the callback sends the next request on the same connection */
+	client(&c);
+	G.again = &c;
+	S.resp = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	S.resp_len = strlen(S.resp);
+	m = evbuffer_new();
+	evbuffer_add_printf(m, "GET /first HTTP/1.1\r\nHost: t\r\n\r\n");
+	assert_int_equal(gw_upcli_send(&c, m, false, 1000, 4096, 1024, on_done, NULL), 0);
+	evbuffer_free(m);
+	event_base_dispatch(S.base);
+	assert_int_equal(G.calls, 2);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_string_equal(G.body, "ok");
+	assert_int_equal(S.requests, 2);
+	assert_non_null(strstr(S.last_req, "GET /again"));
+	assert_int_equal(S.accepts, 1);
+	gw_upcli_fini(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(lengths_and_keepalive, setup, teardown),
+		cmocka_unit_test_setup_teardown(close_delimited, setup, teardown),
+		cmocka_unit_test_setup_teardown(bytewise, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_shapes, setup, teardown),
+		cmocka_unit_test_setup_teardown(bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(early_close_and_silence, setup, teardown),
+		cmocka_unit_test_setup_teardown(idle_close, setup, teardown),
+		cmocka_unit_test_setup_teardown(refused_and_reentrant, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

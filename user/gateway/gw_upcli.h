@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause */
+/*
+ * The upstream's HTTP/1.1 client (upstream mode, gw_upstream.c): one keep-alive connection
+ * to an upstream over TCP (IPv4, IPv6) or a Unix stream socket, carrying one request at a
+ * time. Written on libevent's socket bufferevents because Debian 12's libevent 2.1 evhttp
+ * client connects over TCP only (docs/gateway.md, "Upstream mode").
+ *
+ * What it reads of an answer (RFC 9112): the status line (HTTP/1.0 or 1.1), interim 1xx
+ * answers skipped, header fields (no obs-fold, no space before the colon: both are a bad
+ * answer, 502), the body by Transfer-Encoding: chunked (trailers read and dropped), else by
+ * Content-Length (several that differ are a bad answer), else to the connection's close;
+ * none after HEAD, 1xx, 204 and 304. The head is bounded by max_head, the body by max_body.
+ * A connection is kept for the next request only when the answer allows it (HTTP/1.1
+ * without "Connection: close", its body delimited, nothing after it); an idle connection
+ * watches for the upstream's close, so the next request goes on a fresh one.
+ *
+ * A connect that fails at once (refused, no such socket, a full backlog) is said by
+ * gw_upcli_send's return; everything else by the callback, never from inside
+ * gw_upcli_send. The callback may send the next request on the same connection.
+ */
+#ifndef SLUICE_GW_UPCLI_H
+#define SLUICE_GW_UPCLI_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <event2/event.h>
+#include <event2/keyvalq_struct.h>
+
+struct bufferevent;
+struct evbuffer;
+
+enum gw_upcli_err {
+	GW_UPCLI_OK = 0,
+	GW_UPCLI_DOWN,        /* the connect failed (refused, unreachable) or timed out */
+	GW_UPCLI_TIMEOUT,     /* connected, but no whole answer in time */
+	GW_UPCLI_BAD,         /* not HTTP/1.x, a malformed head or chunk, a close before the end */
+	GW_UPCLI_TOO_BIG,     /* the head over max_head, or the body over max_body */
+};
+
+struct gw_upcli_resp {
+	int code;
+	const char *reason;            /* the reason phrase, maybe "" */
+	struct evkeyvalq *headers;     /* as received, in order */
+	struct evbuffer *body;         /* decoded (chunks joined): the callback may take it */
+};
+
+struct gw_upcli;
+typedef void (*gw_upcli_cb)(struct gw_upcli *c, enum gw_upcli_err err,
+			    const struct gw_upcli_resp *resp, void *arg);
+
+struct gw_upcli {
+	struct event_base *base;
+	struct sockaddr_storage sa;
+	socklen_t salen;
+	struct bufferevent *bev;       /* NULL: not connected */
+	struct event *connect_ev;      /* waiting for a connect in progress */
+	struct event *timer;
+	int fd;                        /* while connecting */
+	bool busy, head_only, keep, in_cb;
+	uint8_t state;
+	size_t head_bytes, body_left, max_head, max_body;
+	int code;
+	char reason[128];
+	struct evkeyvalq hdrs;
+	struct evbuffer *body, *msg;   /* the answer's body; the request waiting for a connect */
+	gw_upcli_cb cb;
+	void *arg;
+	uint64_t requests, connects;
+};
+
+/* A connection to @sa (AF_INET, AF_INET6 or AF_UNIX), not yet connected. 0, or -1. */
+int gw_upcli_init(struct gw_upcli *c, struct event_base *base, const struct sockaddr *sa,
+		  socklen_t salen);
+/* Close the connection (its request, if one is out, is dropped without its callback) and
+ * free what it holds. @c may be gw_upcli_init'ed again. */
+void gw_upcli_fini(struct gw_upcli *c);
+/* Close the connection if one is open; the next send connects again. Not while busy. */
+void gw_upcli_close(struct gw_upcli *c);
+/* Connect to @sa from the next send on (the open connection, if any, is closed). Not while
+ * busy. 0, or -1 (@salen too long). */
+int gw_upcli_set_addr(struct gw_upcli *c, const struct sockaddr *sa, socklen_t salen);
+/* Send @msg (a whole request: its head and body; drained) and call @cb with its answer or
+ * its failure within @timeout_ms. @head_only: the request was HEAD (no body comes back).
+ * 0, or -1: the connect failed at once (GW_UPCLI_DOWN, @cb is not called) or @c is busy. */
+int gw_upcli_send(struct gw_upcli *c, struct evbuffer *msg, bool head_only, uint32_t timeout_ms,
+		  size_t max_head, size_t max_body, gw_upcli_cb cb, void *arg);
+
+#endif
