@@ -206,6 +206,8 @@ else:
     print(-1)' "$@"
 }
 lim() { metric sluice_gateway_upstream_limit "127.0.0.1:$SLOW" 'route="slow"'; }
+# the queue's workers (pure upstream mode: what the upstreams let run at once)
+workers() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 == "sluice_gateway_queue_workers" {print $2}'; }
 load() { $PY "$DIR/load.py" "$GWPORT" "$@"; }
 
 # ---- A: without learning ---------------------------------------------------------------------------
@@ -221,6 +223,7 @@ a_max=$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["max_inflight"])'
 read -r an a200 a429 a504 ara <<<"$(summary "$DIR/a-slow" 2)"
 tap_diag "without learning, slowed, last 4 s: $an answers: 200 x $a200, 429 x $a429, 504 x $a504; the upstream saw up to $a_max at once"
 expect_eq "  ... the limit stays at the ceiling (16)" "$(lim)" 16.00
+expect_eq "  ... and the queue counts both upstreams' 16 connections as its workers" "$(workers)" 32
 expect_ge "  ... the slow upstream had 16 forwards at once" "$a_max" 16
 expect_ge "  ... and most answers were 504, at the 1 s timeout (>= half)" "$((2 * a504))" "$an"
 stop_gw
@@ -247,8 +250,11 @@ load busy.test /slow 16 16 0 "$DIR/b-slow" &
 SLOWLOAD=$!
 sleep 4
 low=$(lim)
-tap_diag "4 s into the slowdown the learned limit is $low"
+w=$(workers)
+tap_diag "4 s into the slowdown the learned limit is $low; the queue counts $w workers"
 expect_le "the learned limit fell once the upstream slowed (from 16 to at most 4)" "${low%.*}" 4
+expect_le "  ... and the queue's workers with it: the fast upstream's 16 and at most 5 more" "$w" 21
+expect_ge "  ... (at least one for the slow upstream)" "$w" 17
 sleep 5
 ctl reset=1 >/dev/null
 wait "$SLOWLOAD"

@@ -669,6 +669,11 @@ void gateway_metrics(struct gateway *g, struct evbuffer *out)
 		  "The Little's-law depth the queue may reach now.");
 	evbuffer_add_printf(out, "sluice_gateway_queue_limit %llu\n",
 			    (unsigned long long)gw_sched_depth_limit(s));
+	prom_head(out, "sluice_gateway_queue_workers", "gauge",
+		  "The workers the depth limit counts: the Argon2id pool's, or in pure upstream "
+		  "mode what the upstreams let run at once (their connections, or their classes' "
+		  "learned limits when less).");
+	evbuffer_add_printf(out, "sluice_gateway_queue_workers %u\n", (unsigned)s->workers);
 	prom_head(out, "sluice_gateway_queue_lifo", "gauge", "1 while some tenant's burst queue serves LIFO (decided per tenant; the reserved lane never is).");
 	evbuffer_add_printf(out, "sluice_gateway_queue_lifo %d\n", s->lifo ? 1 : 0);
 	prom_head(out, "sluice_gateway_workers_busy", "gauge", "Argon2id workers hashing now.");

@@ -103,6 +103,7 @@ struct gw_upstreams {
 	uint64_t probe_ns[GW_MAX_CLASSES];
 	uint64_t probes;
 	struct evbuffer *msg;          /* a forward's request, being written */
+	bool pure;                     /* every route is forwarded: the queue's workers are ours */
 };
 
 static const char *const result_names[GW_UP__N] = {
@@ -161,9 +162,12 @@ static void lim_setup(struct gateway *g, struct gw_up *up, const struct sl_confi
 		l->limit = l->cap;
 }
 
-/* A measured forward of @l's class: @ns its service time, @ok false for a timeout. */
-static void lim_sample(struct gw_up *up, struct gw_uplim *l, uint64_t ns, bool ok, uint64_t now)
+/* A measured forward of @l's class: @ns its service time, @ok false for a timeout. True
+ * when the whole number of forwards the limit lets through changed. */
+static bool lim_sample(struct gw_up *up, struct gw_uplim *l, uint64_t ns, bool ok, uint64_t now)
 {
+	uint32_t was = (uint32_t)l->limit;
+
 	if (ok && ns) {
 		l->recent_ns = l->recent_ns ? l->recent_ns + GW_LIM_EWMA * ((double)ns - l->recent_ns) :
 				(double)ns;
@@ -183,7 +187,7 @@ static void lim_sample(struct gw_up *up, struct gw_uplim *l, uint64_t ns, bool o
 		l->win_start_ns = now;
 	}
 	if (!up->adaptive || !l->cap)
-		return;
+		return false;
 	if (ok && l->base_ns &&
 	    l->recent_ns <= fmax(GW_LIM_TOLERANCE * l->base_ns, l->base_ns + GW_LIM_SLACK_NS)) {
 		if (l->limit < l->cap) {
@@ -198,6 +202,7 @@ static void lim_sample(struct gw_up *up, struct gw_uplim *l, uint64_t ns, bool o
 		l->limit = 1.0;
 	if (l->limit > l->cap)
 		l->limit = l->cap;
+	return (uint32_t)l->limit != was;
 }
 
 /* @up's address from what the config load resolved for its URL (names are resolved there,
@@ -310,25 +315,51 @@ static int map_routes(struct gateway *g, const struct sl_config *c)
 	return ret;
 }
 
-/* In pure upstream mode (gateway.upstream.url, no built-in route) the queue's "workers"
- * are the upstream's connections: the depth limit (measured service rate x target wait)
- * counts them. */
+/* In pure upstream mode (every (route, tenant) forwarded, no built-in route) the queue's
+ * "workers" are what the upstreams let run at once, so that its depth limit (measured
+ * service rate x target wait, Little's law) is the queue they drain in the target wait:
+ * each upstream's connections, or, when less, the sum of its classes' limits (learned with
+ * gateway.upstream.adaptive; each counts at least 1). When an upstream slows and its limit
+ * is cut, the queue in front shrinks with it, and what would only have waited to expire
+ * is shed at admission. */
+static void update_workers(struct gateway *g)
+{
+	uint32_t n = 0;
+	int i, k;
+
+	if (!g->ups->pure)
+		return;
+	for (i = 0; i < g->ups->n; i++) {
+		const struct gw_up *up = &g->ups->u[i];
+		uint32_t sum = 0, w = up->slots;
+		bool any = false;
+
+		if (!up->live)
+			continue;
+		for (k = 0; k < GW_MAX_CLASSES; k++)
+			if (up->lim[k].used) {
+				any = true;
+				sum += up->lim[k].limit >= 1.0 ? (uint32_t)up->lim[k].limit : 1;
+			}
+		if (any && sum < w)
+			w = sum;
+		n += w;
+	}
+	if (n)
+		g->sched->workers = n;
+}
+
 static void set_workers(struct gateway *g, const struct sl_config *c)
 {
-	int ri;
-	uint32_t n = 0;
+	int ri, ti;
 
-	int ti;
-
+	g->ups->pure = false;
 	for (ri = 0; ri < c->n_routes; ri++)
 		for (ti = 0; ti < c->n_tenants; ti++)
 			if (g->ups->of[ri][ti] < 0)
 				return; /* a built-in route: the Argon2id pool's count stays */
-	for (ri = 0; ri < g->ups->n; ri++)
-		if (g->ups->u[ri].live)
-			n += g->ups->u[ri].slots;
-	if (n)
-		g->sched->workers = n;
+	g->ups->pure = true;
+	update_workers(g);
 }
 
 int gw_upstreams_start(struct gateway *g, const struct sl_config *c)
@@ -697,8 +728,8 @@ static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
 			break;
 		case GW_UPCLI_TIMEOUT:
 			res = GW_UP_TIMEOUT;
-			if (l)
-				lim_sample(up, l, now - r->up_start_ns, false, now);
+			if (l && lim_sample(up, l, now - r->up_start_ns, false, now))
+				update_workers(g);
 			break;
 		case GW_UPCLI_TOO_BIG:
 			res = GW_UP_TOO_BIG;
@@ -716,8 +747,8 @@ static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
 	res = code < 300 ? GW_UP_2XX : code < 400 ? GW_UP_3XX : code < 500 ? GW_UP_4XX : GW_UP_5XX;
 	up->results[res]++;
 	gw_hist_add(&up->service, now - r->up_start_ns);
-	if (l)
-		lim_sample(up, l, now - r->up_start_ns, true, now);
+	if (l && lim_sample(up, l, now - r->up_start_ns, true, now))
+		update_workers(g);
 	gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
 		      now - r->up_start_ns, now);
 	r->upc = NULL;
