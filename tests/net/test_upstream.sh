@@ -24,18 +24,18 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
+. "$HERE/../lib/nginx.sh"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
+nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
 $PY -c 'import crypt' 2>/dev/null || { echo "1..0 # SKIP python3 has no crypt module"; exit 0; }
 
 DIR=$(mktemp -d /tmp/sluice-up.XXXXXX)
-SLUICED_PID= NGINX_PID= BAD_PID=
+SLUICED_PID= BAD_PID=
 cleanup() {
 	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	[ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null
+	nginx_stop
 	[ -n "$BAD_PID" ] && kill "$BAD_PID" 2>/dev/null
 	sleep 0.2
 	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
@@ -50,7 +50,7 @@ DEADPORT=$(free_port)
 MPORT=$(free_port)
 
 # ---- nginx: the identity service, verifying a password per request --------------------------
-mkdir -p "$DIR/ng/logs" "$DIR/ng/tmp"
+mkdir -p "$DIR/ng"
 $PY -c '
 import crypt, sys
 for u, p in (("alice", "pw-alice"), ("bob", "pw-bob"), ("quinn", "pw-quinn"), ("carol", "pw-carol"),
@@ -58,21 +58,9 @@ for u, p in (("alice", "pw-alice"), ("bob", "pw-bob"), ("quinn", "pw-quinn"), ("
     print("%s:%s" % (u, crypt.crypt(p, crypt.mksalt(crypt.METHOD_SHA512, rounds=50000))))
 ' 2>/dev/null >"$DIR/ng/htpasswd"
 # nginx's worker is not root: it must be able to read these.
-chmod 755 "$DIR" "$DIR/ng"
+chmod 755 "$DIR"
 chmod 644 "$DIR/ng/htpasswd"
-cat >"$DIR/ng/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $DIR/ng/nginx.pid;
-error_log $DIR/ng/logs/error.log warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path $DIR/ng/tmp/body;
-  proxy_temp_path $DIR/ng/tmp/proxy;
-  fastcgi_temp_path $DIR/ng/tmp/fcgi;
-  uwsgi_temp_path $DIR/ng/tmp/uwsgi;
-  scgi_temp_path $DIR/ng/tmp/scgi;
+nginx_conf "$DIR/ng" 256 <<EOF
   log_format fwd '\$request_method \$uri xff=\$http_x_forwarded_for dl=\$http_x_request_deadline_ms '
                  'hop=\$http_x_hop_secret te=\$http_te proto=\$http_x_forwarded_proto host=\$host '
                  'status=\$status user=\$remote_user';
@@ -100,10 +88,8 @@ http {
     listen 127.0.0.1:$NG2PORT;
     location = /ok { default_type application/json; return 200 '{"signed_in":"\$http_x_user"}'; }
   }
-}
 EOF
-"$NGINX" -p "$DIR/ng" -c "$DIR/ng/nginx.conf" >"$DIR/ng/out" 2>&1 &
-NGINX_PID=$!
+nginx_start "$DIR/ng" "$NGPORT" "$NG2PORT"
 
 # ---- the misbehaving upstream ------------------------------------------------------------------
 cat >"$DIR/bad.py" <<'PYEOF'
@@ -141,10 +127,7 @@ while True:
 PYEOF
 $PY "$DIR/bad.py" "$BADPORT" &
 BAD_PID=$!
-for _ in $(seq 1 50); do
-	ss -Hltn "( sport = :$NGPORT )" | grep -q . && ss -Hltn "( sport = :$BADPORT )" | grep -q . && break
-	sleep 0.1
-done
+nginx_wait "$BAD_PID" "$BADPORT"
 
 # ---- the gateway in upstream mode ----------------------------------------------------------------
 cat >"$DIR/gw.conf" <<EOF

@@ -19,21 +19,21 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
+. "$HERE/../lib/nginx.sh"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
+nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
 
 DIR=$(mktemp -d /tmp/sluice-upa.XXXXXX)
-SLUICED_PID= NGINX_PID= SLOW_PID=
+SLUICED_PID= SLOW_PID=
 stop_gw() {
 	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
 	SLUICED_PID=
 }
 cleanup() {
 	stop_gw
-	[ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null
+	nginx_stop
 	[ -n "$SLOW_PID" ] && kill "$SLOW_PID" 2>/dev/null
 	sleep 0.2
 	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
@@ -98,32 +98,15 @@ PYEOF
 $PY "$DIR/slow.py" "$SLOW" &
 SLOW_PID=$!
 
-mkdir -p "$DIR/ng/logs" "$DIR/ng/tmp"
-chmod 755 "$DIR" "$DIR/ng"
-cat >"$DIR/ng/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $DIR/ng/nginx.pid;
-error_log $DIR/ng/logs/error.log warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path $DIR/ng/tmp/body;
-  proxy_temp_path $DIR/ng/tmp/proxy;
-  fastcgi_temp_path $DIR/ng/tmp/fcgi;
-  uwsgi_temp_path $DIR/ng/tmp/uwsgi;
-  scgi_temp_path $DIR/ng/tmp/scgi;
+chmod 755 "$DIR"
+nginx_conf "$DIR/ng" 256 <<EOF
   server {
     listen 127.0.0.1:$FAST;
     location / { default_type application/json; return 200 '{"fast":true}'; }
   }
-}
 EOF
-"$NGINX" -p "$DIR/ng" -c "$DIR/ng/nginx.conf" >"$DIR/ng/out" 2>&1 &
-NGINX_PID=$!
-for p in $SLOW $FAST; do
-	for _ in $(seq 1 50); do ss -Hltn "( sport = :$p )" | grep -q . && break; sleep 0.1; done
-done
+nginx_start "$DIR/ng" "$FAST"
+nginx_wait "$SLOW_PID" "$SLOW"
 ctl() { curl -s "http://127.0.0.1:$SLOW/ctl?$1"; }
 
 # write_conf ADAPTIVE

@@ -16,19 +16,18 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
+. "$HERE/../lib/nginx.sh"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
+nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
 getent hosts localhost | grep -q '^127\.0\.0\.1' ||
 	{ echo "1..0 # SKIP localhost does not resolve to 127.0.0.1 here"; exit 0; }
 
 DIR=$(mktemp -d /tmp/sluice-upn.XXXXXX)
-SLUICED_PID= NGINX_PID=
+SLUICED_PID=
 cleanup() {
 	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	[ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null
-	sleep 0.2
+	nginx_stop
 	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -37,21 +36,8 @@ GWPORT=$(free_port)
 NGPORT=$(free_port)
 NG2PORT=$(free_port)
 MPORT=$(free_port)
-mkdir -p "$DIR/ng/logs" "$DIR/ng/tmp"
-chmod 755 "$DIR" "$DIR/ng"
-cat >"$DIR/ng/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $DIR/ng/nginx.pid;
-error_log $DIR/ng/logs/error.log warn;
-events { worker_connections 64; }
-http {
-  access_log off;
-  client_body_temp_path $DIR/ng/tmp/body;
-  proxy_temp_path $DIR/ng/tmp/proxy;
-  fastcgi_temp_path $DIR/ng/tmp/fcgi;
-  uwsgi_temp_path $DIR/ng/tmp/uwsgi;
-  scgi_temp_path $DIR/ng/tmp/scgi;
+chmod 755 "$DIR"
+nginx_conf "$DIR/ng" 64 <<EOF
   log_format h '\$server_port \$request_method \$uri host=\$host';
   server {
     listen 127.0.0.1:$NGPORT;
@@ -63,14 +49,8 @@ http {
     access_log $DIR/ng/logs/b.log h;
     location / { default_type text/plain; return 200 "b\n"; }
   }
-}
 EOF
-"$NGINX" -p "$DIR/ng" -c "$DIR/ng/nginx.conf" >"$DIR/ng/out" 2>&1 &
-NGINX_PID=$!
-for _ in $(seq 1 50); do
-	ss -Hltn "( sport = :$NGPORT )" | grep -q . && break
-	sleep 0.1
-done
+nginx_start "$DIR/ng" "$NGPORT" "$NG2PORT"
 
 # write_conf URL-OF-ROUTE-B: the gateway's file, route /b on its own upstream
 write_conf() {

@@ -17,18 +17,16 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
+. "$HERE/../lib/nginx.sh"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
+nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
 
 DIR=$(mktemp -d /tmp/sluice-upt.XXXXXX)
-SLUICED_PID= NG1_PID= NG2_PID=
+SLUICED_PID=
 cleanup() {
 	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	[ -n "$NG1_PID" ] && kill -QUIT "$NG1_PID" 2>/dev/null
-	[ -n "$NG2_PID" ] && kill -QUIT "$NG2_PID" 2>/dev/null
-	sleep 0.2
+	nginx_stop
 	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -39,21 +37,7 @@ MPORT=$(free_port)
 chmod 755 "$DIR"
 # ng NAME PORT1 LOG1 PORT2 LOG2: one nginx instance with two servers, a log each
 ng() {
-	mkdir -p "$DIR/$1/logs" "$DIR/$1/tmp"
-	chmod 755 "$DIR/$1"
-	cat >"$DIR/$1/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $DIR/$1/nginx.pid;
-error_log $DIR/$1/logs/error.log warn;
-events { worker_connections 64; }
-http {
-  access_log off;
-  client_body_temp_path $DIR/$1/tmp/body;
-  proxy_temp_path $DIR/$1/tmp/proxy;
-  fastcgi_temp_path $DIR/$1/tmp/fcgi;
-  uwsgi_temp_path $DIR/$1/tmp/uwsgi;
-  scgi_temp_path $DIR/$1/tmp/scgi;
+	nginx_conf "$DIR/$1" 64 <<EOF
   log_format h '\$request_method \$uri host=\$host';
   server {
     listen 127.0.0.1:$2;
@@ -65,17 +49,11 @@ http {
     access_log $DIR/$5.log h;
     location / { default_type text/plain; return 200 "$5\n"; }
   }
-}
 EOF
-	"$NGINX" -p "$DIR/$1" -c "$DIR/$1/nginx.conf" >"$DIR/$1/out" 2>&1 &
+	nginx_start "$DIR/$1" "$2" "$4"
 }
 ng ng1 "$A" alpha "$G" gw
-NG1_PID=$!
 ng ng2 "$B" beta "$R" route
-NG2_PID=$!
-for p in $A $G $B $R; do
-	for _ in $(seq 1 50); do ss -Hltn "( sport = :$p )" | grep -q . && break; sleep 0.1; done
-done
 
 cat >"$DIR/gw.conf" <<EOF
 tenants = (

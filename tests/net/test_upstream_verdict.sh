@@ -21,19 +21,18 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
+. "$HERE/../lib/nginx.sh"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
+nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
 $PY -c 'import crypt' 2>/dev/null || { echo "1..0 # SKIP python3 has no crypt module"; exit 0; }
 
 DIR=$(mktemp -d /tmp/sluice-upv.XXXXXX)
-SLUICED_PID= NGINX_PID=
+SLUICED_PID=
 cleanup() {
 	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	[ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null
-	sleep 0.2
+	nginx_stop
 	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -43,29 +42,17 @@ NGPORT=$(free_port)
 NG2PORT=$(free_port)
 MPORT=$(free_port)
 
-mkdir -p "$DIR/ng/logs" "$DIR/ng/tmp"
+mkdir -p "$DIR/ng"
 $PY -c '
 import crypt
 for u in ("alice", "bob", "carol", "dave", "erin", "frank", "gina"):
     print("%s:%s" % (u, crypt.crypt("pw-" + u, crypt.mksalt(crypt.METHOD_SHA512, rounds=50000))))
 ' 2>/dev/null >"$DIR/ng/htpasswd"
-chmod 755 "$DIR" "$DIR/ng"
+chmod 755 "$DIR"
 chmod 644 "$DIR/ng/htpasswd"
 # Every sign-in location answers 200: a right password with "ok", a wrong one (auth_basic's
 # 401, turned into a 200 by error_page) with "denied", in a header and in the JSON body.
-cat >"$DIR/ng/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $DIR/ng/nginx.pid;
-error_log $DIR/ng/logs/error.log warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path $DIR/ng/tmp/body;
-  proxy_temp_path $DIR/ng/tmp/proxy;
-  fastcgi_temp_path $DIR/ng/tmp/fcgi;
-  uwsgi_temp_path $DIR/ng/tmp/uwsgi;
-  scgi_temp_path $DIR/ng/tmp/scgi;
+nginx_conf "$DIR/ng" 256 <<EOF
   log_format v '\$request_method \$uri user=\$remote_user verdict_hdr=\$http_x_auth_result status=\$status';
   server {
     listen 127.0.0.1:$NGPORT;
@@ -113,14 +100,8 @@ http {
       return 200 '{"user":"\$http_x_user","result":{"status":"ok"}}';
     }
   }
-}
 EOF
-"$NGINX" -p "$DIR/ng" -c "$DIR/ng/nginx.conf" >"$DIR/ng/out" 2>&1 &
-NGINX_PID=$!
-for _ in $(seq 1 50); do
-	ss -Hltn "( sport = :$NGPORT )" | grep -q . && ss -Hltn "( sport = :$NG2PORT )" | grep -q . && break
-	sleep 0.1
-done
+nginx_start "$DIR/ng" "$NGPORT" "$NG2PORT"
 
 cat >"$DIR/gw.conf" <<EOF
 tenants = ( { name = "t"; hosts = ["t.test"]; reservation = 1500.0; } );
