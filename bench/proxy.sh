@@ -44,13 +44,13 @@ SLUICED_ENV=${SLUICED_ENV:-}
 ALSO=${ALSO:-}
 WHAT=${1:-all}
 OUT=$BUILD/bench/proxy-results.jsonl
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+. "$ROOT/tests/lib/nginx.sh"
 
 for b in sluiced sluicectl bench/monday; do
 	[ -x "$BUILD/$b" ] || { echo "bench/proxy.sh: build $BUILD/$b first (make bench-proxy)" >&2; exit 1; }
 done
 command -v wrk >/dev/null || { echo "bench/proxy.sh: wrk is missing (scripts/deps.sh demo)" >&2; exit 1; }
-[ -x "$NGINX" ] || { echo "bench/proxy.sh: nginx is missing (scripts/deps.sh demo)" >&2; exit 1; }
+nginx_available || { echo "bench/proxy.sh: nginx is missing (scripts/deps.sh demo)" >&2; exit 1; }
 
 DIR=$(mktemp -d /tmp/sluice-bench-proxy.XXXXXX)
 PIDS=()
@@ -59,6 +59,7 @@ cleanup() {
 	local p
 	for p in "${PIDS[@]}" $SVC_PID $FRONT_PID; do kill -TERM "$p" 2>/dev/null; done
 	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	nginx_stop
 	[ "${KEEP:-0}" = 1 ] && echo "bench/proxy.sh: kept $DIR" >&2 || rm -rf "$DIR"
 }
 trap cleanup EXIT
@@ -106,27 +107,15 @@ overhead() {
 	ng=$(free_port)
 	np=$(free_port)
 	gw=$(free_port)
-	mkdir -p "$DIR/ng/logs" "$DIR/ng/tmp"
-	chmod 755 "$DIR" "$DIR/ng"
+	mkdir -p "$DIR/ng"
+	chmod 755 "$DIR"
 	# /check: HTTP Basic against SHA-512-crypt at its minimum, 1,000 rounds (~0.3 ms of CPU
 	# here): a stand-in for the platform's cheapest authenticated request.
 	$PY -c 'import crypt; print("u:" + crypt.crypt("p", crypt.mksalt(crypt.METHOD_SHA512, rounds=1000)))' \
 		2>/dev/null >"$DIR/ng/htpasswd"
 	chmod 644 "$DIR/ng/htpasswd"
-	cat >"$DIR/ng/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $DIR/ng/nginx.pid;
-error_log $DIR/ng/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
+	nginx_conf "$DIR/ng" 1024 <<EOF
   keepalive_requests 1000000;
-  client_body_temp_path $DIR/ng/tmp/body;
-  proxy_temp_path $DIR/ng/tmp/proxy;
-  fastcgi_temp_path $DIR/ng/tmp/fcgi;
-  uwsgi_temp_path $DIR/ng/tmp/uwsgi;
-  scgi_temp_path $DIR/ng/tmp/scgi;
   server {
     listen 127.0.0.1:$ng;
     location = /static { default_type application/json; return 200 '{"active":true}'; }
@@ -136,37 +125,20 @@ http {
     }
     location @ok { default_type application/json; return 200 '{"active":true}'; }
   }
-}
 EOF
 	# The reference proxy: another nginx, its own process as sluiced is, keep-alive to the
 	# origin (in the origin's own process a proxy would skip a process hop sluice pays).
-	mkdir -p "$DIR/np/logs" "$DIR/np/tmp"
-	cat >"$DIR/np/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $DIR/np/nginx.pid;
-error_log $DIR/np/logs/error.log warn;
-events { worker_connections 1024; }
-http {
-  access_log off;
+	nginx_conf "$DIR/np" 1024 <<EOF
   keepalive_requests 1000000;
-  client_body_temp_path $DIR/np/tmp/body;
-  proxy_temp_path $DIR/np/tmp/proxy;
-  fastcgi_temp_path $DIR/np/tmp/fcgi;
-  uwsgi_temp_path $DIR/np/tmp/uwsgi;
-  scgi_temp_path $DIR/np/tmp/scgi;
   upstream origin { server 127.0.0.1:$ng; keepalive 32; }
   server {
     listen 127.0.0.1:$np;
     location / { proxy_pass http://origin; proxy_http_version 1.1; proxy_set_header Connection ""; }
   }
-}
 EOF
-	"$NGINX" -p "$DIR/ng" -c "$DIR/ng/nginx.conf" >"$DIR/ng/out" 2>&1 &
-	PIDS+=($!)
-	"$NGINX" -p "$DIR/np" -c "$DIR/np/nginx.conf" >"$DIR/np/out" 2>&1 &
-	PIDS+=($!)
-	NP_MASTER=$!
+	nginx_start "$DIR/ng" "$ng"
+	nginx_start "$DIR/np" "$np"
+	NP_MASTER=$NGINX_PID
 	cat >"$DIR/proxy.conf" <<EOF
 tenants = ( { name = "default"; reservation = 0.0; } );
 routes = ( { name = "static"; method = "GET"; path = "/static"; cpu = 1.0; },
@@ -186,8 +158,6 @@ EOF
 	env $SLUICED_ENV "$BUILD/sluiced" -c "$DIR/proxy.conf" -f >"$DIR/proxy.log" 2>&1 &
 	PIDS+=($!)
 	GW_PID=$!
-	wait_port "$ng"
-	wait_port "$np"
 	wait_port "$gw"
 	# The other proxies (ALSO): the same configuration on a port of their own.
 	local a label rest bin envs targets="direct nginx sluice"
