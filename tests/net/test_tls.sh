@@ -44,8 +44,9 @@ DIR=$(mktemp -d /tmp/sluice-tls.XXXXXX)
 P_PID=
 T_PID=
 C_PID=
+E_PID=
 cleanup() {
-	for p in $P_PID $T_PID $C_PID; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	for p in $P_PID $T_PID $C_PID $E_PID; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
 	if [ "${SL_DEBUG:-0}" = 1 ]; then echo "# SL_DEBUG=1: left $DIR" >&2; else rm -rf "$DIR"; fi
 }
 trap cleanup EXIT
@@ -86,7 +87,10 @@ write_conf() { # FILE PORT METRICS_PORT SOCK TLS_GROUP
 	cat >"$1" <<EOF
 tenants = ( { name = "default"; reservation = 5000.0; } );
 routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = 100.0; },
-           { name = "validate"; method = "GET"; path = "/token/validate"; cpu = 1.0; } );
+           { name = "validate"; method = "GET"; path = "/token/validate"; cpu = 1.0; },
+           # forwarded to a server that echoes the X-Forwarded-Proto it was given
+           { name = "proto"; method = "GET"; path = "/proto"; cpu = 1.0;
+             upstream = "unix:$DIR/echo.sock"; } );
 gateway: {
   listen = "127.0.0.1:$2";
   credentials = "creds.txt";
@@ -143,6 +147,24 @@ check_bad "--check-config: min_version 1.1 is refused with file:line" \
 	's/key = "srv.key";/key = "srv.key"; min_version = "1.1";/' \
 	"bad.conf:$KEY_LINE: gateway.tls.min_version: '1.1' is not"
 
+python3 -c '
+import socket, sys
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(16)
+while True:
+    c, _ = s.accept()
+    head = b""
+    while b"\r\n\r\n" not in head:
+        d = c.recv(4096)
+        if not d:
+            break
+        head += d
+    v = [l.split(b":", 1)[1].strip() for l in head.split(b"\r\n")
+         if l.lower().startswith(b"x-forwarded-proto:")]
+    body = v[0] if v else b"none"
+    c.sendall(b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    c.close()
+' "$DIR/echo.sock" &
+E_PID=$!
 "$BUILD/sluiced" -c plain.conf -f >plain.log 2>&1 &
 P_PID=$!
 "$BUILD/sluiced" -c tls.conf -f >tls.log 2>&1 &
@@ -155,6 +177,10 @@ grep -q "gateway listening" tls.log && grep -q "gateway listening" plain.log ||
 	{ sed 's/^/# /' plain.log tls.log; echo "Bail out! the gateways did not start"; exit 1; }
 expect_match "the log names the certificate served (its serial)" "$(cat tls.log)" \
 	"TLS serving certificate .*serial 1001"
+
+expect_eq "upstream mode behind TLS: the upstream is told X-Forwarded-Proto https" \
+	"$(curl -s --cacert ca.pem "https://127.0.0.1:$TP/proto")" https
+expect_eq "  ... and http over plaintext" "$(curl -s "http://127.0.0.1:$PP/proto")" http
 
 metric() { # PORT NAME_WITH_LABELS -> value (0 when absent)
 	curl -s "http://127.0.0.1:$1/metrics" | awk -v n="$2" '$1 == n { v = $2 } END { print v + 0 }'

@@ -25,18 +25,18 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
+. "$HERE/../lib/nginx.sh"
 BUILD=${BUILD:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 PY=/usr/bin/python3
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
+nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
 $PY -c 'import crypt' 2>/dev/null || { echo "1..0 # SKIP python3 has no crypt module"; exit 0; }
 
 DIR=$(mktemp -d /tmp/sluice-upx.XXXXXX)
-SLUICED_PID= NGINX_PID= BAD_PID=
+SLUICED_PID= BAD_PID=
 cleanup() {
 	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	[ -n "$NGINX_PID" ] && kill -QUIT "$NGINX_PID" 2>/dev/null
+	nginx_stop
 	[ -n "$BAD_PID" ] && kill "$BAD_PID" 2>/dev/null
 	sleep 0.2
 	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
@@ -50,27 +50,15 @@ BAD="$DIR/bad.sock"
 STALE="$DIR/stale.sock"
 
 # ---- nginx on Unix sockets only ------------------------------------------------------------------
-mkdir -p "$DIR/ng/logs" "$DIR/ng/tmp"
+mkdir -p "$DIR/ng"
 $PY -c '
 import crypt
 for u, p in (("alice", "pw-alice"), ("bob", "pw-bob")):
     print("%s:%s" % (u, crypt.crypt(p, crypt.mksalt(crypt.METHOD_SHA512, rounds=50000))))
 ' 2>/dev/null >"$DIR/ng/htpasswd"
-chmod 755 "$DIR" "$DIR/ng"
+chmod 755 "$DIR"
 chmod 644 "$DIR/ng/htpasswd"
-cat >"$DIR/ng/nginx.conf" <<EOF
-daemon off;
-worker_processes 1;
-pid $DIR/ng/nginx.pid;
-error_log $DIR/ng/logs/error.log warn;
-events { worker_connections 256; }
-http {
-  access_log off;
-  client_body_temp_path $DIR/ng/tmp/body;
-  proxy_temp_path $DIR/ng/tmp/proxy;
-  fastcgi_temp_path $DIR/ng/tmp/fcgi;
-  uwsgi_temp_path $DIR/ng/tmp/uwsgi;
-  scgi_temp_path $DIR/ng/tmp/scgi;
+nginx_conf "$DIR/ng" <<EOF
   log_format fwd '\$request_method \$uri xff=\$http_x_forwarded_for dl=\$http_x_request_deadline_ms '
                  'proto=\$http_x_forwarded_proto host=\$host status=\$status user=\$remote_user';
   server {
@@ -89,13 +77,11 @@ http {
     listen unix:$DIR/ng/inner.sock;
     location = /ok { default_type application/json; return 200 '{"signed_in":"\$http_x_user"}'; }
   }
-}
 EOF
-ng_start() {
+ng_start() { # nginx_start waits for TCP ports: here, for its sockets
 	rm -f "$IDP" "$DIR/ng/inner.sock"
-	"$NGINX" -p "$DIR/ng" -c "$DIR/ng/nginx.conf" >"$DIR/ng/out" 2>&1 &
-	NGINX_PID=$!
-	for _ in $(seq 1 50); do [ -S "$IDP" ] && break; sleep 0.1; done
+	nginx_start "$DIR/ng"
+	for _ in $(seq 1 50); do [ -S "$IDP" ] && [ -S "$DIR/ng/inner.sock" ] && break; sleep 0.1; done
 }
 ng_start
 
@@ -321,7 +307,7 @@ expect_match "  ... and logged" "$(cat "$DIR/sluiced.log")" "upstream unix:$STAL
 # ---- nginx stops, and comes back ---------------------------------------------------------------------
 kill -QUIT "$NGINX_PID"
 wait "$NGINX_PID" 2>/dev/null
-NGINX_PID=
+NGINX_PIDS=()
 t0=$(date +%s%N)
 r1=$(c login quiet.test alice pw-alice)
 r2=$(c login quiet.test alice pw-alice)
