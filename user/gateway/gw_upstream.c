@@ -559,9 +559,9 @@ static bool is_login(const struct gw_req *r)
 /*
  * libevent's socket bufferevent writes only when epoll says the socket is writable: each
  * message evhttp queues costs an epoll_ctl to arm EPOLLOUT, a trip through epoll_wait (a
- * wake-up of its own when nothing else is ready) and an epoll_ctl to disarm it, twice per
- * forward (the request out, the answer back). A socket with room in its send buffer takes
- * the message at once: write it here, and run evhttp's write callback as the bufferevent
+ * wake-up of its own when nothing else is ready) and an epoll_ctl to disarm it, for each
+ * answer to a client (gw_upcli writes the upstream's requests the same way, itself). A
+ * socket with room in its send buffer takes the message at once: write it here, and run evhttp's write callback as the bufferevent
  * does after a write that empties its output (deferred, so that evhttp's next step, such
  * as reading the next request on the connection, never runs inside our caller). The
  * output's start is frozen by the bufferevent against its users' drains: thawed around

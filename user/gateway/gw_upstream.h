@@ -80,8 +80,8 @@ void gw_upstream_forward(struct gw_req *r);
 int gw_upstream_login_fields(struct gw_req *r, char *err, size_t errlen);
 /* Cancel @r's forward (the gateway is stopping): its answer will not come. */
 void gw_upstream_cancel(struct gw_req *r);
-/* evhttp has just queued a message on plaintext socket @bev (a request to the upstream, an
- * answer to a client): write it now, not after the next epoll_wait, and tell evhttp its
+/* evhttp has just queued a message on plaintext socket @bev (an answer to a
+ * client): write it now, not after the next epoll_wait, and tell evhttp its
  * write is done as the bufferevent would. Nothing on a TLS bufferevent, and nothing more
  * when the socket does not take it all (the bufferevent's own write goes on as ever). */
 void gw_write_now(struct bufferevent *bev);
