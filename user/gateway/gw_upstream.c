@@ -561,9 +561,10 @@ static bool is_login(const struct gw_req *r)
  * message evhttp queues costs an epoll_ctl to arm EPOLLOUT, a trip through epoll_wait (a
  * wake-up of its own when nothing else is ready) and an epoll_ctl to disarm it, for each
  * answer to a client (gw_upcli writes the upstream's requests the same way, itself). A
- * socket with room in its send buffer takes the message at once: write it here, and run evhttp's write callback as the bufferevent
- * does after a write that empties its output (deferred, so that evhttp's next step, such
- * as reading the next request on the connection, never runs inside our caller). The
+ * socket with room in its send buffer takes the message at once: write it here, and run
+ * evhttp's write callback as the bufferevent does after a write that empties its output
+ * (deferred, so that evhttp's next step, such as reading the next request on the
+ * connection, never runs inside our caller). The
  * output's start is frozen by the bufferevent against its users' drains: thawed around
  * the write. A short write or an error leaves the rest, or the error, to the bufferevent.
  */
