@@ -27,6 +27,10 @@
 #        the overhead rounds, each "LABEL=BINARY[,VAR=VALUE...]", space-separated: an A/B
 #        of two builds, or of one build with and without a libevent setting, in one run,
 #        e.g. ALSO="before=/tmp/old/sluiced cl=build/sluiced,EVENT_EPOLL_USE_CHANGELIST=1").
+#        PIN (0): 1 puts the origin nginx (master and worker) on the last CPU and wrk and
+#        every proxy on the others, so that no proxy's CPU is taken from the identity
+#        service (in production they are different machines); the ratios then compare
+#        the hop, not the fight for two shared vCPUs.
 #        One JSON line per run in $BUILD/bench/proxy-results.jsonl.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,6 +46,7 @@ WARMUP=${WARMUP:-5}
 DURATION=${DURATION:-15}
 SLUICED_ENV=${SLUICED_ENV:-}
 ALSO=${ALSO:-}
+PIN=${PIN:-0}
 WHAT=${1:-all}
 OUT=$BUILD/bench/proxy-results.jsonl
 . "$ROOT/tests/lib/nginx.sh"
@@ -82,8 +87,22 @@ cpu_ticks() { # PID: its user + system time so far, in clock ticks (0 without a 
 	[ -n "$1" ] || { echo 0; return; }
 	awk '{print $14 + $15}' "/proc/$1/stat"
 }
+# PIN=1: the origin's CPU and the rest's (taskset lists).
+NCPU=$(nproc)
+ORIGIN_CPUS= REST_CPUS=
+if [ "$PIN" = 1 ] && [ "$NCPU" -ge 2 ]; then
+	ORIGIN_CPUS=$((NCPU - 1))
+	REST_CPUS=0-$((NCPU - 2))
+fi
+pin() { # pin CPUS PID...: every thread of each PID (nothing without PIN)
+	local c=$1 p
+	shift
+	[ -n "$c" ] || return 0
+	for p in "$@"; do taskset -a -p -c "$c" "$p" >/dev/null; done
+}
+on_rest() { if [ -n "$REST_CPUS" ]; then taskset -c "$REST_CPUS" "$@"; else "$@"; fi; }
 mkdir -p "$BUILD/bench"
-echo "# $(date -u +%FT%TZ) bench/proxy.sh $WHAT on $(nproc) CPUs at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)${SLUICED_ENV:+, proxy with $SLUICED_ENV}" | tee -a "$OUT"
+echo "# $(date -u +%FT%TZ) bench/proxy.sh $WHAT on $NCPU CPUs at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)${SLUICED_ENV:+, proxy with $SLUICED_ENV}${ORIGIN_CPUS:+, origin pinned to CPU $ORIGIN_CPUS, wrk and the proxies to $REST_CPUS}" | tee -a "$OUT"
 
 # ---- overhead ------------------------------------------------------------------------------------
 # wrk's --latency output into JSON: p50, p99 (ms), requests/s, non-2xx.
@@ -137,8 +156,10 @@ EOF
   }
 EOF
 	nginx_start "$DIR/ng" "$ng"
+	pin "$ORIGIN_CPUS" "$NGINX_PID" $(pgrep -P "$NGINX_PID")
 	nginx_start "$DIR/np" "$np"
 	NP_MASTER=$NGINX_PID
+	pin "$REST_CPUS" "$NGINX_PID" $(pgrep -P "$NGINX_PID")
 	cat >"$DIR/proxy.conf" <<EOF
 tenants = ( { name = "default"; reservation = 0.0; } );
 routes = ( { name = "static"; method = "GET"; path = "/static"; cpu = 1.0; },
@@ -158,6 +179,7 @@ EOF
 	env $SLUICED_ENV "$BUILD/sluiced" -c "$DIR/proxy.conf" -f >"$DIR/proxy.log" 2>&1 &
 	PIDS+=($!)
 	GW_PID=$!
+	pin "$REST_CPUS" "$GW_PID"
 	wait_port "$gw"
 	# The other proxies (ALSO): the same configuration on a port of their own.
 	local a label rest bin envs targets="direct nginx sluice"
@@ -177,6 +199,7 @@ EOF
 		env $envs "$bin" -c "$DIR/$label.conf" -f >"$DIR/$label.log" 2>&1 &
 		PIDS+=($!)
 		XPID[$label]=$!
+		pin "$REST_CPUS" "$!"
 		wait_port "${XPORT[$label]}"
 		echo "  also: $label = $bin${envs:+ with $envs}"
 		targets="$targets $label"
@@ -197,7 +220,7 @@ EOF
 					*) port=${XPORT[$target]} pid=${XPID[$target]} ;;
 					esac
 					t0=$(cpu_ticks "$pid")
-					r=$(wrk -t1 -c$c -d"${SECONDS_EACH}s" --latency -H "$AUTH" \
+					r=$(on_rest wrk -t1 -c$c -d"${SECONDS_EACH}s" --latency -H "$AUTH" \
 						"http://127.0.0.1:$port/$route" | wrk_json "$route c$c $target")
 					t1=$(cpu_ticks "$pid")
 					r=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); n=r["rps"]*float(sys.argv[2])
