@@ -118,6 +118,10 @@ def serve(c):
             if path == b"/http10":
                 c.sendall(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nto the close")
                 return
+            if path == b"/slow":
+                time.sleep(1.0)
+                c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nslow")
+                continue
             if path == b"/conns":
                 body = str(conns[0]).encode()
                 c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
@@ -149,6 +153,7 @@ routes = (
   { name = "smuggle"; method = "GET"; path = "/smuggle"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "plain"; method = "GET"; path = "/plain"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "conns"; method = "GET"; path = "/conns"; cpu = 1.0; upstream = "unix:$BAD"; },
+  { name = "slow"; method = "GET"; path = "/slow"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "twolen"; method = "GET"; path = "/twolen"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "fold"; method = "GET"; path = "/fold"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "garbage"; method = "GET"; path = "/garbage"; cpu = 1.0; upstream = "unix:$BAD"; },
@@ -294,6 +299,28 @@ done
 expect_eq "  ... counted: bad_response 3" "$(res "$BAD" bad_response)" 3
 r=$(c login quiet.test alice pw-alice)
 expect_eq "  ... and logins through nginx still work" "$(jget "$r" status)" 200
+
+# ---- clients that leave while their forward is out -------------------------------------------
+# One of the upstream's two slots carries a /slow forward whose client has gone: that slot
+# stays taken until the upstream answers (it is still working on it), the next requests go
+# on the other one, and the late answer, with nobody to take it, frees its slot quietly.
+$PY - "$GWPORT" <<'PYEOF'
+import socket, sys, time
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+s.sendall(b"GET /slow HTTP/1.1\r\nHost: quiet.test\r\n\r\n")
+time.sleep(0.2)
+s.close()
+time.sleep(0.1)
+PYEOF
+d0=$(res "$BAD" down)
+r=$(c get quiet.test /plain 3)
+expect_eq "after a client left mid-forward, the next ones on that upstream: 200" \
+	"$(jget "$r" status) $(jget "$r" body)" "200 plain"
+expect_eq "  ... nothing was counted as the upstream being down" "$(res "$BAD" down)" "$d0"
+sleep 1
+r=$(c get quiet.test /plain 4)
+expect_eq "  ... and once the abandoned answer came back, both slots serve again" \
+	"$(jget "$r" status) $(metric sluice_gateway_upstream_in_flight "unix:$BAD\"")" "200 0"
 
 # ---- sockets nobody answers on ------------------------------------------------------------------------
 r=$(c get quiet.test /missing)

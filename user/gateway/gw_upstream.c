@@ -836,8 +836,10 @@ void gw_upstream_forward(struct gw_req *r)
 		up_fail(r, up, GW_UP_SHED_DOWN, now);
 		return;
 	}
+	/* A free slot: no forward, and its connection not still carrying one (a forward the
+	 * gateway gave up on, gw_upstream_cancel, holds its slot until its answer comes). */
 	for (k = 0; k < up->slots; k++)
-		if (!up->c[k].r) {
+		if (!up->c[k].r && !up->c[k].cli.busy) {
 			uc = &up->c[k];
 			break;
 		}
