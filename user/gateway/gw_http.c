@@ -25,6 +25,7 @@
 
 #include "gw_internal.h"
 #include "gw_pg.h"
+#include "gw_upstream.h"
 #include "log.h"
 
 #define MAX_HOST 255
@@ -667,6 +668,8 @@ static void reply_health(struct gateway *g, struct evhttp_request *req, int meth
 		why = g->draining ? "draining" :
 		      g->pg && g->cfg->gw.db.fail == SL_DB_FAIL_CLOSED && !gw_pg_up(g->pg) ?
 		      "credentials_db" : g->ready ? g->ready(g->ready_arg) : NULL;
+		if (!why)
+			why = gw_upstreams_unready(g, gw_now_ns());
 		code = why ? 503 : 200;
 	}
 	add_common_headers(req);

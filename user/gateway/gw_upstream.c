@@ -16,6 +16,7 @@
 #include <strings.h>
 #include <sys/queue.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
@@ -90,6 +91,13 @@ struct gw_up {
 	struct gw_hist service;
 	bool adaptive;
 	struct gw_uplim lim[GW_MAX_CLASSES];
+	/* reachability, for /readyz: the last connect (a forward's or a probe's) */
+	bool unreachable;
+	char unreachable_why[96];
+	uint64_t probe_ns;             /* the last probe's start */
+	struct event *probe_ev;        /* a probe's connect in progress */
+	int probe_fd;
+	struct gateway *g;
 };
 
 struct gw_upstreams {
@@ -264,6 +272,7 @@ static int up_add(struct gw_upstreams *u, const char *url, const struct sl_confi
 	}
 	up = &u->u[u->n];
 	memset(up, 0, sizeof(*up));
+	up->probe_fd = -1;
 	snprintf(up->url, sizeof(up->url), "%s", url);
 	if (up_address(up, c))
 		return -1;
@@ -415,6 +424,10 @@ void gw_upstreams_stop(struct gateway *g)
 				gw_upcli_fini(&up->c[k].cli);
 		}
 		free(up->c);
+		if (up->probe_ev)
+			event_free(up->probe_ev);
+		if (up->probe_fd >= 0)
+			close(up->probe_fd);
 	}
 	if (g->ups->msg)
 		evbuffer_free(g->ups->msg);
@@ -689,8 +702,20 @@ static void up_fail(struct gw_req *r, struct gw_up *up, int res, uint64_t now)
 	}
 }
 
+static void set_reachable(struct gw_up *up, bool ok, const char *why)
+{
+	if (!ok && !up->unreachable)
+		log_warn("not ready (GET /readyz answers 503): upstream %s is unreachable: %s",
+			 up->url, why);
+	else if (ok && up->unreachable)
+		log_info("upstream %s is reachable again", up->url);
+	up->unreachable = !ok;
+	snprintf(up->unreachable_why, sizeof(up->unreachable_why), "%s", ok ? "" : why);
+}
+
 static void mark_down(struct gw_up *up, uint64_t now)
 {
+	set_reachable(up, false, "a forward's connect failed");
 	up->down_until_ns = now + (uint64_t)up->down_ms * 1000000ull;
 	if (!up->down_logged)
 		log_warn("gateway: upstream %s refuses connections: its requests are shed (429) "
@@ -745,6 +770,8 @@ static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
 	}
 	code = resp->code;
 	up->down_logged = false;
+	if (up->unreachable)
+		set_reachable(up, true, NULL);
 	res = code < 300 ? GW_UP_2XX : code < 400 ? GW_UP_3XX : code < 500 ? GW_UP_4XX : GW_UP_5XX;
 	up->results[res]++;
 	gw_hist_add(&up->service, now - r->up_start_ns);
@@ -940,6 +967,87 @@ void gw_upstream_forward(struct gw_req *r)
 		mark_down(up, now);
 		up_fail(r, up, GW_UP_DOWN, now);
 	}
+}
+
+/* ---- reachability, for /readyz --------------------------------------------------------- */
+
+static void probe_done(struct gw_up *up, int err)
+{
+	char why[96];
+
+	if (up->probe_ev) {
+		event_free(up->probe_ev);
+		up->probe_ev = NULL;
+	}
+	if (up->probe_fd >= 0) {
+		close(up->probe_fd);
+		up->probe_fd = -1;
+	}
+	if (err)
+		snprintf(why, sizeof(why), "connect: %s", err == ETIMEDOUT ?
+			 "no answer within 1 s" : strerror(err));
+	set_reachable(up, !err, err ? why : NULL);
+}
+
+static void on_probe(evutil_socket_t fd, short what, void *arg)
+{
+	struct gw_up *up = arg;
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (what & EV_TIMEOUT)
+		err = ETIMEDOUT;
+	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		err = errno;
+	probe_done(up, err);
+}
+
+/* A connect to @up, nothing sent: its outcome sets @up's reachability (now, or when the
+ * connect completes, within a second). */
+static void probe(struct gw_up *up, uint64_t now)
+{
+	struct timeval tv = { 1, 0 };
+	int fd;
+
+	up->probe_ns = now;
+	fd = socket(up->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	up->probe_fd = fd;
+	if (!connect(fd, (struct sockaddr *)&up->sa, up->salen)) {
+		probe_done(up, 0);
+		return;
+	}
+	if (errno != EINPROGRESS) {
+		probe_done(up, errno);
+		return;
+	}
+	up->probe_ev = event_new(up->g->base, fd, EV_WRITE, on_probe, up);
+	if (!up->probe_ev || event_add(up->probe_ev, &tv))
+		probe_done(up, 0); /* no way to tell: the last forward's word stands */
+}
+
+const char *gw_upstreams_unready(struct gateway *g, uint64_t now)
+{
+	const char *why = NULL;
+	int i;
+
+	if (!g->ups)
+		return NULL;
+	for (i = 0; i < g->ups->n; i++) {
+		struct gw_up *up = &g->ups->u[i];
+
+		if (!up->live)
+			continue;
+		/* at most a probe a second, and only while someone asks */
+		if (!up->probe_ev && (!up->probe_ns || now - up->probe_ns >= 1000000000ull)) {
+			up->g = g;
+			probe(up, now);
+		}
+		if (up->unreachable && !why)
+			why = "upstream";
+	}
+	return why;
 }
 
 void gw_upstream_cancel(struct gw_req *r)

@@ -78,6 +78,11 @@ void gw_upstream_forward(struct gw_req *r);
  * a reason fit for a 400 in @err (without an account name the counters could not be asked:
  * such a request is not forwarded). */
 int gw_upstream_login_fields(struct gw_req *r, char *err, size_t errlen);
+/* /readyz: "upstream" while some upstream of the running config is unreachable from this
+ * node (its last connect, a forward's or a probe's, failed), else NULL. Starts a probe (a
+ * connect, nothing sent) of each upstream at most once a second: its outcome counts from
+ * the next call on. */
+const char *gw_upstreams_unready(struct gateway *g, uint64_t now);
 /* Cancel @r's forward (the gateway is stopping): its answer will not come. */
 void gw_upstream_cancel(struct gw_req *r);
 /* evhttp has just queued a message on plaintext socket @bev (an answer to a
