@@ -94,7 +94,7 @@ struct gw_up {
 	/* reachability, for /readyz: the last connect (a forward's or a probe's) */
 	bool unreachable;
 	char unreachable_why[96];
-	uint64_t probe_ns;             /* the last probe's start */
+	uint64_t reach_ns;             /* the last reachability probe's start */
 	struct event *probe_ev;        /* a probe's connect in progress */
 	int probe_fd;
 	struct gateway *g;
@@ -1009,7 +1009,7 @@ static void probe(struct gw_up *up, uint64_t now)
 	struct timeval tv = { 1, 0 };
 	int fd;
 
-	up->probe_ns = now;
+	up->reach_ns = now;
 	fd = socket(up->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return;
@@ -1040,7 +1040,7 @@ const char *gw_upstreams_unready(struct gateway *g, uint64_t now)
 		if (!up->live)
 			continue;
 		/* at most a probe a second, and only while someone asks */
-		if (!up->probe_ev && (!up->probe_ns || now - up->probe_ns >= 1000000000ull)) {
+		if (!up->probe_ev && (!up->reach_ns || now - up->reach_ns >= 1000000000ull)) {
 			up->g = g;
 			probe(up, now);
 		}
