@@ -296,6 +296,13 @@ expect_eq "the quiet tenant (4 logins/s, inside its reservation) got 200 for eve
 	"$($PY -c 'import json,sys; d=json.loads(sys.argv[1]); print(sum(v for k,v in d.items() if k!="200"))' "$q")" 0
 expect_ge "  ... and made at least 8" "$(jget "$q" 200)" 8
 expect_ge "the noisy tenant was shed (429) while it flooded" "$(jget "$(cat "$DIR/noisy")" 429)" 1
+# What the forwards cost is measured upstream time (1 unit = 100 us): each of the quiet
+# tenant's 12 logins took nginx's SHA-512-crypt (tens of ms), so hundreds of units in all.
+qu=$(metric sluice_gateway_cost_units_total 'tenant="quiet"')
+tap_diag "cost units measured: quiet $qu, noisy $(metric sluice_gateway_cost_units_total 'tenant="noisy"')"
+expect_ge "each tenant's forwards are charged their measured upstream time (quiet: units > 100)" "${qu%.*}" 100
+expect_ge "  ... and counted as its service time" \
+	"$(metric sluice_gateway_service_seconds_count 'tenant="quiet"')" 12
 
 # ---- a sign-in route: the login counters on the upstream's verdict ----------------------------
 signins() { alog | grep -c "POST /signin"; }

@@ -672,6 +672,22 @@ static void up_release(struct gw_upconn *uc)
 		up->busy--;
 }
 
+/* A forward that reached the upstream is over: its measured time is what it cost (1 unit =
+ * 100 us of upstream time), to its class's estimate and its tenant's consumption as a hash's
+ * CPU is, and to the tenant's service time and cost counters. */
+static void up_charge(struct gw_req *r, uint64_t now)
+{
+	struct gateway *g = r->g;
+	uint64_t ns = now - r->up_start_ns;
+	double units = (double)ns / 100000.0;
+
+	if (r->job.tenant < GW_MAX_TENANTS) {
+		g->ts[r->job.tenant].units_measured += units;
+		gw_hist_add(&g->ts[r->job.tenant].service, ns);
+	}
+	gw_sched_done(g->sched, &r->job, units, ns, now);
+}
+
 /* The forward of @r is over with @res: count it, and answer @r unless that is done. */
 static void up_fail(struct gw_req *r, struct gw_up *up, int res, uint64_t now)
 {
@@ -690,13 +706,11 @@ static void up_fail(struct gw_req *r, struct gw_up *up, int res, uint64_t now)
 		gw_shed(r, GW_SHED_UPSTREAM_DOWN);
 		return;
 	case GW_UP_TIMEOUT:
-		gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
-			      now - r->up_start_ns, now);
+		up_charge(r, now);
 		gw_respond(r, 504, "Gateway Timeout", BODY_504, 0, false, false);
 		return;
 	default:
-		gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
-			      now - r->up_start_ns, now);
+		up_charge(r, now);
 		gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
 		return;
 	}
@@ -777,8 +791,7 @@ static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
 	gw_hist_add(&up->service, now - r->up_start_ns);
 	if (l && lim_sample(up, l, now - r->up_start_ns, true, now))
 		update_workers(g);
-	gw_sched_done(g->sched, &r->job, (double)(now - r->up_start_ns) / 100000.0,
-		      now - r->up_start_ns, now);
+	up_charge(r, now);
 	r->upc = NULL;
 	if (is_login(r))
 		gw_login_upstream_outcome(r, login_outcome(r, resp));
