@@ -86,8 +86,9 @@ expect_eq "two block verdicts are live" \
 	"$(sluicectl verdict list | grep -c block)" 2
 
 # A reply carries back this many VLAN tags. The edge reads any number (the kernel strips
-# priority tags one after another, so a frame under forty reaches a listener): deeper SYNs
-# are judged, and on the stateless front dropped, as no cookie can go back under them.
+# priority tags one after another; how deep it goes is the kernel's: 6.1 passed forty,
+# 6.18.44 drops nine): deeper SYNs are judged, and on the stateless front dropped, as no
+# cookie can go back under them.
 NVLAN=$(sed -n 's/^#define SL_MAX_VLAN \([0-9]*\).*/\1/p' "$ROOT/include/sluice/abi.h")
 # tags N [FIRST]: N priority tags (VLAN id 0) for synprobe --vlan, the outermost FIRST (q0).
 tags() { local t=${2:-q0} i; for ((i = 1; i < $1; i++)); do t+=",q0"; done; echo "$t"; }
@@ -245,9 +246,21 @@ expect_eq "blocked source: never charged, it has no bucket" "$(jget "$p" bucket.
 # first fragment whose header chain goes on into the next one, which this kernel reassembles
 # though RFC 8200 4.5 says to discard it, the edge drops whatever its port: the port cannot
 # be read from it.)
+# A kernel may stop stripping priority tags before forty (6.18.44 delivers 8 and drops 9):
+# a stack deeper than a reply carries that the kernel itself drops unprotected is noted in
+# KDROP, said as a skip here, and expected to be dropped by the kernel behind the SYN front
+# too (section 4).
+KDROP="|"
 n=$(batch "$NT_DIR/b.json" "plain,frag,data,cut,bad,deep" "$BAD4" "$BAD6" 8081)
 run "$NT_DIR/b.json" --handshake --wait 1.2
 while IFS='|' read -r ans outcome status acked name; do
+	depth=$(sed -n 's/^v[46] \([0-9]*\) VLAN priority tags.*/\1/p' <<<"$name")
+	if [ -n "$depth" ] && [ "$depth" -gt "$NVLAN" ] && ! grep -q " 200 " <<<"$status"; then
+		KDROP+="${name% :*}|"
+		tap_skip "control, $name: reaches the application (200)" \
+			"kernel $(uname -r) drops $depth priority tags itself"
+		continue
+	fi
 	case "$name" in
 	*"SYN|FIN"* | *"SYN|RST"* | *"8 bytes of TCP in the first"*)
 		expect_eq "control, $name: the kernel drops it too" "$ans" None ;;
@@ -289,12 +302,20 @@ n=$(batch "$NT_DIR/b.json" plain,deep "$OK4" "$OK6" 8080)
 s0=$(stats)
 run "$NT_DIR/b.json" --handshake --wait 1.2
 s1=$(stats)
+kd=0
 while IFS='|' read -r ans outcome status acked name; do
+	if [[ "$KDROP" == *"|${name% :*}|"* ]]; then
+		# weighed and passed like any SYN; the kernel drops it as it did unprotected
+		kd=$((kd + 1))
+		expect_eq "clean source, SYN front, $name: passed on, and dropped by the kernel as unprotected (no answer)" \
+			"$ans" None
+		continue
+	fi
 	expect_match "clean source, SYN front, $name: the kernel's handshake, the application's 200" \
 		"$ans $status" "^SA .* 200 "
 done < <(each)
-expect_eq "clean source, SYN front: $n SYNs peeked, $n handshakes charged" \
-	"$(reason_delta "$s0" "$s1" syn_peeked) $(reason_delta "$s0" "$s1" passed)" "$n $n"
+expect_eq "clean source, SYN front: $n SYNs peeked, $((n - kd)) handshakes charged (the kernel answered those)" \
+	"$(reason_delta "$s0" "$s1" syn_peeked) $(reason_delta "$s0" "$s1" passed)" "$n $((n - kd))"
 n=$(batch "$NT_DIR/b.json" frag,data "$OK4" "$OK6" 8080)
 s0=$(stats) m0=$(mib)
 run "$NT_DIR/b.json" --handshake --wait 1.2
