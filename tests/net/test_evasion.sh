@@ -86,9 +86,9 @@ expect_eq "two block verdicts are live" \
 	"$(sluicectl verdict list | grep -c block)" 2
 
 # A reply carries back this many VLAN tags. The edge reads any number (the kernel strips
-# priority tags one after another; how deep it goes is the kernel's: 6.1 passed forty,
-# 6.18.44 drops nine): deeper SYNs are judged, and on the stateless front dropped, as no
-# cookie can go back under them.
+# priority tags one after another; how deep is the kernel's: the one of earlier runs here
+# passed forty, 6.18.44 drops nine): deeper SYNs are judged, and on the stateless front
+# dropped, as no cookie can go back under them.
 NVLAN=$(sed -n 's/^#define SL_MAX_VLAN \([0-9]*\).*/\1/p' "$ROOT/include/sluice/abi.h")
 # tags N [FIRST]: N priority tags (VLAN id 0) for synprobe --vlan, the outermost FIRST (q0).
 tags() { local t=${2:-q0} i; for ((i = 1; i < $1; i++)); do t+=",q0"; done; echo "$t"; }
