@@ -196,6 +196,28 @@ bpf-test: $(BPF_TEST_BINS)
 net-test: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 	$(Q)BUILD=$(BUILD) tests/run.sh net
 
+# ---- fuzzing (not part of `make test`) -----------------------------------------------------
+# tests/fuzz/fuzz_upcli.c: libFuzzer on the upstream client's answer parser, built with clang
+# (libclang-rt-14-dev, in deps.sh's test set) under ASan and UBSan. FUZZ_TIME seconds (300),
+# FUZZ_JOBS workers (1); new inputs go to $(BUILD)/fuzz/upcli_corpus, the seeds are read from
+# tests/fuzz/upcli_seeds (which the unit suite replays: tests/unit/test_gw_upcli_seeds.c).
+FUZZ_TIME ?= 300
+FUZZ_JOBS ?= 1
+FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-omit-frame-pointer \
+	-fno-sanitize-recover=all
+.PHONY: fuzz-upcli
+$(BUILD)/fuzz/fuzz_upcli: tests/fuzz/fuzz_upcli.c user/gateway/gw_upcli.c user/gateway/gw_upcli.h | $(BUILD)/.dirs
+	$(call msg,FUZZ-CC,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CLANG) $(filter-out -Wno-format-truncation,$(CFLAGS)) $(FUZZ_FLAGS) $(shell pkg-config --cflags libevent) -o $@ \
+		tests/fuzz/fuzz_upcli.c user/gateway/gw_upcli.c $(shell pkg-config --libs libevent)
+
+fuzz-upcli: $(BUILD)/fuzz/fuzz_upcli
+	$(Q)mkdir -p $(BUILD)/fuzz/upcli_corpus $(BUILD)/fuzz/upcli_artifacts
+	$(Q)$< -max_total_time=$(FUZZ_TIME) $(if $(filter-out 1,$(FUZZ_JOBS)),-jobs=$(FUZZ_JOBS) -workers=$(FUZZ_JOBS)) \
+		-max_len=8192 -artifact_prefix=$(BUILD)/fuzz/upcli_artifacts/ \
+		-dict=tests/fuzz/upcli.dict $(BUILD)/fuzz/upcli_corpus tests/fuzz/upcli_seeds
+
 # ---- demo, bench -------------------------------------------------------------------------
 demo: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 	$(Q)BUILD=$(BUILD) scripts/demo.sh

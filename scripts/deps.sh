@@ -24,13 +24,14 @@
 # or whose package was already there, is never touched.
 set -euo pipefail
 
+# libclang-rt-14-dev (test): the runtime of clang -fsanitize=fuzzer, for `make fuzz-upcli`.
 declare -A SET=(
 	[build]="make gcc clang bpftool pkg-config libbpf-dev libxdp-dev libelf-dev zlib1g-dev
 		libevent-dev libconfig-dev libhiredis-dev libargon2-dev libsodium-dev libmaxminddb-dev libpq-dev
 		libssl-dev"
 	[test]="libcmocka-dev iproute2 python3 python3-scapy python3-prometheus-client curl procps
 		util-linux openssl tcpdump ethtool groff-base man-db redis-server redis-tools tmux postgresql
-		nginx-light stunnel4"
+		nginx-light stunnel4 libclang-rt-14-dev"
 	[demo]="iproute2 python3 python3-scapy python3-prometheus-client curl procps util-linux
 		openssl gnuplot-nox nginx-light redis-server redis-tools xdp-tools wrk"
 )

@@ -322,6 +322,19 @@ static int parse(struct gw_upcli *c, struct evbuffer *in)
 	}
 }
 
+/* The upstream closed its side with @in left unread: P_DONE (the answer is whole, or ran to
+ * the close), or a negated gw_upcli_err. */
+static int at_eof(struct gw_upcli *c, struct evbuffer *in)
+{
+	int r = parse(c, in);
+
+	if (r < 0)
+		return r;
+	if (r == P_DONE || c->state == ST_BODY_EOF)
+		return P_DONE;
+	return -GW_UPCLI_BAD; /* closed before the answer was whole */
+}
+
 static void on_read(struct bufferevent *bev, void *arg)
 {
 	struct gw_upcli *c = arg;
@@ -351,18 +364,12 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 		return;
 	}
 	if (what & BEV_EVENT_EOF) {
-		int r = parse(c, bufferevent_get_input(c->bev));
+		int r = at_eof(c, bufferevent_get_input(c->bev));
 
-		if (r < 0) {
-			deliver(c, (enum gw_upcli_err)-r, false);
-			return;
-		}
-		if (r == P_DONE || c->state == ST_BODY_EOF) {
-			deliver(c, GW_UPCLI_OK, false);
-			return;
-		}
+		deliver(c, r < 0 ? (enum gw_upcli_err)-r : GW_UPCLI_OK, false);
+		return;
 	}
-	deliver(c, GW_UPCLI_BAD, false); /* closed (or reset) before the answer was whole */
+	deliver(c, GW_UPCLI_BAD, false); /* reset before the answer was whole */
 }
 
 static void on_timer(evutil_socket_t fd, short what, void *arg)
@@ -454,6 +461,22 @@ static int do_connect(struct gw_upcli *c)
 	return 0;
 }
 
+/* The parser's state for a new answer. */
+static void start(struct gw_upcli *c, bool head_only, size_t max_head, size_t max_body)
+{
+	c->state = ST_STATUS;
+	c->head_bytes = 0;
+	c->body_left = 0;
+	c->code = 0;
+	c->keep = false;
+	c->reason[0] = '\0';
+	c->head_only = head_only;
+	c->max_head = max_head;
+	c->max_body = max_body;
+	evhttp_clear_headers(&c->hdrs); /* deliver() left them empty: a no-op but in tests */
+	evbuffer_drain(c->body, evbuffer_get_length(c->body));
+}
+
 int gw_upcli_send(struct gw_upcli *c, struct evbuffer *msg, bool head_only, uint32_t timeout_ms,
 		  size_t max_head, size_t max_body, gw_upcli_cb cb, void *arg)
 {
@@ -463,14 +486,7 @@ int gw_upcli_send(struct gw_upcli *c, struct evbuffer *msg, bool head_only, uint
 
 	if (c->busy)
 		return -1;
-	c->state = ST_STATUS;
-	c->head_bytes = 0;
-	c->body_left = 0;
-	c->code = 0;
-	c->reason[0] = '\0';
-	c->head_only = head_only;
-	c->max_head = max_head;
-	c->max_body = max_body;
+	start(c, head_only, max_head, max_body);
 	if (!c->bev) {
 		r = do_connect(c);
 		if (r < 0) {
@@ -539,4 +555,20 @@ void gw_upcli_fini(struct gw_upcli *c)
 	evhttp_clear_headers(&c->hdrs);
 	memset(c, 0, sizeof(*c));
 	c->fd = -1;
+}
+
+/* ---- for tests -------------------------------------------------------------------------- */
+
+void gw_upcli_test_start(struct gw_upcli *c, bool head_only, size_t max_head, size_t max_body)
+{
+	start(c, head_only, max_head, max_body);
+}
+
+int gw_upcli_test_feed(struct gw_upcli *c, struct evbuffer *in, bool eof)
+{
+	int r = eof ? at_eof(c, in) : parse(c, in);
+
+	if (r == P_DONE)
+		c->state = ST_IDLE;
+	return r;
 }

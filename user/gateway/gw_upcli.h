@@ -88,4 +88,16 @@ int gw_upcli_set_addr(struct gw_upcli *c, const struct sockaddr *sa, socklen_t s
 int gw_upcli_send(struct gw_upcli *c, struct evbuffer *msg, bool head_only, uint32_t timeout_ms,
 		  size_t max_head, size_t max_body, gw_upcli_cb cb, void *arg);
 
+/*
+ * For tests only (tests/fuzz/fuzz_upcli.c, tests/unit/test_gw_upcli.c): the answer parser
+ * itself, without a socket. gw_upcli_test_start readies @c (gw_upcli_init'ed, never sent on)
+ * for an answer as gw_upcli_send does; gw_upcli_test_feed reads what @in holds of it as the
+ * connection's read callback does (@eof: as its close does, @in being what was left unread):
+ * 0 more is needed, 1 the answer is whole (c->code, c->reason, c->hdrs, c->body; what is
+ * left in @in was not part of it; c->keep without leftovers: the connection would be kept),
+ * or a negated gw_upcli_err.
+ */
+void gw_upcli_test_start(struct gw_upcli *c, bool head_only, size_t max_head, size_t max_body);
+int gw_upcli_test_feed(struct gw_upcli *c, struct evbuffer *in, bool eof);
+
 #endif
