@@ -336,6 +336,14 @@ static void refused_shapes(void **state)
 		"HTTP/1.1 200 OK\r\nNoColon\r\n\r\n",
 		": empty name\r\n\r\n",
 		"HTTP/1.1 200 OK\r\nX-A: a\rb\r\nContent-Length: 0\r\n\r\n",             /* bare CR */
+		"HTTP/1.1 200 OK\r\nX-A: a\r b\r\nContent-Length: 0\r\n\r\n",
+		/* a reason phrase or a value that the client could read as two lines, or with
+		 * another control character in it */
+		"HTTP/1.1 200 OK\rSet-Cookie: s=1\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r \r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 O\x1bK\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-A: a\x01b\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 200 OK\r\nX-A: a\x7f\r\nContent-Length: 0\r\n\r\n",
 	};
 	struct gw_upcli c;
 	size_t i;
@@ -348,6 +356,12 @@ static void refused_shapes(void **state)
 			fail_msg("answer %zu (%s) gave %d, not BAD", i, bad[i], G.err);
 		assert_null(c.bev);
 	}
+	/* a tab and bytes above 0x7f are allowed in both (RFC 9110 5.5, obs-text) */
+	run(&c, "HTTP/1.1 200 O\tK\xe9\r\nX-A: a\tb\xff\r\nContent-Length: 0\r\n\r\n", 0, false,
+	    1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_string_equal(G.reason, "O\tK\xe9");
+	assert_string_equal(G.hdr, "a\tb\xff");
 	/* a NUL inside a header line */
 	run(&c, "HTTP/1.1 200 OK\r\nX-A: a\0b\r\nContent-Length: 0\r\n\r\n", 46, false, 1024);
 	assert_int_equal(G.err, GW_UPCLI_BAD);

@@ -84,6 +84,23 @@ static void deliver(struct gw_upcli *c, enum gw_upcli_err err, bool keep)
 	evbuffer_drain(c->body, evbuffer_get_length(c->body));
 }
 
+/* Is @s (@n bytes) all HTAB, SP, visible ASCII or obs-text (RFC 9110 5.5, RFC 9112 4)? A
+ * reason phrase or field value with any other byte is refused: a CR passed on would let the
+ * client read a line of the upstream's choosing (a field, a second status line), and no
+ * other control character has any business there. */
+static bool text_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+			return false;
+	}
+	return true;
+}
+
 /* "HTTP/1.x NNN reason": 0, or a negated gw_upcli_err. */
 static int status_line(struct gw_upcli *c, const char *l)
 {
@@ -96,6 +113,8 @@ static int status_line(struct gw_upcli *c, const char *l)
 	code = (l[9] - '0') * 100 + (l[10] - '0') * 10 + (l[11] - '0');
 	if (code == 101)
 		return -GW_UPCLI_BAD; /* nothing here asked to switch protocols */
+	if (l[12] && !text_ok(l + 13, strlen(l + 13)))
+		return -GW_UPCLI_BAD;
 	c->code = code;
 	c->keep = l[7] == '1'; /* HTTP/1.0: closed after this answer */
 	snprintf(c->reason, sizeof(c->reason), "%s", l[12] ? l + 13 : "");
@@ -215,6 +234,8 @@ static int header_line(struct gw_upcli *c, char *l, size_t n)
 	for (e = l; e < colon; e++)
 		if (!is_tchar((unsigned char)*e))
 			return -GW_UPCLI_BAD; /* a space before the colon, or worse */
+	if (!text_ok(colon + 1, (size_t)(l + n - colon - 1)))
+		return -GW_UPCLI_BAD; /* a bare CR, or another control character */
 	if (c->state == ST_TRAILERS)
 		return 0; /* trailers are read and dropped: nothing here uses them */
 	*colon = '\0';
@@ -225,7 +246,7 @@ static int header_line(struct gw_upcli *c, char *l, size_t n)
 	while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
 		*--e = '\0';
 	if (evhttp_add_header(&c->hdrs, l, v))
-		return -GW_UPCLI_BAD; /* a bare CR in the value */
+		return -GW_UPCLI_BAD;
 	return 0;
 }
 

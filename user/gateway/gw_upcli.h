@@ -6,8 +6,8 @@
  * client connects over TCP only (docs/gateway.md, "Upstream mode").
  *
  * What it reads of an answer (RFC 9112): the status line (HTTP/1.0 or 1.1), interim 1xx
- * answers skipped, header fields (no obs-fold, no space before the colon: both are a bad
- * answer, 502), the body by Transfer-Encoding: chunked (trailers read and dropped), else by
+ * answers skipped, header fields (no obs-fold, no space before the colon, no control
+ * character but a tab in a value or the reason phrase: each is a bad answer, 502), the body by Transfer-Encoding: chunked (trailers read and dropped), else by
  * Content-Length (several that differ are a bad answer), else to the connection's close;
  * none after HEAD, 1xx, 204 and 304. The head is bounded by max_head, the body by max_body.
  * A connection is kept for the next request only when the answer allows it (HTTP/1.1
