@@ -494,6 +494,56 @@ static void refused_and_reentrant(void **state)
 	gw_upcli_fini(&c);
 }
 
+/* The parser alone (gw_upcli_test_*): @resp fed in two pieces, cut at @cut. */
+static int feed_split(struct gw_upcli *c, const char *resp, size_t len, size_t cut)
+{
+	struct evbuffer *in = evbuffer_new();
+	int v;
+
+	gw_upcli_test_start(c, false, 65536, 1 << 20);
+	evbuffer_add(in, resp, cut);
+	v = gw_upcli_test_feed(c, in, false);
+	if (!v) {
+		evbuffer_add(in, resp + cut, len - cut);
+		v = gw_upcli_test_feed(c, in, false);
+	}
+	if (!v)
+		v = gw_upcli_test_feed(c, in, true);
+	evbuffer_free(in);
+	return v;
+}
+
+/* A chunk-size line's bound does not depend on where the answer was cut: a line of 1024
+ * bytes (the most) is read whether its CR came with it or not, one of 1025 never is. */
+static void chunk_line_bound(void **state)
+{
+	static char resp[2048];
+	const char *h = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+	struct gw_upcli c;
+	size_t hl = strlen(h), len, cut, ext;
+
+	(void)state;
+	client(&c);
+	for (ext = 1022; ext <= 1023; ext++) {
+		memcpy(resp, h, hl);
+		memcpy(resp + hl, "1;", 2);
+		memset(resp + hl + 2, 'x', ext);
+		len = hl + 2 + ext;
+		memcpy(resp + len, "\r\na\r\n0\r\n\r\n", 10);
+		len += 10;
+		/* cut anywhere in the chunk line, or after its CR, or after its LF */
+		for (cut = hl; cut <= hl + 2 + ext + 2; cut++) {
+			int v = feed_split(&c, resp, len, cut);
+
+			if (v != (ext == 1022 ? 1 : -GW_UPCLI_BAD))
+				fail_msg("a %zu-byte chunk line cut at %zu: %d", 2 + ext, cut - hl, v);
+		}
+		if (ext == 1022)
+			assert_int_equal(evbuffer_get_length(c.body), 1);
+	}
+	gw_upcli_fini(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -505,6 +555,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(early_close_and_silence, setup, teardown),
 		cmocka_unit_test_setup_teardown(idle_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_and_reentrant, setup, teardown),
+		cmocka_unit_test_setup_teardown(chunk_line_bound, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -294,7 +294,7 @@ static int parse(struct gw_upcli *c, struct evbuffer *in)
 			line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
 			if (!line)
 				return c->head_bytes + avail > c->max_head ? -GW_UPCLI_TOO_BIG : P_MORE;
-			c->head_bytes += n + 2;
+			c->head_bytes += avail - evbuffer_get_length(in); /* the line and its end */
 			if (c->head_bytes > c->max_head)
 				r = -GW_UPCLI_TOO_BIG;
 			else if (c->state == ST_STATUS)
@@ -325,8 +325,8 @@ static int parse(struct gw_upcli *c, struct evbuffer *in)
 		case ST_CHUNK_SIZE:
 		case ST_CHUNK_CRLF:
 			line = evbuffer_readln(in, &n, EVBUFFER_EOL_CRLF);
-			if (!line)
-				return avail > CHUNK_LINE_MAX ? -GW_UPCLI_BAD : P_MORE;
+			if (!line) /* the line so far, maybe with its CR */
+				return avail > CHUNK_LINE_MAX + 1 ? -GW_UPCLI_BAD : P_MORE;
 			if (n > CHUNK_LINE_MAX || memchr(line, '\0', n))
 				r = -GW_UPCLI_BAD;
 			else if (c->state == ST_CHUNK_CRLF)
