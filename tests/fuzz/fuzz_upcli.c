@@ -13,7 +13,7 @@
  * - whole, in random pieces, and a byte at a time, the parser gives the same verdict, and
  *   for a whole answer the same status, reason, fields, body, connection reuse and number
  *   of bytes read (what is left is the next answer's, or a smuggler's);
- * - a whole answer is within its bounds, its status 200..599, and nothing in its reason or
+ * - a whole answer is within its bounds (body, fields), its status 200..599, and nothing in its reason or
  *   fields could end a line or a field where the client reads it (no CR, LF or NUL; the
  *   field names tokens);
  * - the answer as the gateway passes it on (its fields but the hops, its body by length)
@@ -210,6 +210,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct answer whole, piece, byte, next, next_fresh;
 	bool head;
+	int n;
 	size_t mh, mb;
 	uint32_t seed;
 
@@ -245,9 +246,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		CHECK(whole.body_len <= mb);
 		CHECK(!head || !whole.body_len);
 		CHECK(clean_text(whole.reason));
+		n = 0;
 		while (p < whole.fields + whole.fields_len) {
 			const char *v = p + strlen(p) + 1, *k;
 
+			CHECK(++n <= GW_UPCLI_MAX_FIELDS);
 			CHECK(*p);
 			for (k = p; *k; k++)
 				CHECK(tchar((unsigned char)*k));

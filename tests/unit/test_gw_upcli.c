@@ -392,6 +392,25 @@ static void bounds(void **state)
 	assert_int_equal(G.err, GW_UPCLI_TOO_BIG);
 	run(&c, "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n", 0, false, 16);
 	assert_int_equal(G.err, GW_UPCLI_BAD);
+	/* so is the number of fields (GW_UPCLI_MAX_FIELDS), interim answers' apart */
+	{
+		static char many[4096];
+		int i, k;
+
+		for (k = GW_UPCLI_MAX_FIELDS; k <= GW_UPCLI_MAX_FIELDS + 1; k++) {
+			size_t n = (size_t)snprintf(many, sizeof(many),
+						    "HTTP/1.1 103 Early Hints\r\nLink: x\r\n\r\n"
+						    "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n");
+
+			for (i = 1; i < k; i++)
+				n += (size_t)snprintf(many + n, sizeof(many) - n, "F%d: v\r\n", i);
+			snprintf(many + n, sizeof(many) - n, "\r\n");
+			run(&c, many, 0, false, 16);
+			assert_int_equal(G.err, k == GW_UPCLI_MAX_FIELDS ? GW_UPCLI_OK : GW_UPCLI_TOO_BIG);
+			if (k == GW_UPCLI_MAX_FIELDS)
+				assert_int_equal(G.hdrs, GW_UPCLI_MAX_FIELDS);
+		}
+	}
 	S.close_after = true;
 	run(&c, "HTTP/1.0 200 OK\r\n\r\n0123456789abcdefg", 0, false, 16);
 	assert_int_equal(G.err, GW_UPCLI_TOO_BIG);

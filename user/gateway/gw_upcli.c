@@ -164,6 +164,7 @@ static int head_done(struct gw_upcli *c)
 
 	if (c->code < 200) { /* an interim answer (100 Continue, 103): the real one follows */
 		evhttp_clear_headers(&c->hdrs);
+		c->fields = 0;
 		c->state = ST_STATUS;
 		return 0;
 	}
@@ -245,6 +246,8 @@ static int header_line(struct gw_upcli *c, char *l, size_t n)
 	e = l + n;
 	while (e > v && (e[-1] == ' ' || e[-1] == '\t'))
 		*--e = '\0';
+	if (++c->fields > GW_UPCLI_MAX_FIELDS)
+		return -GW_UPCLI_TOO_BIG;
 	if (evhttp_add_header(&c->hdrs, l, v))
 		return -GW_UPCLI_BAD;
 	return 0;
@@ -488,6 +491,7 @@ static void start(struct gw_upcli *c, bool head_only, size_t max_head, size_t ma
 	c->state = ST_STATUS;
 	c->head_bytes = 0;
 	c->body_left = 0;
+	c->fields = 0;
 	c->code = 0;
 	c->keep = false;
 	c->reason[0] = '\0';

@@ -7,7 +7,8 @@
  *
  * What it reads of an answer (RFC 9112): the status line (HTTP/1.0 or 1.1), interim 1xx
  * answers skipped, header fields (no obs-fold, no space before the colon, no control
- * character but a tab in a value or the reason phrase: each is a bad answer, 502), the body by Transfer-Encoding: chunked (trailers read and dropped), else by
+ * character but a tab in a value or the reason phrase: each is a bad answer, 502; at
+ * most GW_UPCLI_MAX_FIELDS of them), the body by Transfer-Encoding: chunked (trailers read and dropped), else by
  * Content-Length (several that differ are a bad answer), else to the connection's close;
  * none after HEAD, 1xx, 204 and 304. The head is bounded by max_head, the body by max_body.
  * A connection is kept for the next request only when the answer allows it (HTTP/1.1
@@ -40,6 +41,12 @@ enum gw_upcli_err {
 	GW_UPCLI_TOO_BIG,     /* the head over max_head, or the body over max_body */
 };
 
+/* The most header fields an answer may have (Apache httpd's default LimitRequestFields,
+ * which it applies to proxied answers too): more is GW_UPCLI_TOO_BIG. What reads the fields
+ * (hop-by-hop removal against the Connection header, the verdict header) then costs at most
+ * this many times a field's length. */
+#define GW_UPCLI_MAX_FIELDS 100
+
 struct gw_upcli_resp {
 	int code;
 	const char *reason;            /* the reason phrase, maybe "" */
@@ -61,7 +68,7 @@ struct gw_upcli {
 	int fd;                        /* while connecting */
 	bool busy, head_only, keep, in_cb;
 	uint8_t state;
-	size_t head_bytes, body_left, max_head, max_body;
+	size_t head_bytes, body_left, max_head, max_body, fields;
 	int code;
 	char reason[128];
 	struct evkeyvalq hdrs;
