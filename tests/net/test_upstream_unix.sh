@@ -15,7 +15,8 @@
 #  - an answer with bytes after it (a second, unasked answer: response smuggling) is
 #    answered, and the smuggled one never reaches the next client, whose own answer comes
 #    on a fresh connection; two Content-Lengths, obs-fold and garbage are 502 once each,
-#    counted, and the gateway answers on;
+#    counted, and the gateway answers on; so are a CR in the reason phrase (the field it
+#    would inject never reaches the client) and 101 fields;
 #  - a socket path that does not exist, and a socket file nobody listens on: 429 with
 #    Retry-After (a capacity event), counted as down, logged;
 #  - nginx stopped mid-run: logins are shed (429), never hung; nginx started again: logins
@@ -101,6 +102,9 @@ ANSWERS = {
     b"/twolen": b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 4\r\n\r\nhello",
     b"/fold": b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 2\r\n\r\nok",
     b"/garbage": b"HELLO THERE\r\n\r\n",
+    b"/reasoncr": b"HTTP/1.1 200 OK\rX-Injected: yes\r\nContent-Length: 2\r\n\r\nok",
+    b"/manyfields": b"HTTP/1.1 200 OK\r\n" + b"".join(b"F%d: v\r\n" % i for i in range(101))
+                    + b"Content-Length: 2\r\n\r\nok",
 }
 conns = [0]
 def serve(c):
@@ -157,6 +161,8 @@ routes = (
   { name = "twolen"; method = "GET"; path = "/twolen"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "fold"; method = "GET"; path = "/fold"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "garbage"; method = "GET"; path = "/garbage"; cpu = 1.0; upstream = "unix:$BAD"; },
+  { name = "reasoncr"; method = "GET"; path = "/reasoncr"; cpu = 1.0; upstream = "unix:$BAD"; },
+  { name = "manyfields"; method = "GET"; path = "/manyfields"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "missing"; method = "GET"; path = "/missing"; cpu = 1.0; upstream = "unix:$DIR/nobody.sock"; },
   { name = "stale"; method = "GET"; path = "/stale"; cpu = 1.0; upstream = "unix:$STALE"; }
 );
@@ -297,6 +303,13 @@ for p in twolen fold garbage; do
 	expect_eq "upstream answers $p: 502" "$(jget "$r" status)" 502
 done
 expect_eq "  ... counted: bad_response 3" "$(res "$BAD" bad_response)" 3
+r=$(c get quiet.test /reasoncr)
+expect_eq "a CR in the reason phrase (a field the client would read): 502" "$(jget "$r" status)" 502
+expect_no_match "  ... and the client never sees the injected field" "$(jget "$r" raw)" "X-Injected"
+r=$(c get quiet.test /manyfields)
+expect_eq "an answer with 101 fields: 502" "$(jget "$r" status)" 502
+expect_eq "  ... counted: bad_response 4, too_big 1" \
+	"$(res "$BAD" bad_response) $(res "$BAD" too_big)" "4 1"
 r=$(c login quiet.test alice pw-alice)
 expect_eq "  ... and logins through nginx still work" "$(jget "$r" status)" 200
 
