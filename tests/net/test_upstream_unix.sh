@@ -16,7 +16,8 @@
 #    answered, and the smuggled one never reaches the next client, whose own answer comes
 #    on a fresh connection; two Content-Lengths, obs-fold and garbage are 502 once each,
 #    counted, and the gateway answers on; so are a CR in the reason phrase (the field it
-#    would inject never reaches the client) and 101 fields;
+#    would inject never reaches the client) and 101 fields; a field that a second
+#    Connection field names is not passed on;
 #  - a socket path that does not exist, and a socket file nobody listens on: 429 with
 #    Retry-After (a capacity event), counted as down, logged;
 #  - nginx stopped mid-run: logins are shed (429), never hung; nginx started again: logins
@@ -103,6 +104,8 @@ ANSWERS = {
     b"/fold": b"HTTP/1.1 200 OK\r\nX-Folded: a\r\n b\r\nContent-Length: 2\r\n\r\nok",
     b"/garbage": b"HELLO THERE\r\n\r\n",
     b"/reasoncr": b"HTTP/1.1 200 OK\rX-Injected: yes\r\nContent-Length: 2\r\n\r\nok",
+    b"/conn2": b"HTTP/1.1 200 OK\r\nConnection: keep-alive\r\nX-Internal: secret\r\n"
+               b"Connection: X-Internal\r\nX-Public: yes\r\nContent-Length: 2\r\n\r\nok",
     b"/manyfields": b"HTTP/1.1 200 OK\r\n" + b"".join(b"F%d: v\r\n" % i for i in range(101))
                     + b"Content-Length: 2\r\n\r\nok",
 }
@@ -162,6 +165,7 @@ routes = (
   { name = "fold"; method = "GET"; path = "/fold"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "garbage"; method = "GET"; path = "/garbage"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "reasoncr"; method = "GET"; path = "/reasoncr"; cpu = 1.0; upstream = "unix:$BAD"; },
+  { name = "conn2"; method = "GET"; path = "/conn2"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "manyfields"; method = "GET"; path = "/manyfields"; cpu = 1.0; upstream = "unix:$BAD"; },
   { name = "missing"; method = "GET"; path = "/missing"; cpu = 1.0; upstream = "unix:$DIR/nobody.sock"; },
   { name = "stale"; method = "GET"; path = "/stale"; cpu = 1.0; upstream = "unix:$STALE"; }
@@ -310,6 +314,10 @@ r=$(c get quiet.test /manyfields)
 expect_eq "an answer with 101 fields: 502" "$(jget "$r" status)" 502
 expect_eq "  ... counted: bad_response 4, too_big 1" \
 	"$(res "$BAD" bad_response) $(res "$BAD" too_big)" "4 1"
+r=$(c get quiet.test /conn2)
+expect_eq "an answer with two Connection fields: 200" "$(jget "$r" status) $(jget "$r" body)" "200 ok"
+expect_eq "  ... the field the second one names is not passed on, the others are" \
+	"$(jget "$r" headers.x-internal)/$(jget "$r" headers.x-public)" "/yes"
 r=$(c login quiet.test alice pw-alice)
 expect_eq "  ... and logins through nginx still work" "$(jget "$r" status)" 200
 

@@ -655,9 +655,68 @@ static int hdr_kind(const char *k)
 	}
 }
 
-static bool hop_by_hop(const char *k, const char *conn)
+/* Which of an answer's fields @h (at most GW_UPCLI_MAX_FIELDS, in order) are not passed on:
+ * RFC 9110 7.6.1's hops, and those that any of its Connection fields names. The names are
+ * hashed (case folded) into a small table, then each Connection field's tokens looked up in
+ * it, so a long Connection field costs its length once, not once per field. */
+#define HOP_SLOTS 256 /* a power of two, over twice GW_UPCLI_MAX_FIELDS */
+_Static_assert(HOP_SLOTS >= 2 * GW_UPCLI_MAX_FIELDS && !(HOP_SLOTS & (HOP_SLOTS - 1)),
+	       "the hop table keeps free slots");
+
+static uint32_t name_hash(const char *p, size_t n)
 {
-	return hdr_kind(k) == H_HOP || (conn && in_connection(conn, k));
+	uint32_t h = 2166136261u; /* FNV-1a */
+
+	while (n--)
+		h = (h ^ (uint8_t)tolower((unsigned char)*p++)) * 16777619u;
+	return h;
+}
+
+static void answer_hops(const struct evkeyvalq *h, bool *hop)
+{
+	const struct evkeyval *f[GW_UPCLI_MAX_FIELDS];
+	int16_t slot[HOP_SLOTS];
+	const struct evkeyval *kv;
+	int n = 0, i;
+
+	memset(slot, -1, sizeof(slot));
+	TAILQ_FOREACH(kv, h, next) {
+		uint32_t j;
+
+		if (n == GW_UPCLI_MAX_FIELDS)
+			break; /* gw_upcli never gives more */
+		f[n] = kv;
+		hop[n] = hdr_kind(kv->key) == H_HOP;
+		for (j = name_hash(kv->key, strlen(kv->key)) & (HOP_SLOTS - 1); slot[j] >= 0;
+		     j = (j + 1) & (HOP_SLOTS - 1))
+			;
+		slot[j] = (int16_t)n++;
+	}
+	for (i = 0; i < n; i++) {
+		const char *p = f[i]->value;
+
+		if (strcasecmp(f[i]->key, "Connection"))
+			continue;
+		while (*p) { /* the tokens, split as in_connection splits them */
+			const char *e;
+			uint32_t j;
+
+			while (*p == ' ' || *p == '\t' || *p == ',')
+				p++;
+			for (e = p; *e && *e != ',' && *e != ' ' && *e != '\t'; e++)
+				;
+			if (e == p)
+				break;
+			for (j = name_hash(p, (size_t)(e - p)) & (HOP_SLOTS - 1); slot[j] >= 0;
+			     j = (j + 1) & (HOP_SLOTS - 1)) {
+				const char *k = f[slot[j]]->key;
+
+				if (strlen(k) == (size_t)(e - p) && !strncasecmp(k, p, (size_t)(e - p)))
+					hop[slot[j]] = true;
+			}
+			p = e;
+		}
+	}
 }
 
 static void up_release(struct gw_upconn *uc)
@@ -747,9 +806,9 @@ static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
 	struct gateway *g;
 	struct evkeyvalq *out;
 	struct evkeyval *kv;
-	const char *conn;
+	bool hop[GW_UPCLI_MAX_FIELDS];
 	uint64_t now = gw_now_ns();
-	int code, res;
+	int code, res, i;
 	struct gw_uplim *l = uc->cls < GW_MAX_CLASSES ? &up->lim[uc->cls] : NULL;
 
 	(void)cli;
@@ -798,9 +857,10 @@ static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
 
 	/* The answer as it came, but for the hops. */
 	out = evhttp_request_get_output_headers(r->req);
-	conn = evhttp_find_header(resp->headers, "Connection");
+	answer_hops(resp->headers, hop);
+	i = 0;
 	TAILQ_FOREACH(kv, resp->headers, next)
-		if (!hop_by_hop(kv->key, conn))
+		if (i < GW_UPCLI_MAX_FIELDS && !hop[i++])
 			evhttp_add_header(out, kv->key, kv->value);
 	evbuffer_add_buffer(evhttp_request_get_output_buffer(r->req), resp->body);
 	r->raw = true;
