@@ -155,6 +155,12 @@ static void on_done(struct gw_upcli *c, enum gw_upcli_err err, const struct gw_u
 		evbuffer_add_printf(m, "GET /again HTTP/1.1\r\nHost: t\r\n\r\n");
 		assert_int_equal(gw_upcli_send(nc, m, false, 1000, 65536, 1024, on_done, NULL), 0);
 		evbuffer_free(m);
+		/* the answer given stays whole until the callback returns, next request or not */
+		if (!err) {
+			assert_int_equal(r->code, G.code);
+			assert_int_equal(evbuffer_get_length(r->body), 0); /* taken above */
+			assert_non_null(evhttp_find_header(r->headers, "Content-Length"));
+		}
 		return;
 	}
 	event_base_loopbreak(S.base);

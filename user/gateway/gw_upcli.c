@@ -498,8 +498,6 @@ static void start(struct gw_upcli *c, bool head_only, size_t max_head, size_t ma
 	c->head_only = head_only;
 	c->max_head = max_head;
 	c->max_body = max_body;
-	evhttp_clear_headers(&c->hdrs); /* deliver() left them empty: a no-op but in tests */
-	evbuffer_drain(c->body, evbuffer_get_length(c->body));
 }
 
 int gw_upcli_send(struct gw_upcli *c, struct evbuffer *msg, bool head_only, uint32_t timeout_ms,
@@ -586,6 +584,10 @@ void gw_upcli_fini(struct gw_upcli *c)
 
 void gw_upcli_test_start(struct gw_upcli *c, bool head_only, size_t max_head, size_t max_body)
 {
+	/* What deliver() clears after the callback (not start(): a callback that sends the
+	 * next request may still be reading the answer it was given). */
+	evhttp_clear_headers(&c->hdrs);
+	evbuffer_drain(c->body, evbuffer_get_length(c->body));
 	start(c, head_only, max_head, max_body);
 }
 
