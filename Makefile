@@ -212,6 +212,10 @@ $(BUILD)/fuzz/fuzz_upcli: tests/fuzz/fuzz_upcli.c user/gateway/gw_upcli.c user/g
 	$(Q)$(CLANG) $(filter-out -Wno-format-truncation,$(CFLAGS)) $(FUZZ_FLAGS) $(shell pkg-config --cflags libevent) -o $@ \
 		tests/fuzz/fuzz_upcli.c user/gateway/gw_upcli.c $(shell pkg-config --libs libevent)
 
+# The unit suite's replay of the seeds includes the harness.
+$(BUILD)/tests/unit/test_gw_upcli_seeds $(BUILD)/san/tests/unit/test_gw_upcli_seeds: \
+	tests/fuzz/fuzz_upcli.c
+
 fuzz-upcli: $(BUILD)/fuzz/fuzz_upcli
 	$(Q)mkdir -p $(BUILD)/fuzz/upcli_corpus $(BUILD)/fuzz/upcli_artifacts
 	$(Q)$< -max_total_time=$(FUZZ_TIME) $(if $(filter-out 1,$(FUZZ_JOBS)),-jobs=$(FUZZ_JOBS) -workers=$(FUZZ_JOBS)) \
