@@ -40,6 +40,7 @@ static void seeds(void **state)
 		n++;
 	}
 	closedir(d);
+	print_message("%d seeds from %s\n", n, dir);
 	assert_true(n >= 30); /* the seeds are there, not an empty directory */
 }
 
