@@ -17,7 +17,8 @@
 #    on a fresh connection; two Content-Lengths, obs-fold and garbage are 502 once each,
 #    counted, and the gateway answers on; so are a CR in the reason phrase (the field it
 #    would inject never reaches the client) and 101 fields; a field that a second
-#    Connection field names is not passed on; a client's field with a bare CR, a space
+#    Connection field names is not passed on, nor a client's field that its second
+#    Connection field names; a client's field with a bare CR, a space
 #    before the colon or in its name, or a control character is a 400, never forwarded;
 #  - a socket path that does not exist, and a socket file nobody listens on: 429 with
 #    Retry-After (a capacity event), counted as down, logged;
@@ -351,6 +352,9 @@ PYEOF
 }
 expect_match "a client field the upstream reads as it came (the control)" "$(raw_get 'X-Ok: fine')" \
 	"^200 .*X-Ok: fine"
+r=$(raw_get 'X-Hop1: one\r\nConnection: X-Hop1\r\nX-Hop2: two\r\nConnection: X-Hop2\r\nX-Kept: yes')
+expect_match "a client's fields named by either of two Connection fields are not forwarded" \
+	"$(grep -v 'X-Hop' <<<"$r")" "^200 .*X-Kept: yes"
 for h in 'X-A: a\rX-Forwarded-For: 6.6.6.6' 'Content-Length : 40' 'X B: c' 'X-C: d\x01e' 'X-D: f\x00g'; do
 	r=$(raw_get "$h")
 	expect_eq "  ... a client field '$h': 400, not forwarded" "${r:0:3}" 400
