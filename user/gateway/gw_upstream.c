@@ -657,15 +657,25 @@ static int hop_cmp(const void *a, const void *b)
  * Every Connection field counts, not only the first. @hop: n flags, set here. 0, or -1 (no
  * memory).
  */
+#define HOPS_ON_STACK 32 /* fields a forward's usual head has at most: no malloc for them */
+
 static int mark_hops(const struct evkeyvalq *h, size_t n, bool *hop)
 {
 	const struct evkeyval *kv;
-	struct hop_name *f, *t = NULL;
+	struct hop_name fs[HOPS_ON_STACK], *f = fs, *t = NULL;
 	size_t nt = 0, cap = 0, i = 0, a, b;
 
-	f = malloc((n ? n : 1) * sizeof(*f));
-	if (!f)
-		return -1;
+	if (n > HOPS_ON_STACK) {
+		/* as many as the head has, not the most it may have */
+		size_t m = 0;
+
+		TAILQ_FOREACH(kv, h, next)
+			if (++m >= n)
+				break;
+		if (m > HOPS_ON_STACK && !(f = malloc(m * sizeof(*f))))
+			return -1;
+		n = m;
+	}
 	TAILQ_FOREACH(kv, h, next) {
 		if (i == n)
 			break;
@@ -690,7 +700,8 @@ static int mark_hops(const struct evkeyvalq *h, size_t n, bool *hop)
 					nt2 = realloc(t, cap * sizeof(*t));
 					if (!nt2) {
 						free(t);
-						free(f);
+						if (f != fs)
+							free(f);
 						return -1;
 					}
 					t = nt2;
@@ -719,7 +730,8 @@ static int mark_hops(const struct evkeyvalq *h, size_t n, bool *hop)
 		}
 	}
 	free(t);
-	free(f);
+	if (f != fs)
+		free(f);
 	return 0;
 }
 
@@ -932,7 +944,7 @@ void gw_upstream_forward(struct gw_req *r)
 	uint64_t now = gw_now_ns(), left_ms;
 	uint32_t k, tmo;
 	size_t blen, nf, i;
-	bool *hop;
+	bool *hop, hop_stack[HOPS_ON_STACK];
 
 	if (!g->ups || r->up < 0 || r->up >= g->ups->n) {
 		gw_sched_release(g->sched, &r->job, now);
@@ -1005,9 +1017,10 @@ void gw_upstream_forward(struct gw_req *r)
 	nf = 0;
 	TAILQ_FOREACH(kv, ih, next)
 		nf++;
-	hop = malloc(nf ? nf : 1);
+	hop = nf <= sizeof(hop_stack) ? hop_stack : malloc(nf);
 	if (!hop || mark_hops(ih, nf, hop)) {
-		free(hop);
+		if (hop != hop_stack)
+			free(hop);
 		gw_sched_release(g->sched, &r->job, now);
 		gw_respond(r, 502, "Bad Gateway", BODY_502, 0, false, false);
 		return;
@@ -1029,7 +1042,8 @@ void gw_upstream_forward(struct gw_req *r)
 			has_host = true;
 		evbuffer_add_printf(m, "%s: %s\r\n", kv->key, kv->value);
 	}
-	free(hop);
+	if (hop != hop_stack)
+		free(hop);
 	if (!has_host) /* an HTTP/1.0 client's request: the upstream is given its own name */
 		evbuffer_add_printf(m, "Host: %s\r\n", up->port ? up->host : "localhost");
 	add_xff(r, m, evhttp_find_header(ih, "X-Forwarded-For"));
