@@ -61,6 +61,38 @@ int part_clock_precise(struct xdp_md *ctx)
 }
 
 SEC("xdp")
+int part_jiffies(struct xdp_md *ctx)
+{
+	USE(bpf_jiffies64());
+	return XDP_PASS;
+}
+
+/* One call of a global (checked-alone) function doing nothing: what each of the datapath's
+ * __noinline functions costs to enter and leave, return thunk included. */
+__noinline int part_nop_fn(__u32 x)
+{
+	return x + 1;
+}
+
+SEC("xdp")
+int part_call(struct xdp_md *ctx)
+{
+	USE(part_nop_fn(part_seed));
+	return XDP_PASS;
+}
+
+/* A 64-bit division by a constant (the BPF backend has no multiply-high: a real divide). */
+SEC("xdp")
+int part_div(struct xdp_md *ctx)
+{
+	__u64 x = part_seed;
+
+	asm volatile("" : "+r"(x));
+	USE(x * 1000003 / 1000000000ull);
+	return XDP_PASS;
+}
+
+SEC("xdp")
 int part_lru_lookup(struct xdp_md *ctx)
 {
 	struct sl_bkey k = { .family = SL_FAM_V4, .plen = 24 };

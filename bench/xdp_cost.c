@@ -261,7 +261,7 @@ int main(int argc, char **argv)
 		  .dst = "2001:db8:ffff::2", .dport = 80, .tcp_opts = 1 }, 3.0 },
 	};
 	int repeat = 1000000, rounds = 5, asn_rows = 100000, opt;
-	const char *only = NULL; /* --only SUBSTR: just the cases named so (for perf record) */
+	const char *only = NULL; /* --only SUBSTR: just the cases and parts named so (perf record) */
 	const char *asn_file = NULL; /* --asn-table FILE: a real table instead of synthetic rows */
 	double parse_s = 0, swap_s = 0;
 	char path[] = "/tmp/sluice-bench-XXXXXX", err[2048];
@@ -585,7 +585,7 @@ int main(int argc, char **argv)
 			struct bpf_program *p;
 			int req_frame;     /* run on the login request's frame */
 			const uint8_t *v6; /* the IPv6 source the v6 parts look up */
-		} parts[16];
+		} parts[24];
 		struct part_in *in = calloc(1, sizeof(*in));
 		uint8_t v6_bench[16];
 		size_t np = 0;
@@ -606,6 +606,9 @@ int main(int argc, char **argv)
 	} while (0)
 		PART("coarse clock (bpf_ktime_get_coarse_ns)", part_clock, 0, NULL);
 		PART("precise clock (bpf_ktime_get_ns)", part_clock_precise, 0, NULL);
+		PART("jiffies (bpf_jiffies64)", part_jiffies, 0, NULL);
+		PART("a global function's call and return", part_call, 0, NULL);
+		PART("a 64-bit division", part_div, 0, NULL);
 		PART("LRU hash lookup, 12-byte key", part_lru_lookup, 0, NULL);
 		PART("LRU hash lookup + compare-and-swap", part_lru_cas, 0, NULL);
 		PART("LPM trie, ::ffff:198.51.100.9", part_trie_lookup, 0, NULL);
@@ -736,6 +739,12 @@ int main(int argc, char **argv)
 				parts[0].v6 = NULL;
 				i = 0;
 				np = 0; /* stop after this one */
+			}
+			/* --only names parts too: nothing else runs while a profiler samples. */
+			if (only && !strstr(parts[i].name, only)) {
+				if (np == 0)
+					break;
+				continue;
 			}
 			pfd = bpf_program__fd(parts[i].p);
 			if (parts[i].req_frame) {
