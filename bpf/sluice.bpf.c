@@ -64,6 +64,44 @@ struct {
 
 static const __u16 sl_mss_tab[8] = SL_COOKIE_MSS;
 
+/*
+ * The clock: CLOCK_MONOTONIC_COARSE in ns, as userspace reads it (TATs, expiries, cookie
+ * slots), for the price of a jiffies load. The coarse clock only moves at a tick, in the same
+ * kernel path that advances jiffies (tick_do_update_jiffies64, then update_wall_time), so
+ * each CPU keeps the value it read at the first packet of its current jiffy and reads the
+ * coarse clock again only when jiffies moves: once a tick (4 ms at HZ=250) instead of on
+ * every packet (a helper call, ~20 ns here; jiffies64 is inlined by the verifier). A CPU
+ * that refreshes inside that path's window, between the two updates, keeps the old value
+ * until the next tick: one tick behind for one tick, never backwards, and within the
+ * resolution the coarse clock has anyway (docs/design.md, "The clock").
+ */
+struct sl_clock {
+	__u64 jiffies;
+	__u64 ns;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_clock);
+} sl_clock_cache SEC(".maps");
+
+static __always_inline __u64 sl_now(void)
+{
+	__u32 zero = 0;
+	struct sl_clock *c = bpf_map_lookup_elem(&sl_clock_cache, &zero);
+	__u64 j = bpf_jiffies64();
+
+	if (!c)
+		return bpf_ktime_get_coarse_ns();
+	if (c->jiffies != j) {
+		c->ns = bpf_ktime_get_coarse_ns();
+		c->jiffies = j;
+	}
+	return c->ns;
+}
+
 __noinline int sl_cookie_new(const struct sl_conn_id *id, __u64 now,
 			     const struct sl_cookie_opts *o, const struct sl_cookie_keys *k,
 			     struct reply *rp)
@@ -267,16 +305,15 @@ struct charge_out {
 
 /*
  * Charge @cost against the TAT at @tat with compare-and-swap, or with @peek only say whether
- * it would fit. A global function: inlined three times into the judgement, its retry loop
- * multiplied the verifier's paths past its budget.
+ * it would fit. Inlined once into sl_charge_key (a global function, checked once); the
+ * tenant's charge calls it as the global sl_charge_tat: inlined three times into the
+ * judgement, its retry loop multiplied the verifier's paths past its budget.
  */
-__noinline int sl_charge_tat(__u64 *tat, const struct sl_rate *r, __u64 cost, __u64 now,
-			     struct charge_out *out)
+static __always_inline int charge_tat(__u64 *tat, const struct sl_rate *r, __u64 cost,
+				      __u64 now, struct charge_out *out)
 {
 	int i, peek;
 
-	if (!tat || !r || !out)
-		return CHARGE_NOSTATE;
 	peek = out->peek;
 	for (i = 0; i < SL_CAS_TRIES; i++) {
 		__u64 old = *(volatile __u64 *)tat;
@@ -297,6 +334,14 @@ __noinline int sl_charge_tat(__u64 *tat, const struct sl_rate *r, __u64 cost, __
 		return CHARGE_OK;
 	}
 	return CHARGE_BUSY;
+}
+
+__noinline int sl_charge_tat(__u64 *tat, const struct sl_rate *r, __u64 cost, __u64 now,
+			     struct charge_out *out)
+{
+	if (!tat || !r || !out)
+		return CHARGE_NOSTATE;
+	return charge_tat(tat, r, cost, now, out);
 }
 
 _Static_assert(__builtin_offsetof(struct sl_bucket, last_shed_s) -
@@ -453,7 +498,7 @@ __noinline int sl_charge_key(const struct sl_bkey *k, const struct sl_rate *r,
 	}
 	tat = w < SL_BUCKET_WAYS ? &bs->way[w & (SL_BUCKET_WAYS - 1)].tat : &bs->spill_tat;
 	co.peek = q->peek;
-	rc = sl_charge_tat(tat, r, q->cost, now, &co);
+	rc = charge_tat(tat, r, q->cost, now, &co);
 	if (q->peek)
 		return rc;
 	q->inc = co.inc;
@@ -487,6 +532,33 @@ static __always_inline void refund_key(const struct sl_bkey *k, __u64 inc)
 		__sync_fetch_and_add(&bs->way[w & (SL_BUCKET_WAYS - 1)].tat, -inc);
 	else
 		__sync_fetch_and_add(&bs->spill_tat, -inc);
+}
+
+/*
+ * Would @cost fit in @k's bucket now? What sl_charge_key answers with peek, inline for the
+ * weighing paths (the call and return of a global function cost ~9 ns here, and a weighed SYN
+ * made four): the key's own way, else what it would start with in a way it may take, else
+ * the spill's. The new key's start (a division) is computed only when it has no way.
+ */
+static __always_inline int weigh_key(const struct sl_bkey *k, const struct sl_rate *r,
+				     __u64 cost, __u64 now, const struct sl_settings *set)
+{
+	struct sl_bucket_set *bs;
+	__u32 tag, w;
+	__u64 t, next;
+
+	bs = bucket_set_of(k, set, &tag);
+	if (!bs)
+		return CHARGE_NOSTATE;
+	w = way_of(bs, tag);
+	if (w < SL_BUCKET_WAYS)
+		t = bs->way[w & (SL_BUCKET_WAYS - 1)].tat;
+	else if (way_to_take(bs, now) < SL_BUCKET_WAYS)
+		t = sl_gcra_initial_tat(now, r->tolerance_ns, set->new_key_credit);
+	else
+		t = bs->spill_tat;
+	return sl_gcra_charge(t, now, cost, r->emission_ns, r->tolerance_ns, &next) ?
+		       CHARGE_OK : CHARGE_DENIED;
 }
 
 static __always_inline int is_shed(__u32 reason)
@@ -612,6 +684,7 @@ static __always_inline int charge_tenant(const struct src *s, __u16 dport, __u64
 					 __u32 hint, __u32 *tid_out, int peek,
 					 struct sl_tenant_key *tk, struct charge_out *co)
 {
+	const struct sl_rate *r;
 	struct sl_tenant *t;
 	struct sl_bucket *st;
 	__u32 *id, tid = hint;
@@ -647,19 +720,26 @@ static __always_inline int charge_tenant(const struct src *s, __u16 dport, __u64
 		if (demand)
 			*demand += cost; /* per CPU: no atomic needed */
 	}
+	r = now < t->lease_expires_ns ? &t->lease : &t->fallback;
+	if (peek) {
+		__u64 next;
+
+		/* What sl_charge_tat answers with peek, without its call. */
+		return sl_gcra_charge(st->tat, now, cost, r->emission_ns, r->tolerance_ns, &next) ?
+			       CHARGE_OK : CHARGE_DENIED;
+	}
 	__builtin_memset(co, 0, sizeof(*co));
-	co->peek = peek;
-	return sl_charge_tat(&st->tat, now < t->lease_expires_ns ? &t->lease : &t->fallback, cost,
-			     now, co);
+	return sl_charge_tat(&st->tat, r, cost, now, co);
 }
 
 /*
  * Judge one connection of a proven source (or with @peek, say how it would be judged, charging
- * nothing): verdicts, then the source prefix, its parent and the tenant. A global function:
- * see struct pkt.
+ * nothing): verdicts, then the source prefix, its parent and the tenant. Always called with a
+ * constant @peek: weighing (sl_weigh, and the SYN front's SYN) reads the buckets inline, a
+ * charge calls sl_charge_key for each.
  */
-__noinline int sl_judge(const struct pkt *pk, const struct sl_settings *set, __u64 now,
-			struct decision *d, int peek)
+static __always_inline int judge(const struct pkt *pk, const struct sl_settings *set,
+				 __u64 now, struct decision *d, const int peek)
 {
 	const struct src *s;
 	__u32 zero = 0, *vcount;
@@ -725,7 +805,11 @@ __noinline int sl_judge(const struct pkt *pk, const struct sl_settings *set, __u
 	d->cq.now = now;
 	d->cq.peek = peek;
 	d->cq.cls = cls;
-	rc = sl_charge_key(&d->key, &pol->prefix, &d->cq);
+	d->cq.inc = 0;
+	if (peek)
+		rc = weigh_key(&d->key, &pol->prefix, cost, now, set);
+	else
+		rc = sl_charge_key(&d->key, &pol->prefix, &d->cq);
 	d->pinc = d->cq.inc;
 	if (rc == CHARGE_NOSTATE) {
 		d->reason = SL_R_STATE_ERROR;
@@ -736,10 +820,14 @@ __noinline int sl_judge(const struct pkt *pk, const struct sl_settings *set, __u
 		return 0;
 	}
 	make_key(&d->qkey, s, parent, SL_LEVEL_PARENT, cls);
-	rc = sl_charge_key(&d->qkey, &pol->parent, &d->cq);
+	if (peek)
+		rc = weigh_key(&d->qkey, &pol->parent, cost, now, set);
+	else
+		rc = sl_charge_key(&d->qkey, &pol->parent, &d->cq);
 	if (rc != CHARGE_OK) {
 		/* The prefix is not to blame for its parent's flood: give back what it paid. */
-		refund_key(&d->key, d->pinc);
+		if (!peek)
+			refund_key(&d->key, d->pinc);
 		if (rc == CHARGE_NOSTATE) {
 			d->reason = SL_R_STATE_ERROR;
 			return 0;
@@ -755,14 +843,30 @@ __noinline int sl_judge(const struct pkt *pk, const struct sl_settings *set, __u
 	d->tenant = tid;
 	if (rc != CHARGE_OK) {
 		/* The tenant's budget ran out: the source paid for nothing. */
-		refund_key(&d->key, d->pinc);
-		refund_key(&d->qkey, d->cq.inc);
+		if (!peek) {
+			refund_key(&d->key, d->pinc);
+			refund_key(&d->qkey, d->cq.inc);
+		}
 		d->level = LEVEL_TENANT;
 		d->reason = tmode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_TENANT : SL_R_SHED_TENANT;
 		return 0;
 	}
 	d->reason = SL_R_PASSED;
 	return 0;
+}
+
+/* Say how a connection would be judged, charging nothing. A global function: see struct pkt. */
+__noinline int sl_weigh(const struct pkt *pk, const struct sl_settings *set, __u64 now,
+			struct decision *d)
+{
+	return judge(pk, set, now, d, 1);
+}
+
+/* Judge a connection of a proven source, and charge it. */
+__noinline int sl_judge(const struct pkt *pk, const struct sl_settings *set, __u64 now,
+			struct decision *d)
+{
+	return judge(pk, set, now, d, 0);
 }
 
 /*
@@ -963,14 +1067,12 @@ static __always_inline int local_addr(const __u8 *addr, __u8 family, __u32 slot)
  * loopback, multicast, class E and broadcast, IPv4-mapped on the wire) or one of our own
  * addresses, nor if it came in a multicast or broadcast frame. Returns 0 when it would.
  */
-__noinline int sl_martian(struct xdp_md *ctx, const struct pkt *pk)
+static __always_inline int martian(struct xdp_md *ctx, const struct pkt *pk)
 {
 	void *data, *end;
 	const __u8 *a;
 	__u8 *p;
 
-	if (!ctx || !pk)
-		return 1;
 	data = xdp_data(ctx);
 	end = xdp_data_end(ctx);
 	p = data;
@@ -1013,6 +1115,13 @@ __noinline int sl_martian(struct xdp_md *ctx, const struct pkt *pk)
 			return 1;
 	}
 	return local_addr(pk->s.saddr, pk->s.family, 1);
+}
+
+__noinline int sl_martian(struct xdp_md *ctx, const struct pkt *pk)
+{
+	if (!ctx || !pk)
+		return 1;
+	return martian(ctx, pk);
 }
 
 /* Is the segment's destination an address this node serves? */
@@ -1499,7 +1608,7 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	ws = bpf_map_lookup_elem(&sl_reqbuf, &zero);
 	if (!keys || !set || !rp || !ws)
 		return NOT_MINE;
-	now = bpf_ktime_get_coarse_ns();
+	now = sl_now();
 	iss = pk->ack - 1;
 
 	sl_read_ts(ctx, pk);
@@ -1605,7 +1714,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
 	__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
 	__builtin_memset(&ws->d, 0, sizeof(ws->d));
-	now = bpf_ktime_get_coarse_ns();
+	now = sl_now();
 
 	if (pk->stage == STAGE_FIRST_REQUEST) {
 		/* Admitted before (a retransmission): the kernel's now, never judged twice. */
@@ -1620,7 +1729,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		 * Only a shed is decided here; an admission always reads the request first.
 		 */
 		pk->cost = 1;
-		sl_judge(pk, set, now, &ws->d, 1);
+		sl_weigh(pk, set, now, &ws->d);
 		if ((ws->d.reason == SL_R_SHED_PREFIX || ws->d.reason == SL_R_SHED_PARENT ||
 		     ws->d.reason == SL_R_SHED_VERDICT) && ws->d.level != LEVEL_TENANT) {
 			route = SL_EDGE_ROUTES;
@@ -1636,7 +1745,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		route = (__u32)sl_route_request(ctx, pk, set);
 		if (pk->frag != FRAG_NONE && set->fragment_action == SL_ACT_DROP)
 			return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
-		sl_judge(pk, set, now, &ws->d, 0);
+		sl_judge(pk, set, now, &ws->d);
 		/* The tenant the request named, even when a source bucket refused it before the
 		 * tenant's was asked. */
 		tix = ws->d.tenant < SL_MAX_TENANTS ? ws->d.tenant :
@@ -1663,7 +1772,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		/* Shed at its SYN (a bucket was already empty), which is why it has our cookie.
 		 * Weighed again, charging nothing, to know whose empty bucket its Retry-After
 		 * follows; it cannot be admitted, there being no hand-off on this front. */
-		sl_judge(pk, set, now, &ws->d, 1);
+		sl_weigh(pk, set, now, &ws->d);
 		if (!is_shed(ws->d.reason)) {
 			ws->d.reason = SL_R_SHED_PREFIX;
 			ws->d.level = LEVEL_PREFIX;
@@ -1674,7 +1783,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		 * over a socket it holds) costs what an unreadable request costs. */
 		if (pk->front == SL_FRONT_STATELESS && pk->unreadable_cost)
 			pk->cost = pk->unreadable_cost;
-		sl_judge(pk, set, now, &ws->d, 0);
+		sl_judge(pk, set, now, &ws->d);
 		if (!is_shed(ws->d.reason)) {
 			/* Admitted: this tuple's handshake needs no more looking at. */
 			slot = pend_slot(pk, set);
@@ -1739,7 +1848,7 @@ __noinline int sl_syn_verify(struct xdp_md *ctx, struct pkt *pk)
 	if (!set)
 		return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 	slot = pend_slot(pk, set);
-	now = bpf_ktime_get_coarse_ns();
+	now = sl_now();
 	secs = (__u32)(now / NS_PER_S);
 	/* (A slot stamped a moment ahead by another CPU's clock reads as fresh.) */
 	if (!slot || !*slot || (*slot < secs && secs - *slot > set->pend_ttl_s))
@@ -1835,7 +1944,7 @@ __noinline int sl_send_synack(struct xdp_md *ctx, const struct pkt *pk)
 	__u32 zero = 0;
 	int i;
 
-	__u64 now = bpf_ktime_get_coarse_ns();
+	__u64 now = sl_now();
 
 	if (!ctx || !pk)
 		return XDP_DROP;
@@ -1898,13 +2007,17 @@ __noinline int sl_syn(struct xdp_md *ctx, struct pkt *pk)
 
 	if (!ctx || !pk)
 		return XDP_PASS;
+	/* Inline here, not the calls the other segments make (sl_is_local, sl_martian): a call
+	 * and return of a global function is ~9 ns on this machine, and every SYN asks both. */
+	if (!local_addr(pk->s.daddr, pk->s.family, 0))
+		return record(SL_CLASS_NONE, SL_R_NOT_LOCAL, XDP_PASS);
 	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	ss = bpf_map_lookup_elem(&sl_segs, &zero);
 	if (!set || !ss)
 		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
 	d = &ss->d;
-	now = bpf_ktime_get_coarse_ns();
-	if (sl_martian(ctx, pk))
+	now = sl_now();
+	if (martian(ctx, pk))
 		return record(SL_CLASS_NONE, SL_R_MARTIAN, XDP_DROP);
 
 	if (pk->front == SL_FRONT_STATELESS) {
@@ -1948,7 +2061,7 @@ __noinline int sl_syn(struct xdp_md *ctx, struct pkt *pk)
 	/* A fragmented SYN may carry data in its later fragments, which the edge cannot see. */
 	if (pk->frag != FRAG_NONE)
 		return record(SL_CLASS_NONE, SL_R_FRAGMENT, XDP_DROP);
-	sl_judge(pk, set, now, d, 1);
+	judge(pk, set, now, d, 1); /* sl_weigh, inline: the SYN front weighs every SYN */
 	switch (d->reason) {
 	case SL_R_SHED_PREFIX:
 	case SL_R_SHED_PARENT:
@@ -2159,11 +2272,11 @@ int sluice_xdp(struct xdp_md *ctx)
 	}
 	pk->payload = l4len - th->doff * 4;
 
-	/* Traffic to an address this node does not serve is routed through: not ours. */
-	if (!sl_is_local(pk))
-		return record(SL_CLASS_NONE, SL_R_NOT_LOCAL, XDP_PASS);
-
 	if (!(flags & TF_SYN)) {
+		/* Traffic to an address this node does not serve is routed through: not ours.
+		 * (sl_syn asks the same first.) */
+		if (!sl_is_local(pk))
+			return record(SL_CLASS_NONE, SL_R_NOT_LOCAL, XDP_PASS);
 		if (marked) {
 			crc = sl_cookie_segment(ctx, pk);
 			if (crc == NEED_JUDGE)
