@@ -115,6 +115,88 @@ int part_lru_cas(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
+/* The decided-connection record of an admitted first request (sl_conns: an LRU hash keyed by
+ * the 44-byte connection key), written and forgotten each run: with part_conn_forget alone,
+ * the difference is the write. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct sl_conn_key);
+	__type(value, struct sl_conn);
+} part_conns SEC(".maps");
+
+/* The same with per-CPU LRU lists (no common LRU lock). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__uint(map_flags, BPF_F_NO_COMMON_LRU);
+	__type(key, struct sl_conn_key);
+	__type(value, struct sl_conn);
+} part_conns_nc SEC(".maps");
+
+static __always_inline void part_conn_key(struct sl_conn_key *ck)
+{
+	__builtin_memset(ck, 0, sizeof(*ck));
+	ck->family = SL_FAM_V4;
+	ck->iss = part_seed;
+	ck->sport = 41000;
+	ck->dport = 9090;
+}
+
+SEC("xdp")
+int part_conn_forget(struct xdp_md *ctx)
+{
+	struct sl_conn_key ck;
+
+	part_conn_key(&ck);
+	bpf_map_delete_elem(&part_conns, &ck);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int part_conn_write(struct xdp_md *ctx)
+{
+	struct sl_conn_key ck;
+	struct sl_conn c = { .state = SL_CONN_ADMITTED };
+
+	part_conn_key(&ck);
+	bpf_map_delete_elem(&part_conns, &ck);
+	bpf_map_update_elem(&part_conns, &ck, &c, BPF_ANY);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int part_conn_write_nc(struct xdp_md *ctx)
+{
+	struct sl_conn_key ck;
+	struct sl_conn c = { .state = SL_CONN_ADMITTED };
+
+	part_conn_key(&ck);
+	bpf_map_delete_elem(&part_conns_nc, &ck);
+	bpf_map_update_elem(&part_conns_nc, &ck, &c, BPF_ANY);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int part_conn_forget_nc(struct xdp_md *ctx)
+{
+	struct sl_conn_key ck;
+
+	part_conn_key(&ck);
+	bpf_map_delete_elem(&part_conns_nc, &ck);
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int part_conn_lookup(struct xdp_md *ctx)
+{
+	struct sl_conn_key ck;
+
+	part_conn_key(&ck);
+	ck.iss ^= 1; /* a miss, as a first request's is */
+	return bpf_map_lookup_elem(&part_conns, &ck) ? XDP_DROP : XDP_PASS;
+}
+
 SEC("xdp")
 int part_trie_lookup(struct xdp_md *ctx)
 {

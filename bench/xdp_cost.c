@@ -612,6 +612,11 @@ int main(int argc, char **argv)
 		PART("LRU hash lookup, 12-byte key", part_lru_lookup, 0, NULL);
 		PART("LRU hash lookup + compare-and-swap", part_lru_cas, 0, NULL);
 		PART("LPM trie, ::ffff:198.51.100.9", part_trie_lookup, 0, NULL);
+		PART("sl_conns: lookup, a miss (44-byte key)", part_conn_lookup, 0, NULL);
+		PART("sl_conns: delete", part_conn_forget, 0, NULL);
+		PART("sl_conns: delete + write (admitted)", part_conn_write, 0, NULL);
+		PART("sl_conns, per-CPU LRU lists: delete", part_conn_forget_nc, 0, NULL);
+		PART("sl_conns, per-CPU LRU lists: delete + write", part_conn_write_nc, 0, NULL);
 		PART("/24 table load (array)", part_dir_lookup, 0, NULL);
 		PART("bucket set lookup (hash, array, tags)", part_set_lookup, 0, NULL);
 		PART("bucket set lookup + compare-and-swap", part_set_cas, 0, NULL);
