@@ -338,8 +338,21 @@ line_end:
 	/* Host is the first header almost always: try there before scanning. */
 	f.found = 0;
 	f.at = line_end + 1;
-	if (f.at < SL_REQ_SCAN)
-		bpf_loop(SL_REQ_SCAN, find_host_step, &f, 0);
+	if (f.at < SL_REQ_SCAN) {
+		__u32 i = f.at;
+
+		/* find_host_step's first step, inline: when Host is the first header, no loop
+		 * (each step is a call of its own, ~9 ns here). */
+		if (i + 5 <= len && lc(rb->b[i & SL_REQ_MASK]) == 'h' &&
+		    lc(rb->b[(i + 1) & SL_REQ_MASK]) == 'o' &&
+		    lc(rb->b[(i + 2) & SL_REQ_MASK]) == 's' &&
+		    lc(rb->b[(i + 3) & SL_REQ_MASK]) == 't' && rb->b[(i + 4) & SL_REQ_MASK] == ':') {
+			f.at = i + 5;
+			f.found = 1;
+		} else {
+			bpf_loop(SL_REQ_SCAN, find_host_step, &f, 0);
+		}
+	}
 	if (f.found && f.at < SL_REQ_SCAN && copy_host(rb, len, f.at, hk, 0)) {
 		lower_key(hk);
 		out |= REQ_HOST;

@@ -122,14 +122,6 @@ struct cookie_q {
 	__u32 tsecr;
 };
 
-__noinline int sl_cookie_ok(const struct sl_conn_id *id, const struct cookie_q *q, __u64 now,
-			    const struct sl_cookie_keys *k, struct sl_cookie_opts *o)
-{
-	if (!id || !q || !o || !k)
-		return 0;
-	return sl_cookie_check(id, q->iss, q->ts, q->tsecr, now, k, o);
-}
-
 /* How long a shed connection keeps absorbing its own segments, and how long an admitted one is
  * remembered: its racing segments pass until the kernel's socket takes over, and a
  * retransmission of its first request (sent only while the kernel's ACK has not arrived,
@@ -1295,7 +1287,7 @@ static __noinline __u64 shed_key_hash(const struct sl_conn_key *ck, __u32 seed)
 	return sl_shed_hash(ck, seed);
 }
 
-static __noinline __u32 shed_tag_find(__u64 h, __u32 now_s)
+static __always_inline __u32 shed_tag_find(__u64 h, __u32 now_s)
 {
 	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = h >> 32;
 	struct sl_shed_set *ss = bpf_map_lookup_elem(&sl_shed_sets, &idx);
@@ -1361,7 +1353,9 @@ static __noinline struct sl_conn *cookie_tag(struct req_scratch *ws, const struc
 	if (!ws || !pk || !set)
 		return NULL;
 	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-	st = shed_tag_find(shed_key_hash(&ws->ck, set->hash_seed), (__u32)(now / NS_PER_S));
+	/* The hash and the find inline: cookie_tag is a function of its own (its frame is
+	 * not its callers'), and every first request asks it. */
+	st = shed_tag_find(sl_shed_hash(&ws->ck, set->hash_seed), (__u32)(now / NS_PER_S));
 	if (!st)
 		return NULL;
 	__builtin_memset(&ws->cv, 0, sizeof(ws->cv));
@@ -1633,7 +1627,7 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	ws->q.iss = iss;
 	ws->q.ts = pk->ts;
 	ws->q.tsecr = pk->tsecr;
-	if (!sl_cookie_ok(&ws->id, &ws->q, now, keys, &ws->o)) {
+	if (!sl_cookie_check(&ws->id, ws->q.iss, ws->q.ts, ws->q.tsecr, now, keys, &ws->o)) {
 		/*
 		 * Not a cookie's own segment. Most often (one in sixteen of ordinary traffic) a
 		 * segment of a connection the kernel holds: the socket lookup first. Else a racing
@@ -2230,7 +2224,9 @@ int sluice_xdp(struct xdp_md *ctx)
 	ss = bpf_map_lookup_elem(&sl_segs, &zero);
 	if (!ss)
 		return record(SL_CLASS_NONE, SL_R_STATE_ERROR, XDP_PASS);
-	__builtin_memset(ss, 0, sizeof(*ss));
+	/* The segment's record only: the decision beside it (sl_syn's) is written by the
+	 * judgement before anything reads it. */
+	__builtin_memset(&ss->pk, 0, sizeof(ss->pk));
 	pk = &ss->pk;
 	sp = &pk->s;
 	pk->n_vlan = n_vlan;
