@@ -165,7 +165,6 @@ struct pkt {
 	__u32 port_cost;/* the port's `cost` */
 	__u32 unreadable_cost;
 	__u32 tenant;   /* tenant id from Host/SNI; SL_TENANT_BY_DEST: by destination */
-	__u32 ifindex;
 	__u32 iss;      /* our initial sequence number on this connection, once proven */
 	__u32 our_tsval;/* our timestamp on it (what the client echoes) */
 	__u32 stage;    /* enum stage: what sl_decide() is to decide */
@@ -1190,26 +1189,35 @@ __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 	return route;
 }
 
-/* The segment's timestamps, read only on the paths that need them. A function of its own:
- * the option walk's buffer on the callers' stacks took their call chains past 512 bytes. */
-__noinline int sl_read_ts(struct xdp_md *ctx, struct pkt *pk)
+/* What every stack that speaks timestamps sends after the handshake: NOP NOP TS, alone (doff
+ * 8), read in place when the frame's linear part holds it (a helper call per segment was a
+ * tenth of a shed connection's cost). 1 when it was that; else the walk is sl_read_ts's.
+ * Inline where a first request reads it: the call alone is ~9 ns here. */
+static __always_inline int read_ts_fast(struct xdp_md *ctx, struct pkt *pk)
 {
-	struct seg_opts so = {};
 	const __u8 *o;
 
-	if (!ctx || !pk || pk->doff <= 5)
-		return 0;
-	/* What every stack that speaks timestamps sends after the handshake: NOP NOP TS, alone
-	 * (doff 8). Read in place when the frame's linear part holds it (a helper call per
-	 * segment was a tenth of a shed connection's cost); anything else takes the walk. */
 	o = (const __u8 *)xdp_data(ctx) + (pk->th_off & 0x3fff) + 20;
 	if (pk->doff == 8 && (const void *)(o + 12) <= xdp_data_end(ctx) &&
 	    o[0] == 1 && o[1] == 1 && o[2] == 8 && o[3] == 10) {
 		pk->ts = 1;
 		pk->tsval = ((__u32)o[4] << 24) | ((__u32)o[5] << 16) | ((__u32)o[6] << 8) | o[7];
 		pk->tsecr = ((__u32)o[8] << 24) | ((__u32)o[9] << 16) | ((__u32)o[10] << 8) | o[11];
-		return 0;
+		return 1;
 	}
+	return 0;
+}
+
+/* The segment's timestamps, read only on the paths that need them. A function of its own:
+ * the option walk's buffer on the callers' stacks took their call chains past 512 bytes. */
+__noinline int sl_read_ts(struct xdp_md *ctx, struct pkt *pk)
+{
+	struct seg_opts so = {};
+
+	if (!ctx || !pk || pk->doff <= 5)
+		return 0;
+	if (read_ts_fast(ctx, pk))
+		return 0;
 	parse_tcp_opts(ctx, pk->th_off, pk->doff, &so);
 	pk->ts = so.ts;
 	pk->tsval = so.tsval;
@@ -1278,15 +1286,9 @@ enum stage {
  * from a racing CPU mismatches its tag at worst, and a mismatch only forgets a connection.
  * Returns the state remembered for @ck (SL_CONN_SHED or SL_CONN_DROPPED), or 0.
  */
-/* The key's set and tag (sl_shed_hash), out of line: inlined, its eleven rounds cost the
- * callers' stack frames more than the verifier's 512 bytes allow along their call chains. */
-static __noinline __u64 shed_key_hash(const struct sl_conn_key *ck, __u32 seed)
-{
-	if (!ck)
-		return 0;
-	return sl_shed_hash(ck, seed);
-}
-
+/* The key's set and tag (sl_shed_hash) are computed only inside the functions of their own
+ * below (cookie_tag, shed_tag_add): inlined into their callers, its eleven rounds cost those
+ * stack frames more than the verifier's 512 bytes allow along their call chains. */
 static __always_inline __u32 shed_tag_find(__u64 h, __u32 now_s)
 {
 	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = h >> 32;
@@ -1303,11 +1305,15 @@ static __always_inline __u32 shed_tag_find(__u64 h, __u32 now_s)
 	return 0;
 }
 
-/* Remember the connection hashed to @h as shed (@state SL_CONN_SHED or SL_CONN_DROPPED)
+/* Remember the connection @ck as shed (@state SL_CONN_SHED or SL_CONN_DROPPED)
  * until @until: an empty or expired way, else the one that expires first. 0 when it was
  * remembered already. */
-static __noinline int shed_tag_add(__u64 h, __u32 now_s, __u32 until, __u32 state)
+static __noinline int shed_tag_add(const struct sl_conn_key *ck, __u32 seed, __u32 now_s,
+				   __u32 until, __u32 state)
 {
+	/* The key's hash here, inline, not by a call of shed_key_hash: this is a function of
+	 * its own, its frame not its callers'. */
+	__u64 h = ck ? sl_shed_hash(ck, seed) : 0;
 	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = h >> 32, low = ~0u;
 	struct sl_shed_set *ss = bpf_map_lookup_elem(&sl_shed_sets, &idx);
 	int i, victim = 0;
@@ -1474,7 +1480,7 @@ static __always_inline int answer_429(struct xdp_md *ctx, const struct pkt *pk,
 	if (pk->stage != STAGE_VERIFIED) {
 		__u32 now_s = (__u32)(now / NS_PER_S);
 
-		if (!shed_tag_add(shed_key_hash(&ws->ck, set->hash_seed), now_s,
+		if (!shed_tag_add(&ws->ck, set->hash_seed, now_s,
 				  now_s + SL_SHED_TTL_S, SL_CONN_SHED)) {
 			c = cookie_tag(ws, pk, set, iss, now);
 			if (c)
@@ -1541,7 +1547,7 @@ static __always_inline int remember_drop(struct req_scratch *ws, const struct pk
 	__u32 now_s = (__u32)(now / NS_PER_S);
 
 	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-	return shed_tag_add(shed_key_hash(&ws->ck, set->hash_seed), now_s, now_s + SL_SHED_TTL_S,
+	return shed_tag_add(&ws->ck, set->hash_seed, now_s, now_s + SL_SHED_TTL_S,
 			    SL_CONN_DROPPED);
 }
 
@@ -1605,7 +1611,8 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	now = sl_now();
 	iss = pk->ack - 1;
 
-	sl_read_ts(ctx, pk);
+	if (pk->doff > 5 && !read_ts_fast(ctx, pk))
+		sl_read_ts(ctx, pk);
 	/* A shed connection's FIN, after our 429 + FIN: one lookup, where the cookie check below
 	 * would spend two MACs to fail. */
 	if ((pk->flags & TF_FIN) && !(pk->flags & TF_RST)) {
@@ -1661,7 +1668,7 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 	/* A cookie connection's own segment: its source is proven. */
 	if (pk->flags & TF_RST)
 		return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
-	if (sl_martian(ctx, pk))
+	if (martian(ctx, pk))
 		return record(SL_CLASS_NONE, SL_R_MARTIAN, XDP_DROP);
 	if (!pk->payload) {
 		/* A FIN straight after the handshake, no request: reset, as a closed port would;
@@ -2258,7 +2265,6 @@ int sluice_xdp(struct xdp_md *ctx)
 	pk->port_cost = port->cost;
 	pk->unreadable_cost = port->unreadable_cost;
 	pk->tenant = SL_TENANT_BY_DEST;
-	pk->ifindex = ctx->ingress_ifindex;
 	/* The IP length, not the frame length: Ethernet may pad short frames. An IP length
 	 * short of the TCP header is a segment the kernel drops (tcp_v4_rcv): not judged. */
 	if (l4len < th->doff * 4) {
