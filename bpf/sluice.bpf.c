@@ -184,20 +184,26 @@ static __always_inline __u32 mask_word(__u32 word, int plen, int i)
 	return word & bpf_htonl(~0u << (32 - bits));
 }
 
-/* Keys are /64 or shorter (abi.h), so the first two words of the address are all of it. */
-static __always_inline void make_key(struct sl_bkey *k, const struct src *s, __u8 plen,
-				     __u8 level, __u8 class_id)
+#if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "key_words builds a key's first word as little-endian: family in the lowest byte"
+#endif
+
+/*
+ * The key of @s at @plen, @level and @class_id, as the three words sl_key_hash reads from a
+ * struct sl_bkey (kept in registers: hashing the key back from memory reloaded it byte by
+ * byte, the struct being byte-aligned), and stored at @k. Keys are /64 or shorter (abi.h),
+ * so the first two words of the address are all of it.
+ */
+static __always_inline void make_key_words(struct sl_bkey *k, __u32 *kw, const struct src *s,
+					   __u8 plen, __u8 level, __u8 class_id)
 {
 	__u32 w[2];
 
 	__builtin_memcpy(w, s->saddr, sizeof(w));
-	k->family = s->family;
-	k->plen = plen;
-	k->level = level;
-	k->class_id = class_id;
-	w[0] = mask_word(w[0], plen, 0);
-	w[1] = mask_word(w[1], plen, 1);
-	__builtin_memcpy(k->addr, w, sizeof(w));
+	kw[0] = (__u32)s->family | (__u32)plen << 8 | (__u32)level << 16 | (__u32)class_id << 24;
+	kw[1] = mask_word(w[0], plen, 0);
+	kw[2] = mask_word(w[1], plen, 1);
+	__builtin_memcpy(k, kw, sizeof(*k));
 }
 
 static __always_inline void lpm_key_of(struct sl_lpm_key *lk, const __u8 *addr, __u8 family)
@@ -531,14 +537,15 @@ static __always_inline void refund_key(const struct sl_bkey *k, __u64 inc)
  * made four): the key's own way, else what it would start with in a way it may take, else
  * the spill's. The new key's start (a division) is computed only when it has no way.
  */
-static __always_inline int weigh_key(const struct sl_bkey *k, const struct sl_rate *r,
+static __always_inline int weigh_key(const __u32 *kw, const struct sl_rate *r,
 				     __u64 cost, __u64 now, const struct sl_settings *set)
 {
 	struct sl_bucket_set *bs;
-	__u32 tag, w;
-	__u64 t, next;
+	__u64 t, next, h = sl_key_hash_words(kw, set->hash_seed);
+	__u32 idx = (__u32)h & bucket_mask, tag = h >> 32, w;
 
-	bs = bucket_set_of(k, set, &tag);
+	/* bucket_set_of, from the key's words (make_key_words). */
+	bs = bpf_map_lookup_elem(&sl_buckets, &idx);
 	if (!bs)
 		return CHARGE_NOSTATE;
 	w = way_of(bs, tag);
@@ -751,6 +758,7 @@ static __always_inline int judge(const struct pkt *pk, const struct sl_settings 
 	__u64 cost = pk->cost;
 	__u32 cls = classify(s, set, &d->lk), tid = SL_MAX_TENANTS;
 	__u8 plen, parent, tmode = SL_MODE_ENFORCE;
+	__u32 kw[3];
 	int rc;
 
 	d->action = pk->action;
@@ -768,7 +776,7 @@ static __always_inline int judge(const struct pkt *pk, const struct sl_settings 
 		plen = pol->v6_prefix;
 		parent = pol->v6_parent;
 	}
-	make_key(&d->key, s, plen, SL_LEVEL_PREFIX, cls);
+	make_key_words(&d->key, kw, s, plen, SL_LEVEL_PREFIX, cls);
 
 	vcount = bpf_map_lookup_elem(&sl_vcount, &zero);
 	if (vcount && *vcount) {
@@ -798,7 +806,7 @@ static __always_inline int judge(const struct pkt *pk, const struct sl_settings 
 	d->cq.cls = cls;
 	d->cq.inc = 0;
 	if (peek)
-		rc = weigh_key(&d->key, &pol->prefix, cost, now, set);
+		rc = weigh_key(kw, &pol->prefix, cost, now, set);
 	else
 		rc = sl_charge_key(&d->key, &pol->prefix, &d->cq);
 	d->pinc = d->cq.inc;
@@ -810,9 +818,9 @@ static __always_inline int judge(const struct pkt *pk, const struct sl_settings 
 		d->reason = pol->mode == SL_MODE_MONITOR ? SL_R_WOULD_SHED_PREFIX : SL_R_SHED_PREFIX;
 		return 0;
 	}
-	make_key(&d->qkey, s, parent, SL_LEVEL_PARENT, cls);
+	make_key_words(&d->qkey, kw, s, parent, SL_LEVEL_PARENT, cls);
 	if (peek)
-		rc = weigh_key(&d->qkey, &pol->parent, cost, now, set);
+		rc = weigh_key(kw, &pol->parent, cost, now, set);
 	else
 		rc = sl_charge_key(&d->qkey, &pol->parent, &d->cq);
 	if (rc != CHARGE_OK) {

@@ -39,12 +39,18 @@ static __always_inline __u32 sl_mix3(const __u32 *w, __u32 h)
  * is the tag stored in the key's way, so that a way only speaks for the key that wrote it (two
  * keys share a bucket only when both words collide: 1 in 2^32 per way for keys of one set).
  */
+static __always_inline __u64 sl_key_hash_words(const __u32 *w, __u32 seed)
+{
+	return ((__u64)(sl_mix3(w, seed ^ 0x5bd1e995) | 1) << 32) | sl_mix3(w, seed ^ 0x9e3779b9);
+}
+
+/* The same of a key in memory: its 12 bytes read as three words in the host's order. */
 static __always_inline __u64 sl_key_hash(const struct sl_bkey *k, __u32 seed)
 {
 	__u32 w[3];
 
 	__builtin_memcpy(w, k, sizeof(w));
-	return ((__u64)(sl_mix3(w, seed ^ 0x5bd1e995) | 1) << 32) | sl_mix3(w, seed ^ 0x9e3779b9);
+	return sl_key_hash_words(w, seed);
 }
 
 /*
