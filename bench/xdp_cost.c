@@ -10,7 +10,9 @@
  * shed. The ASN trie is filled with synthetic rows so the LPM walk is not a toy's.
  *
  * A second table runs the building blocks alone (bench/parts.bpf.c), each against the same
- * bare program: the clock, one LRU-hash lookup, a lookup plus the compare-and-swap, one LPM
+ * bare program: the clock (coarse, precise, jiffies), a global function's call and return, a
+ * 64-bit division, one LRU-hash lookup, a lookup plus the compare-and-swap, the decided-
+ * connection record's lookup, delete and write (sl_conns, an LRU hash), one LPM
  * walk, one array load; an IPv6 source through the LPM trie and through the IPv6 table (the
  * bench's /36 source and a /48 row's address, the deepest walk), built from the same rows;
  * one cookie MAC; copying a request's payload, reading its method, path and Host, the route
