@@ -70,10 +70,11 @@ static const __u16 sl_mss_tab[8] = SL_COOKIE_MSS;
  * kernel path that advances jiffies (tick_do_update_jiffies64, then update_wall_time), so
  * each CPU keeps the value it read at the first packet of its current jiffy and reads the
  * coarse clock again only when jiffies moves: once a tick (4 ms at HZ=250) instead of on
- * every packet (a helper call, ~20 ns here; jiffies64 is inlined by the verifier). A CPU
- * that refreshes inside that path's window, between the two updates, keeps the old value
- * until the next tick: one tick behind for one tick, never backwards, and within the
- * resolution the coarse clock has anyway (docs/design.md, "The clock").
+ * every packet (a helper call, ~20 ns here; jiffies64 is inlined by the verifier). A refresh
+ * that finds the coarse time where this CPU last saw it has landed between the two updates:
+ * it keeps its old jiffies, so the next packet asks again. Only a CPU whose last look is
+ * older than the previous tick can take that window's value for the new tick: one tick
+ * behind for one tick, never backwards (docs/design.md, "The clock").
  */
 struct sl_clock {
 	__u64 jiffies;
@@ -96,8 +97,11 @@ static __always_inline __u64 sl_now(void)
 	if (!c)
 		return bpf_ktime_get_coarse_ns();
 	if (c->jiffies != j) {
-		c->ns = bpf_ktime_get_coarse_ns();
-		c->jiffies = j;
+		__u64 t = bpf_ktime_get_coarse_ns();
+
+		if (t != c->ns)
+			c->jiffies = j;
+		c->ns = t;
 	}
 	return c->ns;
 }
