@@ -569,6 +569,120 @@ static void chunk_line_bound(void **state)
 	gw_upcli_fini(&c);
 }
 
+/* The elements gw_list_next gives for @v, joined by '|' (static). */
+static const char *elems(const char *v)
+{
+	static char out[512];
+	struct gw_list it = { v };
+	const char *el;
+	size_t len, o = 0;
+
+	out[0] = '\0';
+	while (gw_list_next(&it, &el, &len)) {
+		assert_true(len >= 1);
+		assert_true(o + len + 2 < sizeof(out));
+		if (o)
+			out[o++] = '|';
+		memcpy(out + o, el, len);
+		o += len;
+		out[o] = '\0';
+	}
+	return out;
+}
+
+/* The one reader of #token lists (Connection, Transfer-Encoding), by itself and through the
+ * answer parser that uses it. */
+static void token_lists(void **state)
+{
+	static char big[70000];
+	struct gw_list it;
+	const char *el;
+	size_t len;
+
+	(void)state;
+	assert_string_equal(elems(""), "");
+	assert_string_equal(elems(" ,\t, ,"), "");
+	assert_string_equal(elems("close"), "close");
+	assert_string_equal(elems(" a , b "), "a|b");
+	assert_string_equal(elems(",,a,, ,b,"), "a|b");                 /* empty elements */
+	assert_string_equal(elems("a,\tb\t,\tc\t"), "a|b|c");          /* tabs are OWS */
+	assert_string_equal(elems("gzip, chunked,"), "gzip|chunked");   /* a trailing comma */
+	assert_string_equal(elems("a b, c"), "a b|c");                  /* one element, no token */
+	assert_string_equal(elems("x;p=\"a, chunked\", y"), "x;p=\"a, chunked\"|y");
+	assert_string_equal(elems("\"a\\\", b\", c"), "\"a\\\", b\"|c"); /* an escaped quote */
+	assert_string_equal(elems("a, \"b, c"), "a|\"b, c");            /* unclosed: to the end */
+	assert_string_equal(elems("a, \"b\\"), "a|\"b\\");            /* a backslash at the end */
+
+	/* a token longer than any buffer: read in place */
+	memset(big, 'x', sizeof(big) - 10);
+	memcpy(big + sizeof(big) - 10, ", close", 8);
+	it = (struct gw_list){ big };
+	assert_true(gw_list_next(&it, &el, &len));
+	assert_ptr_equal(el, big);
+	assert_int_equal(len, sizeof(big) - 10);
+	assert_true(gw_is_token(el, len));
+	assert_true(gw_list_next(&it, &el, &len));
+	assert_int_equal(len, 5);
+	assert_false(gw_list_next(&it, &el, &len));
+	assert_false(gw_list_next(&it, &el, &len)); /* and stays at the end */
+	assert_true(gw_list_has(big, "close", false));
+	assert_false(gw_list_has(big, "x", false));
+
+	assert_true(gw_is_token("X-Hop-Secret", 12));
+	assert_false(gw_is_token("", 0));
+	assert_false(gw_is_token("\"close\"", 7));                     /* a quoted string */
+	assert_false(gw_is_token("a b", 3));
+	assert_false(gw_is_token("chunked;x=1", 11));
+
+	assert_true(gw_list_has("keep-alive, CLOSE", "close", false));  /* any case */
+	assert_true(gw_list_has("close,keep-alive", "close", false));
+	assert_false(gw_list_has("keep-alive", "close", false));
+	assert_false(gw_list_has("\"close\"", "close", false));
+	assert_false(gw_list_has("closed, clos", "close", false));
+	assert_true(gw_list_has("gzip, chunked", "chunked", true));
+	assert_true(gw_list_has("gzip,\tchunked\t,", "chunked", true));
+	assert_false(gw_list_has("chunked, gzip", "chunked", true));    /* not last */
+	assert_false(gw_list_has("chunked;x=1", "chunked", true));      /* parameters */
+	assert_false(gw_list_has("gzip;p=\"a, chunked\"", "chunked", true));
+	assert_false(gw_list_has("gzip;p=\"a, chunked\"", "chunked", false));
+	assert_false(gw_list_has("", "chunked", true));
+}
+
+/* The answer parser reads Transfer-Encoding and Connection through that reader. */
+static void token_lists_in_answers(void **state)
+{
+	struct gw_upcli c;
+
+	(void)state;
+	client(&c);
+	/* chunked last, after an empty element and with a trailing comma: chunks, and the
+	 * connection is kept */
+	run(&c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: ,gzip ,\tchunked,\r\n\r\n"
+		"5\r\nhello\r\n0\r\n\r\n", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_string_equal(G.body, "hello");
+	assert_non_null(c.bev);
+	/* a quoted "close" is not the token: still kept */
+	run(&c, "HTTP/1.1 200 OK\r\nConnection: \"close\"\r\nContent-Length: 1\r\n\r\nx", 0,
+	    false, 1024);
+	assert_string_equal(G.body, "x");
+	assert_non_null(c.bev);
+	/* close after tabs and empty elements: not kept */
+	run(&c, "HTTP/1.1 200 OK\r\nConnection: ,\tkeep-alive,,\tClose\t\r\nContent-Length: 1\r\n"
+		"\r\ny", 0, false, 1024);
+	assert_string_equal(G.body, "y");
+	assert_null(c.bev);
+	assert_int_equal(S.accepts, 1);
+	/* "chunked" only inside a parameter's quoted value: the body runs to the close */
+	S.close_after = true;
+	run(&c, "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip;p=\"a, chunked\"\r\n\r\n"
+		"5\r\nhello\r\n0\r\n\r\n", 0, false, 1024);
+	assert_int_equal(G.err, GW_UPCLI_OK);
+	assert_string_equal(G.body, "5\r\nhello\r\n0\r\n\r\n");
+	assert_int_equal(S.accepts, 2);
+	gw_upcli_fini(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -581,6 +695,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(idle_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_and_reentrant, setup, teardown),
 		cmocka_unit_test_setup_teardown(chunk_line_bound, setup, teardown),
+		cmocka_unit_test(token_lists),
+		cmocka_unit_test_setup_teardown(token_lists_in_answers, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

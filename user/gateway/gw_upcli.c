@@ -128,32 +128,56 @@ static bool is_tchar(unsigned char ch)
 	       (ch && strchr("!#$%&'*+-.^_`|~", ch));
 }
 
-/* Does the comma-separated list @v end with (or, @any, contain) the token @tok? */
-static bool list_has(const char *v, const char *tok, bool any)
+bool gw_is_token(const char *p, size_t n)
 {
-	size_t n = strlen(tok);
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!is_tchar((unsigned char)p[i]))
+			return false;
+	return n > 0;
+}
+
+bool gw_list_next(struct gw_list *it, const char **el, size_t *len)
+{
+	const char *p = it->p, *e;
+	bool quoted = false;
+	size_t n;
+
+	while (*p == ' ' || *p == '\t' || *p == ',')
+		p++;
+	if (!*p) {
+		it->p = p;
+		return false;
+	}
+	for (e = p; *e && (quoted || *e != ','); e++) {
+		if (quoted && *e == '\\' && e[1])
+			e++; /* a quoted-pair: the byte after it is the string's, even a quote */
+		else if (*e == '"')
+			quoted = !quoted;
+	}
+	it->p = e;
+	n = (size_t)(e - p);
+	while (n && (p[n - 1] == ' ' || p[n - 1] == '\t'))
+		n--; /* never to 0: p[0] is neither OWS nor a comma */
+	*el = p;
+	*len = n;
+	return true;
+}
+
+bool gw_list_has(const char *v, const char *tok, bool last_only)
+{
+	struct gw_list it = { v };
+	size_t n = strlen(tok), l;
+	const char *el;
 	bool last = false;
 
-	while (*v) {
-		const char *e;
-		size_t l;
-
-		while (*v == ' ' || *v == '\t' || *v == ',')
-			v++;
-		if (!*v)
-			break;
-		e = v;
-		while (*e && *e != ',')
-			e++;
-		l = (size_t)(e - v);
-		while (l && (v[l - 1] == ' ' || v[l - 1] == '\t'))
-			l--;
-		last = l == n && !strncasecmp(v, tok, n);
-		if (last && any)
+	while (gw_list_next(&it, &el, &l)) {
+		last = l == n && !strncasecmp(el, tok, n);
+		if (last && !last_only)
 			return true;
-		v = e;
 	}
-	return !any && last;
+	return last_only && last;
 }
 
 /* The head is read: how the body is delimited (RFC 9112 6.3). */
@@ -177,7 +201,8 @@ static int head_done(struct gw_upcli *c)
 			if (cl && strcmp(cl, kv->value))
 				return -GW_UPCLI_BAD; /* two lengths: which one is the smuggler's? */
 			cl = kv->value;
-		} else if (!strcasecmp(kv->key, "Connection") && list_has(kv->value, "close", true)) {
+		} else if (!strcasecmp(kv->key, "Connection") &&
+			   gw_list_has(kv->value, "close", false)) {
 			c->keep = false;
 		}
 	}
@@ -189,7 +214,7 @@ static int head_done(struct gw_upcli *c)
 		 * again (RFC 9112 6.3). */
 		if (cl)
 			c->keep = false;
-		if (list_has(te, "chunked", false)) {
+		if (gw_list_has(te, "chunked", true)) {
 			c->state = ST_CHUNK_SIZE;
 		} else {
 			c->keep = false;

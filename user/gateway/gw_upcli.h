@@ -96,6 +96,30 @@ int gw_upcli_send(struct gw_upcli *c, struct evbuffer *msg, bool head_only, uint
 		  size_t max_head, size_t max_body, gw_upcli_cb cb, void *arg);
 
 /*
+ * The elements of an RFC 9110 5.6.1 list (Connection, Transfer-Encoding, ...): "a, b",
+ * ", a,,b ,\t" and "a,b" all hold a and b. One element at a time, OWS (SP, HTAB) trimmed off
+ * both ends, empty elements skipped. A comma inside a quoted-string (RFC 9110 5.6.4, backslash
+ * escapes included) does not end an element, so a parameter's value cannot pass for an
+ * element ('gzip;p="x, chunked"' is one); an unclosed quote runs to the end. Nothing is copied:
+ * no element is too long. The one reader of these lists for the upstream client (the answer's
+ * Connection and Transfer-Encoding) and for the forward (the request's and the answer's
+ * Connection, gw_upstream.c), so the two cannot read one field differently.
+ */
+struct gw_list {
+	const char *p; /* what is left of the value (NUL-terminated) */
+};
+
+/* The next element of @it: true with its first byte in @el and its length (>= 1) in @len, or
+ * false at the end. */
+bool gw_list_next(struct gw_list *it, const char **el, size_t *len);
+/* Is @p (@n bytes) one token (RFC 9110 5.6.2: 1 or more tchar)? A quoted string is not. */
+bool gw_is_token(const char *p, size_t n);
+/* Is the token @tok an element of the list @v (case-insensitive), or with @last_only its last
+ * element (Transfer-Encoding's chunked must be last)? An element with parameters ("chunked;x")
+ * or in quotes is not @tok. */
+bool gw_list_has(const char *v, const char *tok, bool last_only);
+
+/*
  * For tests only (tests/fuzz/fuzz_upcli.c, tests/unit/test_gw_upcli.c): the answer parser
  * itself, without a socket. gw_upcli_test_start readies @c (gw_upcli_init'ed, never sent on)
  * for an answer as gw_upcli_send does; gw_upcli_test_feed reads what @in holds of it as the

@@ -682,17 +682,13 @@ static int mark_hops(const struct evkeyvalq *h, size_t n, bool *hop)
 		f[i] = (struct hop_name){ kv->key, strlen(kv->key), i };
 		hop[i] = hdr_kind(kv->key) == H_HOP;
 		if (!strcasecmp(kv->key, "Connection")) {
-			const char *p = kv->value;
+			struct gw_list it = { kv->value };
+			const char *p;
+			size_t l;
 
-			while (*p) { /* the tokens: split at commas and whitespace */
-				const char *e;
-
-				while (*p == ' ' || *p == '\t' || *p == ',')
-					p++;
-				for (e = p; *e && *e != ',' && *e != ' ' && *e != '\t'; e++)
-					;
-				if (e == p)
-					break;
+			while (gw_list_next(&it, &p, &l)) {
+				if (!gw_is_token(p, l))
+					continue; /* names no field: a field's name is a token */
 				if (nt == cap) {
 					struct hop_name *nt2;
 
@@ -706,8 +702,7 @@ static int mark_hops(const struct evkeyvalq *h, size_t n, bool *hop)
 					}
 					t = nt2;
 				}
-				t[nt++] = (struct hop_name){ p, (size_t)(e - p), 0 };
-				p = e;
+				t[nt++] = (struct hop_name){ p, l, 0 };
 			}
 		}
 		i++;
