@@ -10,6 +10,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <sys/queue.h>
 #include <sys/un.h>
@@ -683,6 +685,76 @@ static void token_lists_in_answers(void **state)
 	gw_upcli_fini(&c);
 }
 
+static void on_connected(struct gw_upcli *c, enum gw_upcli_err err,
+			 const struct gw_upcli_resp *r, void *arg)
+{
+	(void)arg;
+	G.calls++;
+	G.err = err;
+	assert_null(r);
+	assert_null(c->bev); /* nothing kept open */
+	assert_false(c->busy);
+	event_base_loopbreak(S.base);
+}
+
+/* The connect-only call (the /readyz probe's): the errors are a forward's, nothing is sent. */
+static void connect_only(void **state)
+{
+	struct gw_upcli c;
+	struct sockaddr_un gone = S.sa;
+	struct sockaddr_in in = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t il = sizeof(in);
+	struct timeval guard = { 3, 0 };
+	int lfd, r;
+
+	(void)state;
+	memset(&G, 0, sizeof(G));
+	/* a Unix socket that listens: connected at once, closed again, no callback */
+	client(&c);
+	assert_int_equal(gw_upcli_connect(&c, 1000, on_connected, NULL), 1);
+	assert_int_equal(c.conn_err, 0);
+	assert_null(c.bev);
+	assert_false(c.busy);
+	/* none there: ENOENT at once, no callback */
+	snprintf(gone.sun_path, sizeof(gone.sun_path), "%s/nobody.sock", S.dir);
+	assert_int_equal(gw_upcli_set_addr(&c, (struct sockaddr *)&gone, sizeof(gone)), 0);
+	assert_int_equal(gw_upcli_connect(&c, 1000, on_connected, NULL), -1);
+	assert_int_equal(c.conn_err, ENOENT);
+	assert_int_equal(G.calls, 0);
+
+	/* TCP on loopback: a listener (connecting, then the callback says OK) */
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(lfd >= 0);
+	assert_int_equal(bind(lfd, (struct sockaddr *)&in, sizeof(in)), 0);
+	assert_int_equal(listen(lfd, 4), 0);
+	assert_int_equal(getsockname(lfd, (struct sockaddr *)&in, &il), 0);
+	assert_int_equal(gw_upcli_set_addr(&c, (struct sockaddr *)&in, sizeof(in)), 0);
+	r = gw_upcli_connect(&c, 1000, on_connected, NULL);
+	assert_true(r == 0 || r == 1);
+	if (r == 0) {
+		assert_true(c.busy);
+		event_base_loopexit(S.base, &guard);
+		event_base_dispatch(S.base);
+		assert_int_equal(G.calls, 1);
+		assert_int_equal(G.err, GW_UPCLI_OK);
+	}
+	assert_int_equal(c.conn_err, 0);
+	/* ... and once it is closed: ECONNREFUSED, at once or by the callback */
+	close(lfd);
+	memset(&G, 0, sizeof(G));
+	r = gw_upcli_connect(&c, 1000, on_connected, NULL);
+	assert_true(r == 0 || r == -1);
+	if (r == 0) {
+		event_base_loopexit(S.base, &guard);
+		event_base_dispatch(S.base);
+		assert_int_equal(G.calls, 1);
+		assert_int_equal(G.err, GW_UPCLI_DOWN);
+	}
+	assert_int_equal(c.conn_err, ECONNREFUSED);
+	assert_int_equal(c.connects, 4);
+	gw_upcli_fini(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -697,6 +769,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(chunk_line_bound, setup, teardown),
 		cmocka_unit_test(token_lists),
 		cmocka_unit_test_setup_teardown(token_lists_in_answers, setup, teardown),
+		cmocka_unit_test_setup_teardown(connect_only, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -421,6 +421,24 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 	deliver(c, GW_UPCLI_BAD, false); /* reset before the answer was whole */
 }
 
+/* A connect-only call is over, c->conn_err says how: the socket closed, the callback called. */
+static void connected(struct gw_upcli *c)
+{
+	gw_upcli_cb cb = c->cb;
+	void *arg = c->arg;
+
+	evtimer_del(c->timer);
+	drop_conn(c);
+	c->busy = false;
+	c->connect_only = false;
+	c->cb = NULL;
+	c->arg = NULL;
+	c->in_cb = true;
+	if (cb)
+		cb(c, c->conn_err ? GW_UPCLI_DOWN : GW_UPCLI_OK, NULL, arg);
+	c->in_cb = false;
+}
+
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
 	struct gw_upcli *c = arg;
@@ -428,7 +446,12 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	/* Still connecting at the deadline: the upstream is down (or its backlog full). */
-	deliver(c, c->connect_ev ? GW_UPCLI_DOWN : GW_UPCLI_TIMEOUT, false);
+	if (c->connect_ev)
+		c->conn_err = ETIMEDOUT;
+	if (c->connect_only)
+		connected(c);
+	else
+		deliver(c, c->connect_ev ? GW_UPCLI_DOWN : GW_UPCLI_TIMEOUT, false);
 }
 
 /* @fd is connected: a bufferevent on it, and the waiting request written. */
@@ -465,7 +488,14 @@ static void on_connect(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	event_free(c->connect_ev);
 	c->connect_ev = NULL;
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) || err) {
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
+		err = errno;
+	c->conn_err = err;
+	if (c->connect_only) {
+		connected(c);
+		return;
+	}
+	if (err) {
 		deliver(c, GW_UPCLI_DOWN, false);
 		return;
 	}
@@ -478,23 +508,34 @@ static void on_connect(evutil_socket_t fd, short what, void *arg)
 	write_msg(c);
 }
 
-/* 1: connected, 0: connecting, -1: failed. */
+/* 1: connected (a connect-only call's socket closed again at once), 0: connecting, -1:
+ * failed. c->conn_err: 0, or the errno of what failed. */
 static int do_connect(struct gw_upcli *c)
 {
 	int fd = socket(c->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	int one = 1;
 
-	if (fd < 0)
+	c->conn_err = 0;
+	if (fd < 0) {
+		c->conn_err = errno;
 		return -1;
+	}
 	if (c->sa.ss_family != AF_UNIX)
 		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	c->connects++;
 	if (!connect(fd, (struct sockaddr *)&c->sa, c->salen)) {
+		if (c->connect_only) {
+			close(fd);
+			return 1;
+		}
 		attach(c, fd);
+		if (!c->bev)
+			c->conn_err = ENOMEM;
 		return c->bev ? 1 : -1;
 	}
 	if (errno != EINPROGRESS) {
 		/* refused, no such socket, or (a Unix socket) its backlog full: EAGAIN */
+		c->conn_err = errno;
 		close(fd);
 		return -1;
 	}
@@ -503,10 +544,35 @@ static int do_connect(struct gw_upcli *c)
 		if (c->connect_ev)
 			event_free(c->connect_ev);
 		c->connect_ev = NULL;
+		c->conn_err = ENOMEM;
 		close(fd);
 		return -1;
 	}
 	c->fd = fd;
+	return 0;
+}
+
+int gw_upcli_connect(struct gw_upcli *c, uint32_t timeout_ms, gw_upcli_cb cb, void *arg)
+{
+	struct timeval tv = { .tv_sec = timeout_ms / 1000,
+			      .tv_usec = (suseconds_t)(timeout_ms % 1000) * 1000 };
+	int r;
+
+	if (c->busy) {
+		c->conn_err = EBUSY;
+		return -1;
+	}
+	drop_conn(c);
+	c->connect_only = true;
+	r = do_connect(c);
+	if (r) {
+		c->connect_only = false;
+		return r;
+	}
+	c->busy = true;
+	c->cb = cb;
+	c->arg = arg;
+	evtimer_add(c->timer, &tv);
 	return 0;
 }
 

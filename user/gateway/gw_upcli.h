@@ -67,6 +67,8 @@ struct gw_upcli {
 	struct event *timer;
 	int fd;                        /* while connecting */
 	bool busy, head_only, keep, in_cb;
+	bool connect_only;             /* a gw_upcli_connect is out */
+	int conn_err;                  /* the last connect's errno: 0, ECONNREFUSED, ETIMEDOUT... */
 	uint8_t state;
 	size_t head_bytes, body_left, max_head, max_body, fields;
 	int code;
@@ -94,6 +96,14 @@ int gw_upcli_set_addr(struct gw_upcli *c, const struct sockaddr *sa, socklen_t s
  * 0, or -1: the connect failed at once (GW_UPCLI_DOWN, @cb is not called) or @c is busy. */
 int gw_upcli_send(struct gw_upcli *c, struct evbuffer *msg, bool head_only, uint32_t timeout_ms,
 		  size_t max_head, size_t max_body, gw_upcli_cb cb, void *arg);
+
+/* Connect to the address and send nothing (a reachability probe): the same socket, options and
+ * errors as gw_upcli_send's connect. 1: connected at once (and closed again), -1: failed at
+ * once or @c is busy; neither calls @cb. 0: connecting; @cb then comes with GW_UPCLI_OK or
+ * GW_UPCLI_DOWN (resp NULL) within @timeout_ms, the connection closed before it. Each way
+ * c->conn_err says what the connect got (0, or an errno: ETIMEDOUT at the deadline). A
+ * connection that was open is closed first. */
+int gw_upcli_connect(struct gw_upcli *c, uint32_t timeout_ms, gw_upcli_cb cb, void *arg);
 
 /*
  * The elements of an RFC 9110 5.6.1 list (Connection, Transfer-Encoding, ...): "a, b",

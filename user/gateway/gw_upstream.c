@@ -95,8 +95,7 @@ struct gw_up {
 	bool unreachable;
 	char unreachable_why[96];
 	uint64_t reach_ns;             /* the last reachability probe's start */
-	struct event *probe_ev;        /* a probe's connect in progress */
-	int probe_fd;
+	struct gw_upcli probe;         /* the probe's connect-only client (base NULL: none yet) */
 	struct gateway *g;
 };
 
@@ -272,7 +271,6 @@ static int up_add(struct gw_upstreams *u, const char *url, const struct sl_confi
 	}
 	up = &u->u[u->n];
 	memset(up, 0, sizeof(*up));
-	up->probe_fd = -1;
 	snprintf(up->url, sizeof(up->url), "%s", url);
 	if (up_address(up, c))
 		return -1;
@@ -424,10 +422,8 @@ void gw_upstreams_stop(struct gateway *g)
 				gw_upcli_fini(&up->c[k].cli);
 		}
 		free(up->c);
-		if (up->probe_ev)
-			event_free(up->probe_ev);
-		if (up->probe_fd >= 0)
-			close(up->probe_fd);
+		if (up->probe.base)
+			gw_upcli_fini(&up->probe);
 	}
 	if (g->ups->msg)
 		evbuffer_free(g->ups->msg);
@@ -1077,56 +1073,36 @@ static void probe_done(struct gw_up *up, int err)
 {
 	char why[96];
 
-	if (up->probe_ev) {
-		event_free(up->probe_ev);
-		up->probe_ev = NULL;
-	}
-	if (up->probe_fd >= 0) {
-		close(up->probe_fd);
-		up->probe_fd = -1;
-	}
 	if (err)
 		snprintf(why, sizeof(why), "connect: %s", err == ETIMEDOUT ?
 			 "no answer within 1 s" : strerror(err));
 	set_reachable(up, !err, err ? why : NULL);
 }
 
-static void on_probe(evutil_socket_t fd, short what, void *arg)
+static void on_probe(struct gw_upcli *c, enum gw_upcli_err err, const struct gw_upcli_resp *resp,
+		     void *arg)
 {
-	struct gw_up *up = arg;
-	int err = 0;
-	socklen_t len = sizeof(err);
-
-	if (what & EV_TIMEOUT)
-		err = ETIMEDOUT;
-	else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len))
-		err = errno;
-	probe_done(up, err);
+	(void)err;
+	(void)resp;
+	probe_done(arg, c->conn_err);
 }
 
-/* A connect to @up, nothing sent: its outcome sets @up's reachability (now, or when the
- * connect completes, within a second). */
+/* A connect to @up, nothing sent, by the upstream client's own connect (so a probe and a
+ * forward reach the same address alike and fail with the same errors): its outcome sets
+ * @up's reachability (now, or when the connect completes, within a second). */
 static void probe(struct gw_up *up, uint64_t now)
 {
-	struct timeval tv = { 1, 0 };
-	int fd;
+	struct gw_upcli *c = &up->probe;
+	const struct sockaddr *sa = (const struct sockaddr *)&up->sa;
+	int r;
 
 	up->reach_ns = now;
-	fd = socket(up->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return;
-	up->probe_fd = fd;
-	if (!connect(fd, (struct sockaddr *)&up->sa, up->salen)) {
-		probe_done(up, 0);
-		return;
-	}
-	if (errno != EINPROGRESS) {
-		probe_done(up, errno);
-		return;
-	}
-	up->probe_ev = event_new(up->g->base, fd, EV_WRITE, on_probe, up);
-	if (!up->probe_ev || event_add(up->probe_ev, &tv))
-		probe_done(up, 0); /* no way to tell: the last forward's word stands */
+	if (c->base ? gw_upcli_set_addr(c, sa, up->salen) :
+		      gw_upcli_init(c, up->g->base, sa, up->salen))
+		return; /* no memory: the last forward's word stands */
+	r = gw_upcli_connect(c, 1000, on_probe, up);
+	if (r)
+		probe_done(up, r < 0 ? c->conn_err : 0);
 }
 
 const char *gw_upstreams_unready(struct gateway *g, uint64_t now)
@@ -1142,7 +1118,7 @@ const char *gw_upstreams_unready(struct gateway *g, uint64_t now)
 		if (!up->live)
 			continue;
 		/* at most a probe a second, and only while someone asks */
-		if (!up->probe_ev && (!up->reach_ns || now - up->reach_ns >= 1000000000ull)) {
+		if (!up->probe.busy && (!up->reach_ns || now - up->reach_ns >= 1000000000ull)) {
 			up->g = g;
 			probe(up, now);
 		}
