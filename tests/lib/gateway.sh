@@ -37,3 +37,64 @@ gw_nodes_start() {
 			tap_diag "$(cat "$NT_DIR/$n.log")"; echo "Bail out! $n did not start"; exit 1; }
 	done
 }
+
+# ---- what every gateway suite starts and ends with ------------------------------------------
+
+# gw_suite TAG [NEED...]: a suite's start. ROOT the checkout, BUILD (default build) made
+# absolute from it, PY Debian's python3 (the one whose modules the suites import); the suite
+# is skipped ("1..0 # SKIP why") without a NEED: nginx (nginx.sh loaded first), crypt
+# (Python's crypt module, for htpasswd files); DIR a fresh /tmp/sluice-TAG.XXXXXX,
+# SLUICED_PID empty, and gw_suite_cleanup on EXIT. Call it from the suite's top level (it
+# sets the suite's variables).
+gw_suite() {
+	local tag=$1 need
+	shift
+	ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	BUILD=${BUILD:-build}
+	case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+	PY=/usr/bin/python3
+	for need in "$@"; do
+		case "$need" in
+		nginx) nginx_available ||
+			{ echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; } ;;
+		crypt) $PY -c 'import crypt' 2>/dev/null ||
+			{ echo "1..0 # SKIP python3 has no crypt module"; exit 0; } ;;
+		*) echo "Bail out! gw_suite: no such need: $need"; exit 1 ;;
+		esac
+	done
+	DIR=$(mktemp -d "/tmp/sluice-$tag.XXXXXX")
+	SLUICED_PID=
+	trap gw_suite_cleanup EXIT
+}
+
+# gw_stop: the suite's sluiced (SLUICED_PID, if any) terminated and waited for.
+gw_stop() {
+	[ -n "${SLUICED_PID:-}" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
+	SLUICED_PID=
+}
+
+# gw_suite_cleanup: the suite's end, on EXIT: gw_stop, every nginx nginx_start started (when
+# nginx.sh is loaded), then the suite's own suite_cleanup_more (its helper servers) if it
+# defines one, then DIR removed, or kept and named with SL_DEBUG=1.
+gw_suite_cleanup() {
+	gw_stop
+	declare -F nginx_stop >/dev/null && nginx_stop
+	declare -F suite_cleanup_more >/dev/null && suite_cleanup_more
+	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
+}
+
+# gw_metric [--absent V] NAME TEXT...: from the gateway's /metrics on MPORT, the value of the
+# first sample of NAME with labels ("NAME{") whose line holds every TEXT (a label as written,
+# 'route="slow"'); V (0) when there is none.
+gw_metric() {
+	local absent=0
+	if [ "$1" = --absent ]; then absent=$2; shift 2; fi
+	curl -s "http://127.0.0.1:$MPORT/metrics" | /usr/bin/python3 -c '
+import sys
+absent, name, want = sys.argv[1], sys.argv[2], sys.argv[3:]
+for l in sys.stdin:
+    if l.startswith(name + "{") and all(w in l for w in want):
+        print(l.split()[-1]); break
+else:
+    print(absent)' "$absent" "$@"
+}

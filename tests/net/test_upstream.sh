@@ -21,26 +21,15 @@
 #    keeps answering.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
 . "$HERE/../lib/nginx.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
-nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
-$PY -c 'import crypt' 2>/dev/null || { echo "1..0 # SKIP python3 has no crypt module"; exit 0; }
-
-DIR=$(mktemp -d /tmp/sluice-up.XXXXXX)
-SLUICED_PID= BAD_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	nginx_stop
+gw_suite up nginx crypt
+BAD_PID=
+suite_cleanup_more() {
 	[ -n "$BAD_PID" ] && kill "$BAD_PID" 2>/dev/null
 	sleep 0.2
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
 }
-trap cleanup EXIT
 
 GWPORT=$(free_port)
 NGPORT=$(free_port)
@@ -51,15 +40,10 @@ MPORT=$(free_port)
 
 # ---- nginx: the identity service, verifying a password per request --------------------------
 mkdir -p "$DIR/ng"
-$PY -c '
-import crypt, sys
-for u, p in (("alice", "pw-alice"), ("bob", "pw-bob"), ("quinn", "pw-quinn"), ("carol", "pw-carol"),
-             ("dave", "pw-dave")):
-    print("%s:%s" % (u, crypt.crypt(p, crypt.mksalt(crypt.METHOD_SHA512, rounds=50000))))
-' 2>/dev/null >"$DIR/ng/htpasswd"
 # nginx's worker is not root: it must be able to read these.
 chmod 755 "$DIR"
-chmod 644 "$DIR/ng/htpasswd"
+nginx_htpasswd "$DIR/ng/htpasswd" 50000 alice:pw-alice bob:pw-bob quinn:pw-quinn carol:pw-carol \
+	dave:pw-dave
 nginx_conf "$DIR/ng" 256 <<EOF
   log_format fwd '\$request_method \$uri xff=\$http_x_forwarded_for dl=\$http_x_request_deadline_ms '
                  'hop=\$http_x_hop_secret te=\$http_te proto=\$http_x_forwarded_proto host=\$host '
@@ -233,16 +217,7 @@ elif cmd == "pace":     # pace HOST USER PASS RATE SECONDS THREADS: logins, coun
     print(json.dumps(counts))
 PYEOF
 c() { $PY "$DIR/c.py" "$GWPORT" "$@"; }
-metric() { # metric NAME LABELS...: the value of the first sample with every label
-	curl -s "http://127.0.0.1:$MPORT/metrics" | $PY -c '
-import sys
-name, want = sys.argv[1], sys.argv[2:]
-for l in sys.stdin:
-    if l.startswith(name + "{") and all(w in l for w in want):
-        print(l.split()[-1]); break
-else:
-    print(0)' "$@"
-}
+metric() { gw_metric "$@"; } # metric NAME LABELS...: the value of the first sample with every label
 alog() { cat "$DIR/ng/logs/access.log" 2>/dev/null; }
 
 # ---- a login through the proxy ------------------------------------------------------------------
