@@ -16,29 +16,15 @@
 #    time at its paced rate: a full upstream holds back only its own work.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
 . "$HERE/../lib/nginx.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
-nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
-
-DIR=$(mktemp -d /tmp/sluice-upa.XXXXXX)
-SLUICED_PID= SLOW_PID=
-stop_gw() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	SLUICED_PID=
-}
-cleanup() {
-	stop_gw
-	nginx_stop
+gw_suite upa nginx
+SLOW_PID=
+suite_cleanup_more() {
 	[ -n "$SLOW_PID" ] && kill "$SLOW_PID" 2>/dev/null
 	sleep 0.2
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
 }
-trap cleanup EXIT
 
 GWPORT=$(free_port)
 SLOW=$(free_port)
@@ -178,16 +164,7 @@ r = [x for x in json.load(open(sys.argv[1])) if x[0] >= float(sys.argv[2])]
 c = lambda s: sum(1 for x in r if x[1] == s)
 print(len(r), c(200), c(429), c(504), sum(1 for x in r if x[1] == 429 and x[3]))' "$@"
 }
-metric() {
-	curl -s "http://127.0.0.1:$MPORT/metrics" | $PY -c '
-import sys
-name, want = sys.argv[1], sys.argv[2:]
-for l in sys.stdin:
-    if l.startswith(name + "{") and all(w in l for w in want):
-        print(l.split()[-1]); break
-else:
-    print(-1)' "$@"
-}
+metric() { gw_metric --absent -1 "$@"; }
 lim() { metric sluice_gateway_upstream_limit "127.0.0.1:$SLOW" 'route="slow"'; }
 # the queue's workers (pure upstream mode: what the upstreams let run at once)
 workers() { curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 == "sluice_gateway_queue_workers" {print $2}'; }
@@ -209,7 +186,7 @@ expect_eq "  ... the limit stays at the ceiling (16)" "$(lim)" 16.00
 expect_eq "  ... and the queue counts both upstreams' 16 connections as its workers" "$(workers)" 32
 expect_ge "  ... the slow upstream had 16 forwards at once" "$a_max" 16
 expect_ge "  ... and most answers were 504, at the 1 s timeout (>= half)" "$((2 * a504))" "$an"
-stop_gw
+gw_stop
 
 # ---- B: with learning, and a second upstream beside it -------------------------------------------------
 # A's timed-out forwards are still being worked through upstream: wait until it is idle, or

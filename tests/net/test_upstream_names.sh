@@ -13,24 +13,12 @@
 #    message says the limit).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
 . "$HERE/../lib/nginx.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
 getent hosts localhost | grep -q '^127\.0\.0\.1' ||
 	{ echo "1..0 # SKIP localhost does not resolve to 127.0.0.1 here"; exit 0; }
-
-DIR=$(mktemp -d /tmp/sluice-upn.XXXXXX)
-SLUICED_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	nginx_stop
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
-}
-trap cleanup EXIT
+gw_suite upn nginx
 
 GWPORT=$(free_port)
 NGPORT=$(free_port)

@@ -15,23 +15,10 @@
 #    second to the upstream (nginx's access log of probes stays empty: a probe sends nothing).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
 . "$HERE/../lib/nginx.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
-nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
-
-DIR=$(mktemp -d /tmp/sluice-upr.XXXXXX)
-SLUICED_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	nginx_stop
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
-}
-trap cleanup EXIT
+gw_suite upr nginx
 
 GWPORT=$(free_port)
 NGPORT=$(free_port)

@@ -17,24 +17,10 @@
 #    outcome adds up with nginx's access log.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
 . "$HERE/../lib/nginx.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
-nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
-$PY -c 'import crypt' 2>/dev/null || { echo "1..0 # SKIP python3 has no crypt module"; exit 0; }
-
-DIR=$(mktemp -d /tmp/sluice-ups.XXXXXX)
-SLUICED_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	nginx_stop
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
-}
-trap cleanup EXIT
+gw_suite ups nginx crypt
 
 GWPORT=$(free_port)
 NGPORT=$(free_port)
@@ -44,13 +30,7 @@ MPORT=$(free_port)
 # ---- nginx: 30 accounts, the password verified per request -----------------------------------
 mkdir -p "$DIR/ng"
 chmod 755 "$DIR"
-$PY -c '
-import crypt
-print("alice:" + crypt.crypt("Winter2026!", crypt.mksalt(crypt.METHOD_SHA512, rounds=1000)))
-for i in range(1, 30):
-    print("u%02d:%s" % (i, crypt.crypt("own-%02d" % i, crypt.mksalt(crypt.METHOD_SHA512, rounds=1000))))
-' 2>/dev/null >"$DIR/ng/htpasswd"
-chmod 644 "$DIR/ng/htpasswd"
+nginx_htpasswd "$DIR/ng/htpasswd" 1000 'alice:Winter2026!' $(for i in $(seq -w 1 29); do echo "u$i:own-$i"; done)
 nginx_conf "$DIR/ng" <<EOF
   log_format who '\$remote_user \$status';
   server {
@@ -109,16 +89,7 @@ print(" ".join(out))
 PYEOF
 s() { $PY "$DIR/s.py" "$GWPORT" "$@"; }
 seen() { grep -c . "$DIR/ng/logs/access.log" 2>/dev/null || echo 0; }
-metric() { # metric NAME LABELS...
-	curl -s "http://127.0.0.1:$MPORT/metrics" | $PY -c '
-import sys
-name, want = sys.argv[1], sys.argv[2:]
-for l in sys.stdin:
-    if l.startswith(name + "{") and all(w in l for w in want):
-        print(l.split()[-1]); break
-else:
-    print(0)' "$@"
-}
+metric() { gw_metric "$@"; } # metric NAME LABELS...
 records() {
 	"$BUILD/sluicectl" -c "$DIR/gw.conf" wouldblock --json | $PY -c 'import json,sys
 print(" ".join(sorted(set("%s:%s" % (r["rule"], r["key"]) for r in json.load(sys.stdin)["records"]))))'

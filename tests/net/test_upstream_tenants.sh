@@ -14,22 +14,10 @@
 #  - a bad tenants[].upstream is refused at load with file:line.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
 . "$HERE/../lib/nginx.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
-
-DIR=$(mktemp -d /tmp/sluice-upt.XXXXXX)
-SLUICED_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	nginx_stop
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
-}
-trap cleanup EXIT
+gw_suite upt nginx
 
 GWPORT=$(free_port)
 A=$(free_port) G=$(free_port) B=$(free_port) R=$(free_port) DEAD=$(free_port)

@@ -26,26 +26,15 @@
 #    are 200 again after down_ms, not a 502 from a connection nginx closed when it stopped.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
 . "$HERE/../lib/nginx.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
-nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
-$PY -c 'import crypt' 2>/dev/null || { echo "1..0 # SKIP python3 has no crypt module"; exit 0; }
-
-DIR=$(mktemp -d /tmp/sluice-upx.XXXXXX)
-SLUICED_PID= BAD_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	nginx_stop
+gw_suite upx nginx crypt
+BAD_PID=
+suite_cleanup_more() {
 	[ -n "$BAD_PID" ] && kill "$BAD_PID" 2>/dev/null
 	sleep 0.2
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
 }
-trap cleanup EXIT
 
 GWPORT=$(free_port)
 MPORT=$(free_port)
@@ -55,13 +44,8 @@ STALE="$DIR/stale.sock"
 
 # ---- nginx on Unix sockets only ------------------------------------------------------------------
 mkdir -p "$DIR/ng"
-$PY -c '
-import crypt
-for u, p in (("alice", "pw-alice"), ("bob", "pw-bob")):
-    print("%s:%s" % (u, crypt.crypt(p, crypt.mksalt(crypt.METHOD_SHA512, rounds=50000))))
-' 2>/dev/null >"$DIR/ng/htpasswd"
 chmod 755 "$DIR"
-chmod 644 "$DIR/ng/htpasswd"
+nginx_htpasswd "$DIR/ng/htpasswd" 50000 alice:pw-alice bob:pw-bob
 nginx_conf "$DIR/ng" <<EOF
   log_format fwd '\$request_method \$uri xff=\$http_x_forwarded_for dl=\$http_x_request_deadline_ms '
                  'proto=\$http_x_forwarded_proto host=\$host status=\$status user=\$remote_user';
@@ -251,16 +235,7 @@ elif cmd == "get":      # get HOST PATH [N]
     print(json.dumps(req("GET", sys.argv[4], sys.argv[3], "", int(sys.argv[5]) if len(sys.argv) > 5 else 1)))
 PYEOF
 c() { $PY "$DIR/c.py" "$GWPORT" "$@"; }
-metric() { # metric NAME LABELS...: the value of the first sample with every label
-	curl -s "http://127.0.0.1:$MPORT/metrics" | $PY -c '
-import sys
-name, want = sys.argv[1], sys.argv[2:]
-for l in sys.stdin:
-    if l.startswith(name + "{") and all(w in l for w in want):
-        print(l.split()[-1]); break
-else:
-    print(0)' "$@"
-}
+metric() { gw_metric "$@"; } # metric NAME LABELS...: the value of the first sample with every label
 alog() { cat "$DIR/ng/logs/access.log" 2>/dev/null; }
 res() { metric sluice_gateway_upstream_requests_total "unix:$1\"" "result=\"$2\""; }
 

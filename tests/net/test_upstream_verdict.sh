@@ -18,24 +18,10 @@
 #  - bad verdict config is refused at load with file:line and a reason.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
 . "$HERE/../lib/nginx.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
-nginx_available || { echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; }
-$PY -c 'import crypt' 2>/dev/null || { echo "1..0 # SKIP python3 has no crypt module"; exit 0; }
-
-DIR=$(mktemp -d /tmp/sluice-upv.XXXXXX)
-SLUICED_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	nginx_stop
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
-}
-trap cleanup EXIT
+gw_suite upv nginx crypt
 
 GWPORT=$(free_port)
 NGPORT=$(free_port)
@@ -43,13 +29,8 @@ NG2PORT=$(free_port)
 MPORT=$(free_port)
 
 mkdir -p "$DIR/ng"
-$PY -c '
-import crypt
-for u in ("alice", "bob", "carol", "dave", "erin", "frank", "gina"):
-    print("%s:%s" % (u, crypt.crypt("pw-" + u, crypt.mksalt(crypt.METHOD_SHA512, rounds=50000))))
-' 2>/dev/null >"$DIR/ng/htpasswd"
 chmod 755 "$DIR"
-chmod 644 "$DIR/ng/htpasswd"
+nginx_htpasswd "$DIR/ng/htpasswd" 50000 $(for u in alice bob carol dave erin frank gina; do echo "$u:pw-$u"; done)
 # Every sign-in location answers 200: a right password with "ok", a wrong one (auth_basic's
 # 401, turned into a 200 by error_page) with "denied", in a header and in the JSON body.
 nginx_conf "$DIR/ng" 256 <<EOF
@@ -155,16 +136,7 @@ for l in lines[1:]:
 print(json.dumps({"status": int(lines[0].split(" ")[1]), "headers": h, "body": body.decode()}))
 PYEOF
 c() { $PY "$DIR/c.py" "$GWPORT" "$@"; }
-metric() {
-	curl -s "http://127.0.0.1:$MPORT/metrics" | $PY -c '
-import sys
-name, want = sys.argv[1], sys.argv[2:]
-for l in sys.stdin:
-    if l.startswith(name + "{") and all(w in l for w in want):
-        print(l.split()[-1]); break
-else:
-    print(0)' "$@"
-}
+metric() { gw_metric "$@"; }
 verdict() { metric sluice_gateway_upstream_signin_verdicts_total "route=\"$1\"" "verdict=\"$2\""; }
 logins() { metric sluice_gateway_logins_total 'tenant="t"' "outcome=\"$1\""; }
 seen() { grep -c "POST $1 " "$DIR/ng/logs/access.log" 2>/dev/null || echo 0; }

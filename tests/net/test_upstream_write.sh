@@ -18,21 +18,13 @@
 #    and the gateway keeps answering.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
-
-DIR=$(mktemp -d /tmp/sluice-upw.XXXXXX)
-SLUICED_PID= UP_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
+gw_suite upw
+UP_PID=
+suite_cleanup_more() {
 	[ -n "$UP_PID" ] && kill "$UP_PID" 2>/dev/null
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
 }
-trap cleanup EXIT
 
 GWPORT=$(free_port)
 UPPORT=$(free_port)
