@@ -52,3 +52,19 @@ print("" if v is None else (json.dumps(v) if isinstance(v, (dict, list)) else
 free_port() {
 	/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
+
+# free_ports VAR...: a free loopback TCP port in each VAR, no two the same (all held while
+# they are picked, then released for the caller to bind).
+free_ports() {
+	local ports i=0 v
+	read -r -a ports <<<"$(/usr/bin/python3 -c '
+import socket, sys
+ss = [socket.socket() for _ in range(int(sys.argv[1]))]
+for s in ss:
+    s.bind(("127.0.0.1", 0))
+print(" ".join(str(s.getsockname()[1]) for s in ss))' "$#")"
+	for v in "$@"; do
+		printf -v "$v" '%s' "${ports[$i]}"
+		i=$((i + 1))
+	done
+}

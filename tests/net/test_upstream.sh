@@ -31,12 +31,7 @@ suite_cleanup_more() {
 	sleep 0.2
 }
 
-GWPORT=$(free_port)
-NGPORT=$(free_port)
-NG2PORT=$(free_port)
-BADPORT=$(free_port)
-DEADPORT=$(free_port)
-MPORT=$(free_port)
+free_ports GWPORT NGPORT NG2PORT BADPORT DEADPORT MPORT
 
 # ---- nginx: the identity service, verifying a password per request --------------------------
 mkdir -p "$DIR/ng"

@@ -26,10 +26,7 @@ suite_cleanup_more() {
 	sleep 0.2
 }
 
-GWPORT=$(free_port)
-SLOW=$(free_port)
-FAST=$(free_port)
-MPORT=$(free_port)
+free_ports GWPORT SLOW FAST MPORT
 
 cat >"$DIR/slow.py" <<'PYEOF'
 import json, sys, threading, time

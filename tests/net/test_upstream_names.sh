@@ -20,10 +20,7 @@ getent hosts localhost | grep -q '^127\.0\.0\.1' ||
 	{ echo "1..0 # SKIP localhost does not resolve to 127.0.0.1 here"; exit 0; }
 gw_suite upn nginx
 
-GWPORT=$(free_port)
-NGPORT=$(free_port)
-NG2PORT=$(free_port)
-MPORT=$(free_port)
+free_ports GWPORT NGPORT NG2PORT MPORT
 chmod 755 "$DIR"
 nginx_conf "$DIR/ng" 64 <<EOF
   log_format h '\$server_port \$request_method \$uri host=\$host';

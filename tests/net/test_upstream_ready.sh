@@ -20,9 +20,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/nginx.sh"
 gw_suite upr nginx
 
-GWPORT=$(free_port)
-NGPORT=$(free_port)
-DEADPORT=$(free_port)
+free_ports GWPORT NGPORT DEADPORT
 
 mkdir -p "$DIR/ng"
 chmod 755 "$DIR"

@@ -22,10 +22,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/nginx.sh"
 gw_suite ups nginx crypt
 
-GWPORT=$(free_port)
-NGPORT=$(free_port)
-NG2PORT=$(free_port)
-MPORT=$(free_port)
+free_ports GWPORT NGPORT NG2PORT MPORT
 
 # ---- nginx: 30 accounts, the password verified per request -----------------------------------
 mkdir -p "$DIR/ng"

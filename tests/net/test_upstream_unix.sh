@@ -36,8 +36,7 @@ suite_cleanup_more() {
 	sleep 0.2
 }
 
-GWPORT=$(free_port)
-MPORT=$(free_port)
+free_ports GWPORT MPORT
 IDP="$DIR/ng/idp.sock"
 BAD="$DIR/bad.sock"
 STALE="$DIR/stale.sock"

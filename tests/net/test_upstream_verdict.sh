@@ -23,10 +23,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/../lib/nginx.sh"
 gw_suite upv nginx crypt
 
-GWPORT=$(free_port)
-NGPORT=$(free_port)
-NG2PORT=$(free_port)
-MPORT=$(free_port)
+free_ports GWPORT NGPORT NG2PORT MPORT
 
 mkdir -p "$DIR/ng"
 chmod 755 "$DIR"

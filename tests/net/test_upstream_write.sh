@@ -26,8 +26,7 @@ suite_cleanup_more() {
 	[ -n "$UP_PID" ] && kill "$UP_PID" 2>/dev/null
 }
 
-GWPORT=$(free_port)
-UPPORT=$(free_port)
+free_ports GWPORT UPPORT
 
 cat >"$DIR/up.py" <<'PYEOF'
 import hashlib, http.server, sys
