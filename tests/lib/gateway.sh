@@ -40,31 +40,67 @@ gw_nodes_start() {
 
 # ---- what every gateway suite starts and ends with ------------------------------------------
 
-# gw_suite TAG [NEED...]: a suite's start. ROOT the checkout, BUILD (default build) made
-# absolute from it, PY Debian's python3 (the one whose modules the suites import); the suite
-# is skipped ("1..0 # SKIP why") without a NEED: nginx (nginx.sh loaded first), crypt
-# (Python's crypt module, for htpasswd files); DIR a fresh /tmp/sluice-TAG.XXXXXX,
+# gw_suite_env: ROOT the checkout, BUILD (default build) made absolute from it, PY Debian's
+# python3 (the one whose modules the suites import). For a suite that needs them before
+# gw_suite (which sets them too).
+gw_suite_env() {
+	ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+	BUILD=${BUILD:-build}
+	case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+	PY=/usr/bin/python3
+}
+
+# gw_suite TAG [NEED...]: a suite's start. gw_suite_env; the suite is skipped ("1..0 # SKIP
+# why") without a NEED: nginx (nginx.sh loaded first), crypt (Python's crypt module, for
+# htpasswd files), py (PY with http.client, threading, hashlib), or bails out without
+# built: sluiced and sluicectl in BUILD; then DIR a fresh /tmp/sluice-TAG.XXXXXX,
 # SLUICED_PID empty, and gw_suite_cleanup on EXIT. Call it from the suite's top level (it
 # sets the suite's variables).
 gw_suite() {
 	local tag=$1 need
 	shift
-	ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-	BUILD=${BUILD:-build}
-	case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-	PY=/usr/bin/python3
+	gw_suite_env
 	for need in "$@"; do
 		case "$need" in
 		nginx) nginx_available ||
 			{ echo "1..0 # SKIP nginx is not installed (scripts/deps.sh test)"; exit 0; } ;;
 		crypt) $PY -c 'import crypt' 2>/dev/null ||
 			{ echo "1..0 # SKIP python3 has no crypt module"; exit 0; } ;;
+		py) $PY -c 'import http.client, threading, hashlib' 2>/dev/null ||
+			{ echo "1..0 # SKIP /usr/bin/python3 missing"; exit 0; } ;;
+		built) [ -x "$BUILD/sluiced" ] && [ -x "$BUILD/sluicectl" ] ||
+			{ echo "Bail out! build sluiced and sluicectl first (make)"; exit 1; } ;;
 		*) echo "Bail out! gw_suite: no such need: $need"; exit 1 ;;
 		esac
 	done
 	DIR=$(mktemp -d "/tmp/sluice-$tag.XXXXXX")
 	SLUICED_PID=
 	trap gw_suite_cleanup EXIT
+}
+
+# gw_redis_suite TAG: a Redis suite's start: gw_suite_env, NT_DIR a fresh
+# /tmp/sluice-TAG.XXXXXX with redis.sh loaded on it, PIDS empty (gw_nodes_start's), and the
+# suite skipped (NT_DIR removed) without redis-server. What a Redis suite stops at its end
+# differs: it writes its own cleanup, from gw_nodes_stop, redis.sh's stops and suite_rm_dir.
+gw_redis_suite() {
+	gw_suite_env
+	NT_DIR=$(mktemp -d "/tmp/sluice-$1.XXXXXX")
+	. "$ROOT/tests/lib/redis.sh"
+	PIDS=()
+	redis_available || { rm -rf "$NT_DIR"; echo "1..0 # SKIP redis-server is not installed"; exit 0; }
+}
+
+# gw_nodes_stop: every pid in PIDS (the nodes gw_nodes_start started, and what else the suite
+# put there) terminated, all at once, then each waited for.
+gw_nodes_stop() {
+	local p
+	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
+	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+}
+
+# suite_rm_dir DIR: a suite's directory removed at its end, or kept and named with SL_DEBUG=1.
+suite_rm_dir() {
+	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $1" >&2 || rm -rf "$1"
 }
 
 # gw_stop: the suite's sluiced (SLUICED_PID, if any) terminated and waited for.
@@ -80,7 +116,7 @@ gw_suite_cleanup() {
 	gw_stop
 	declare -F nginx_stop >/dev/null && nginx_stop
 	declare -F suite_cleanup_more >/dev/null && suite_cleanup_more
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
+	suite_rm_dir "$DIR"
 }
 
 # gw_metric [--absent V] NAME TEXT...: from the gateway's /metrics on MPORT, the value of the

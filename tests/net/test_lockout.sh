@@ -17,24 +17,9 @@
 # SL_DEBUG=1 leaves the directory in place.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
-
-if [ ! -x "$BUILD/sluiced" ] || [ ! -x "$BUILD/sluicectl" ]; then
-	echo "Bail out! build sluiced and sluicectl first (make)"
-	exit 1
-fi
-DIR=$(mktemp -d /tmp/sluice-lock.XXXXXX)
-SLUICED_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	if [ "${SL_DEBUG:-0}" = 1 ]; then echo "# SL_DEBUG=1: left $DIR" >&2; else rm -rf "$DIR"; fi
-}
-trap cleanup EXIT
+gw_suite lock built
 
 PORT=$(free_port)
 MPORT=$(free_port)

@@ -16,12 +16,9 @@
 # under $BUILD/node/oidc); skipped with the reason when any is missing.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
+gw_suite_env
 command -v node >/dev/null && command -v npm >/dev/null ||
 	{ echo "1..0 # SKIP node and npm are needed for node-oidc-provider"; exit 0; }
 
@@ -39,14 +36,11 @@ if [ ! -f "$NODE_DIR/node_modules/oidc-provider/package.json" ] ||
 fi
 cp "$ROOT/tests/lib/oidc/server.js" "$NODE_DIR/server.js"
 
-DIR=$(mktemp -d /tmp/sluice-oidc.XXXXXX)
-SLUICED_PID= OIDC_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
+gw_suite oidc
+OIDC_PID=
+suite_cleanup_more() {
 	[ -n "$OIDC_PID" ] && kill "$OIDC_PID" 2>/dev/null && wait "$OIDC_PID" 2>/dev/null
-	[ "${SL_DEBUG:-0}" = 1 ] && echo "# SL_DEBUG=1: left $DIR" >&2 || rm -rf "$DIR"
 }
-trap cleanup EXIT
 
 OPORT=$(free_port)
 GWPORT=$(free_port)

@@ -20,34 +20,11 @@
 # them without a reload. SL_ACCOUNTS changes the file's size; SL_DEBUG=1 keeps the dir.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
 . "$HERE/../lib/tap.sh"
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
+. "$HERE/../lib/gateway.sh"
 ACCOUNTS=${SL_ACCOUNTS:-500000}
 SIGNUPS=40
-
-if ! $PY -c 'import http.client' 2>/dev/null; then
-	echo "1..0 # SKIP /usr/bin/python3 missing"
-	exit 0
-fi
-if [ ! -x "$BUILD/sluiced" ] || [ ! -x "$BUILD/sluicectl" ]; then
-	echo "Bail out! build sluiced and sluicectl first (make)"
-	exit 1
-fi
-
-DIR=$(mktemp -d /tmp/sluice-signups.XXXXXX)
-SLUICED_PID=
-cleanup() {
-	[ -n "$SLUICED_PID" ] && kill -TERM "$SLUICED_PID" 2>/dev/null && wait "$SLUICED_PID" 2>/dev/null
-	if [ "${SL_DEBUG:-0}" = 1 ]; then
-		echo "# SL_DEBUG=1: left $DIR" >&2
-	else
-		rm -rf "$DIR"
-	fi
-}
-trap cleanup EXIT
+gw_suite signups py built
 
 PORT=$(free_port)
 cat >"$DIR/gw.conf" <<EOF
