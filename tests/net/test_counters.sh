@@ -16,23 +16,13 @@
 #     floor, and status says so; Redis back: exact counting resumes.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
-NT_DIR=$(mktemp -d /tmp/sluice-counters.XXXXXX)
-. "$HERE/../lib/redis.sh"
-
-redis_available || { echo "1..0 # SKIP redis-server is not installed"; exit 0; }
-PIDS=()
+gw_redis_suite counters
 cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	gw_nodes_stop
 	redis_stop
-	rm -rf "$NT_DIR"
+	suite_rm_dir "$NT_DIR"
 }
 trap cleanup EXIT
 [ "${SL_DEBUG:-0}" = 1 ] && trap "redis_stop" EXIT

@@ -25,28 +25,20 @@
 # SL_DEBUG=1 leaves the directory in place.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
 . "$HERE/../lib/tap.sh"
-NT_DIR=$(mktemp -d /tmp/sluice-rcluster.XXXXXX)
-. "$HERE/../lib/redis.sh"
-PIDS=()
-
-redis_available || { echo "1..0 # SKIP redis-server is not installed"; exit 0; }
+. "$HERE/../lib/gateway.sh"
+gw_redis_suite rcluster
 EDGE_NS=()
 cleanup() {
 	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	gw_nodes_stop
 	for p in "${EDGE_NS[@]}"; do ip link del "$p" 2>/dev/null; done
 	rm -rf "/sys/fs/bpf/sluice-rc-$$-ea" "/sys/fs/bpf/sluice-rc-$$-eb" 2>/dev/null
 	redis_stop_ports
-	if [ "${SL_DEBUG:-0}" = 1 ]; then echo "# SL_DEBUG=1: left $NT_DIR" >&2; else rm -rf "$NT_DIR"; fi
+	suite_rm_dir "$NT_DIR"
 }
 trap cleanup EXIT
 
-free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 # A cluster node's bus is its port + 10000: ports under 55000.
 cport() { local p; p=$(free_port); while [ "$p" -gt 55000 ]; do p=$(free_port); done; echo "$p"; }
 C1=$(cport); C2=$(cport); C3=$(cport)

@@ -18,20 +18,13 @@
 # SL_DEBUG=1 leaves the directory in place.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
 . "$HERE/../lib/tap.sh"
-NT_DIR=$(mktemp -d /tmp/sluice-rfailover.XXXXXX)
-. "$HERE/../lib/redis.sh"
-PIDS=()
-redis_available || { echo "1..0 # SKIP redis-server is not installed"; exit 0; }
+. "$HERE/../lib/gateway.sh"
+gw_redis_suite rfailover
 cleanup() {
-	local p
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null; done
+	gw_nodes_stop
 	redis_stop_ports
-	if [ "${SL_DEBUG:-0}" = 1 ]; then echo "# SL_DEBUG=1: left $NT_DIR" >&2; else rm -rf "$NT_DIR"; fi
+	suite_rm_dir "$NT_DIR"
 }
 trap cleanup EXIT
 # A cluster node's bus is its port + 10000: ports under 55000.
@@ -97,7 +90,6 @@ conf a "$PA" "$MA" "$C2"
 conf b "$PB" "$MB" "$C3"
 ctl() { local n=$1; shift; "$BUILD/sluicectl" -c "$NT_DIR/$n.conf" "$@"; }
 echo "pw-a" | ctl a user add "$TA" victim >/dev/null || { echo "Bail out! user add"; exit 1; }
-. "$HERE/../lib/gateway.sh"
 gw_nodes_start a b
 metrics() { curl -s --max-time 5 "http://127.0.0.1:$1/metrics"; }
 metric() { metrics "$1" | awk -v k="$2" '$1 == k { print $2 }'; }

@@ -21,25 +21,14 @@
 #     with Retry-After within the timeout and the floor, on both nodes; nothing hangs.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
-ROOT=$(cd "$HERE/../.." && pwd)
-BUILD=${BUILD:-build}
-case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
-PY=/usr/bin/python3
 . "$HERE/../lib/tap.sh"
 . "$HERE/../lib/gateway.sh"
-NT_DIR=$(mktemp -d /tmp/sluice-vault.XXXXXX)
-. "$HERE/../lib/redis.sh"
-
-redis_available || { echo "1..0 # SKIP redis-server is not installed"; exit 0; }
-PIDS=()
+gw_redis_suite vault
 cleanup() {
-	local p
 	redis_resume 2>/dev/null
-	for p in "${PIDS[@]}"; do kill -TERM "$p" 2>/dev/null; done
-	for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	gw_nodes_stop
 	redis_stop
-	[ "${SL_DEBUG:-0}" = 1 ] && { echo "# SL_DEBUG=1: left $NT_DIR" >&2; return; }
-	rm -rf "$NT_DIR"
+	suite_rm_dir "$NT_DIR"
 }
 trap cleanup EXIT
 redis_start || { echo "Bail out! redis-server did not start"; exit 1; }
