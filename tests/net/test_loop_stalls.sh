@@ -221,14 +221,19 @@ from=$(($(wc -l <"$NT_DIR/sluiced.log") + 1))
 poll_start
 t0=$(date +%s%N)
 for _ in $(seq 1 20); do kill -HUP "$SLUICED_PID"; sleep 0.005; done
-# Done when the log has said nothing new about reloads for 3 s (or after 120 s).
+# Done when every reload the SIGHUPs queued (each logs "SIGHUP: reloading FILE", at once or
+# "once the ... in progress is done") has ended, reloaded or rejected, and nothing new was
+# queued for 1 s (or after 120 s). Not "quiet for 3 s": under load one reload of the big
+# table took longer than that, and the count was read while the second still ran.
 nrel() { tail -n +"$from" "$NT_DIR/sluiced.log" | grep -c "reloaded $NT_DIR/sluice.conf"; }
-last=-1 still=0
+nqueued() { tail -n +"$from" "$NT_DIR/sluiced.log" | grep -c "SIGHUP: reloading $NT_DIR/sluice.conf"; }
+nended() { echo $(($(nrel) + $(tail -n +"$from" "$NT_DIR/sluiced.log" | grep -c "reload rejected"))); }
+lastq=-1 still=0
 for _ in $(seq 1 1200); do
-	n=$(nrel)
-	if [ "$n" -ge 1 ] && [ "$n" = "$last" ]; then still=$((still + 1)); else still=0; fi
-	last=$n
-	[ "$still" -ge 30 ] && break
+	q=$(nqueued)
+	if [ "$q" = "$lastq" ]; then still=$((still + 1)); else still=0; fi
+	lastq=$q
+	[ "$q" -ge 1 ] && [ "$still" -ge 10 ] && [ "$(nended)" -ge "$q" ] && break
 	sleep 0.1
 done
 t1=$(date +%s%N)
