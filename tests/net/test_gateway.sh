@@ -355,8 +355,13 @@ tap_diag "flood: $r"
 expect_eq "quiet tenant inside its reservation: not one 429" "$(jget "$r" quiet_429)" 0
 expect_eq "quiet tenant: every login answered 200" "$(jget "$r" quiet_ok)" "$(jget "$r" quiet_sent)"
 expect_ge "quiet tenant sent its logins (one a second)" "$(jget "$r" quiet_sent)" 5
-expect_le "quiet tenant waited at most ~2 hashes (ms)" \
-	"$($PY -c "print(int($(jget "$r" quiet_max_ms)))")" 400
+# Two hashes as this run measured them (the quiet tenant's p99 service time, the hash alone),
+# with room for the answer: 400 ms on a quiet machine, more where hashes are slower (490 ms
+# seen under a load of 4).
+svc=$(tget "$(stats)" quiet service_ms.p99)
+qbound=$($PY -c "print(int(max(400, 2.5 * $svc)))")
+expect_le "quiet tenant waited at most ~2 hashes (ms; a hash ${svc} ms at p99)" \
+	"$($PY -c "print(int($(jget "$r" quiet_max_ms)))")" "$qbound"
 expect_ge "noisy tenant at 16x its reservation was shed" "$(jget "$r" noisy_429)" 10
 expect_ge "noisy tenant still got the burst pool" "$(jget "$r" noisy_ok)" 20
 expect_eq "noisy tenant got only 200s and 429s" "$(jget "$r" noisy_other)" 0
