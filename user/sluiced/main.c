@@ -1370,7 +1370,14 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	{
-		/* Redis timeouts are a few milliseconds: they want the precise timer. The epoll
+		/* Redis timeouts are a few milliseconds: they want the precise timer, and only
+		 * they do (every other timeout is 10 ms or more, and the floor timers wait out
+		 * what a coarse clock fires early, gw_http.c). On Linux the precise timer is a
+		 * timerfd, re-armed with a timerfd_settime before every epoll_wait: two system
+		 * calls a proxied request (docs/performance.md, "The listener's side"). Without
+		 * Redis the loop runs on the coarse monotonic clock and epoll_wait's own
+		 * millisecond timeout. redis.address changes take effect at the next start,
+		 * as this choice does. The epoll
 		 * change list applies each descriptor's event changes once per loop iteration:
 		 * evhttp turns a connection's read event off after each request's head and on
 		 * again for the next, and most such pairs fall within one iteration and cost no
@@ -1380,7 +1387,8 @@ int main(int argc, char **argv)
 		struct event_config *ec = event_config_new();
 
 		if (ec)
-			event_config_set_flag(ec, EVENT_BASE_FLAG_PRECISE_TIMER |
+			event_config_set_flag(ec, (d.cfg.redis.address[0] ?
+						   EVENT_BASE_FLAG_PRECISE_TIMER : 0) |
 						  EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
 		d.base = ec ? event_base_new_with_config(ec) : NULL;
 		if (ec)
