@@ -234,6 +234,8 @@ struct gw_req {
 
 struct gateway {
 	struct event_base *base;
+	struct gw_job *fresh;          /* the job gw_admit is dispatching: its head was read
+					* in this very callback (gw_dispatch) */
 	struct evhttp *http;
 	struct evhttp_bound_socket *bound;
 	struct evconnlistener *listener;
