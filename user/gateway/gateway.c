@@ -380,6 +380,7 @@ void gateway_stop(struct gateway *g)
 	gw_usual_free(g->usual);
 	free(g->usual);
 	sodium_memzero(g->key, sizeof(g->key));
+	gw_req_spare_free(g);
 	free(g->sched);
 	free(g->ladder);
 	free(g->ts);

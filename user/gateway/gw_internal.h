@@ -234,6 +234,8 @@ struct gw_req {
 
 struct gateway {
 	struct event_base *base;
+	struct gw_req *spare;          /* the last request freed, zeroed, for the next one
+					* (gw_http.c, req_alloc) */
 	struct gw_job *fresh;          /* the job gw_admit is dispatching: its head was read
 					* in this very callback (gw_dispatch) */
 	struct evhttp *http;
@@ -349,6 +351,7 @@ void gw_respond(struct gw_req *r, int code, const char *reason, const char *body
 void gw_respond_refusal(struct gw_req *r);
 /* Send @r's answer now, held or not. */
 void gw_send_now(struct gw_req *r);
+void gw_req_spare_free(struct gateway *g); /* at the gateway's end */
 /* Give answers waiting in line the hold timers that have come free (the tick calls it). */
 void gw_hold_line(struct gateway *g);
 /* A client error found once @r was made: forget @r, answer at once (no floor). */
