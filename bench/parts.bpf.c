@@ -115,8 +115,8 @@ int part_lru_cas(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
-/* The decided-connection record of an admitted first request (sl_conns: an LRU hash keyed by
- * the 44-byte connection key), written and forgotten each run: with part_conn_forget alone,
+/* The decided-connection record of an admitted first request as it was (sl_conns: an LRU hash
+ * keyed by the 44-byte connection key), written and forgotten each run: with part_conn_forget alone,
  * the difference is the write. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -195,6 +195,80 @@ int part_conn_lookup(struct xdp_md *ctx)
 	part_conn_key(&ck);
 	ck.iss ^= 1; /* a miss, as a first request's is */
 	return bpf_map_lookup_elem(&part_conns, &ck) ? XDP_DROP : XDP_PASS;
+}
+
+/* The record that replaced it: sl_conn_sets, SL_CONN_SETS sets of four (tag, until) ways
+ * indexed by the keyed hash of the 44-byte key (sl_shed_hash), as sluice.bpf.c's
+ * conn_tag_find and conn_tag_add do it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_CONN_SETS);
+	__type(key, __u32);
+	__type(value, struct sl_shed_set);
+} part_conn_sets SEC(".maps");
+
+__u32 part_conn_ctr; /* a new key each write: the sets fill, as a busy table's are */
+
+SEC("xdp")
+int part_conn_tag_lookup(struct xdp_md *ctx)
+{
+	struct sl_conn_key ck;
+	struct sl_shed_set *ss;
+	__u32 idx, tag, now_s = 1000, i;
+	__u64 h;
+
+	part_conn_key(&ck);
+	ck.iss ^= 1; /* a miss, as a first request's is */
+	h = sl_shed_hash(&ck, part_seed);
+	idx = (__u32)h & (SL_CONN_SETS - 1);
+	tag = h >> 32;
+	ss = bpf_map_lookup_elem(&part_conn_sets, &idx);
+	if (!ss)
+		return XDP_DROP;
+#pragma unroll
+	for (i = 0; i < SL_SHED_WAYS; i++)
+		if (ss->way[i].tag == tag && ss->way[i].until > now_s)
+			return XDP_DROP;
+	return XDP_PASS;
+}
+
+SEC("xdp")
+int part_conn_tag_write(struct xdp_md *ctx)
+{
+	struct sl_conn_key ck;
+	struct sl_shed_set *ss;
+	__u32 idx, tag, now_s = 1000, low = ~0u, i, victim = 0;
+	__u64 h;
+
+	part_conn_key(&ck);
+	ck.iss += part_conn_ctr++;
+	h = sl_shed_hash(&ck, part_seed);
+	idx = (__u32)h & (SL_CONN_SETS - 1);
+	tag = h >> 32;
+	ss = bpf_map_lookup_elem(&part_conn_sets, &idx);
+	if (!ss)
+		return XDP_DROP;
+#pragma unroll
+	for (i = 0; i < SL_SHED_WAYS; i++) {
+		__u32 u = ss->way[i].until;
+
+		if (ss->way[i].tag == tag && u > now_s)
+			return XDP_PASS;
+		if (!ss->way[i].tag || u <= now_s)
+			u = 0;
+		if (u < low) {
+			low = u;
+			victim = i;
+		}
+	}
+#pragma unroll
+	for (i = 0; i < SL_SHED_WAYS; i++) {
+		if (i == victim) {
+			ss->way[i].until = now_s + 10 + (part_conn_ctr & 7);
+			ss->way[i].tag = tag;
+		}
+	}
+	return XDP_PASS;
 }
 
 SEC("xdp")

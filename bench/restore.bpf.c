@@ -14,21 +14,22 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct bench_frame {
 	__u32 len;
-	__u32 forget;             /* delete conn_key from sl_conns and sl_shed before each run,
-				   * and empty its set of sl_shed_sets */
+	__u32 forget;             /* delete conn_key from sl_shed before each run, and empty
+				   * its sets of sl_shed_sets and sl_conn_sets */
 	__u8 data[512];
 	struct sl_conn_key conn_key;
 	__u32 shed_set;           /* conn_key's set in sl_shed_sets (the caller hashes it) */
+	__u32 conn_set;           /* and in sl_conn_sets */
 };
 
-/* The datapath's decided-connection map (xdp_cost reuses its fd): a first request decided
+/* The datapath's admitted-connection tags (xdp_cost reuses its fd): a first request decided
  * once is remembered there, and the next repeat would measure the retransmission path. */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct sl_conn_key);
-	__type(value, struct sl_conn);
-} sl_conns SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_CONN_SETS);
+	__type(key, __u32);
+	__type(value, struct sl_shed_set);
+} sl_conn_sets SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -86,11 +87,13 @@ int restore_then(struct xdp_md *ctx)
 	/* Done in front of the bare program too, so the subtraction removes it. */
 	if (f->forget) {
 		struct sl_shed_set *ss = bpf_map_lookup_elem(&sl_shed_sets, &f->shed_set);
+		struct sl_shed_set *cs = bpf_map_lookup_elem(&sl_conn_sets, &f->conn_set);
 
-		bpf_map_delete_elem(&sl_conns, &f->conn_key);
 		bpf_map_delete_elem(&sl_shed, &f->conn_key);
 		if (ss)
 			__builtin_memset(ss, 0, sizeof(*ss));
+		if (cs)
+			__builtin_memset(cs, 0, sizeof(*cs));
 	}
 	bpf_tail_call(ctx, &bench_next, 0);
 	return XDP_ABORTED;

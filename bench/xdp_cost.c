@@ -12,7 +12,8 @@
  * A second table runs the building blocks alone (bench/parts.bpf.c), each against the same
  * bare program: the clock (coarse, precise, jiffies), a global function's call and return, a
  * 64-bit division, one LRU-hash lookup, a lookup plus the compare-and-swap, the decided-
- * connection record's lookup, delete and write (sl_conns, an LRU hash), one LPM
+ * connection record's lookup, delete and write (the old sl_conns, an LRU hash, and
+ * sl_conn_sets, the tag sets that replaced it), one LPM
  * walk, one array load; an IPv6 source through the LPM trie and through the IPv6 table (the
  * bench's /36 source and a /48 row's address, the deepest walk), built from the same rows;
  * one cookie MAC; copying a request's payload, reading its method, path and Host, the route
@@ -434,7 +435,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, "xdp_cost: cannot open the restore program\n");
 			return 1;
 		}
-		bpf_map__reuse_fd(rs->maps.sl_conns, m.conns);
+		bpf_map__reuse_fd(rs->maps.sl_conn_sets, m.conns);
 		bpf_map__reuse_fd(rs->maps.sl_shed, m.shed);
 		bpf_map__reuse_fd(rs->maps.sl_shed_sets, m.shed_sets);
 		if (restore_bpf__load(rs)) {
@@ -489,7 +490,7 @@ int main(int argc, char **argv)
 				__u32 len, forget;
 				__u8 data[512];
 				struct sl_conn_key ck;
-				__u32 shed_set;
+				__u32 shed_set, conn_set;
 			} fr;
 			struct sl_settings set;
 			double ratio[99], s_ns[99], b_ns[99];
@@ -508,9 +509,12 @@ int main(int argc, char **argv)
 			fr.ck.dport = fs[i].dport;
 			memcpy(fr.ck.saddr, id[i].saddr, 16);
 			memcpy(fr.ck.daddr, id[i].daddr, 16);
-			if (!bpf_map_lookup_elem(m.settings, &zero, &set))
+			if (!bpf_map_lookup_elem(m.settings, &zero, &set)) {
 				fr.shed_set = (__u32)sl_shed_hash(&fr.ck, set.hash_seed) &
 					      (SL_SHED_SETS - 1);
+				fr.conn_set = (__u32)sl_shed_hash(&fr.ck, set.hash_seed) &
+					      (SL_CONN_SETS - 1);
+			}
 			bpf_map_update_elem(bpf_map__fd(rs->maps.bench_frame), &zero, &fr, BPF_ANY);
 			for (r = 0; r < rounds; r++) {
 				double with_sluice, with_bare, bare_ns;
@@ -587,7 +591,7 @@ int main(int argc, char **argv)
 			struct bpf_program *p;
 			int req_frame;     /* run on the login request's frame */
 			const uint8_t *v6; /* the IPv6 source the v6 parts look up */
-		} parts[24];
+		} parts[28];
 		struct part_in *in = calloc(1, sizeof(*in));
 		uint8_t v6_bench[16];
 		size_t np = 0;
@@ -614,11 +618,16 @@ int main(int argc, char **argv)
 		PART("LRU hash lookup, 12-byte key", part_lru_lookup, 0, NULL);
 		PART("LRU hash lookup + compare-and-swap", part_lru_cas, 0, NULL);
 		PART("LPM trie, ::ffff:198.51.100.9", part_trie_lookup, 0, NULL);
-		PART("sl_conns: lookup, a miss (44-byte key)", part_conn_lookup, 0, NULL);
-		PART("sl_conns: delete", part_conn_forget, 0, NULL);
-		PART("sl_conns: delete + write (admitted)", part_conn_write, 0, NULL);
-		PART("sl_conns, per-CPU LRU lists: delete", part_conn_forget_nc, 0, NULL);
-		PART("sl_conns, per-CPU LRU lists: delete + write", part_conn_write_nc, 0, NULL);
+		PART("old sl_conns LRU: lookup, a miss (44-byte key)", part_conn_lookup, 0, NULL);
+		PART("old sl_conns LRU: delete", part_conn_forget, 0, NULL);
+		PART("old sl_conns LRU: delete + write (admitted)", part_conn_write, 0, NULL);
+		PART("old sl_conns, per-CPU LRU lists: delete", part_conn_forget_nc, 0, NULL);
+		PART("old sl_conns, per-CPU LRU lists: delete + write", part_conn_write_nc, 0,
+		     NULL);
+		PART("sl_conn_sets: lookup, a miss (hash, array, tags)", part_conn_tag_lookup, 0,
+		     NULL);
+		PART("sl_conn_sets: write, a new key (hash, array, tags, store)",
+		     part_conn_tag_write, 0, NULL);
 		PART("/24 table load (array)", part_dir_lookup, 0, NULL);
 		PART("bucket set lookup (hash, array, tags)", part_set_lookup, 0, NULL);
 		PART("bucket set lookup + compare-and-swap", part_set_cas, 0, NULL);

@@ -110,11 +110,12 @@ struct {
 } sl_cookie_keys SEC(".maps");
 
 /*
- * Decided connections, keyed by the connection (tuple + ISS), for a few seconds. Two maps, so
+ * Decided connections, keyed by the connection (tuple + ISS), for a few seconds. Apart, so
  * that the entries that matter cannot be pushed out by the ones that do not:
- *  - sl_conns: admitted first requests, so the racing segments of their first burst pass
- *    before the kernel has made the socket. Only admitted connections create one, so a
- *    source creates them no faster than its budget lets it in.
+ *  - sl_conn_sets: admitted first requests, so the racing segments of their first burst pass
+ *    before the kernel has made the socket: tags in sets (struct sl_shed_set, SL_CONN_SETS).
+ *    Only admitted connections create one, so a source creates them no faster than its
+ *    budget lets it in.
  *  - sl_shed: connections shed over a kernel handshake (SYN front, a stateless tuple reused
  *    over a TIME_WAIT), answered with a 429 (or owed one, or dropped), so their leftovers are
  *    absorbed and their FIN acknowledged; cookie connections' are tags in sl_shed_sets. A
@@ -122,12 +123,12 @@ struct {
  *    dropped or reset, as the kernel would with no socket.
  */
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct sl_conn_key);
-	__type(value, struct sl_conn);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_CONN_SETS);
+	__type(key, __u32);
+	__type(value, struct sl_shed_set);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sl_conns SEC(".maps");
+} sl_conn_sets SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);

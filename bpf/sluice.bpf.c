@@ -132,7 +132,7 @@ struct cookie_q {
  * i.e. within a few retransmission timeouts) is passed, never judged again. */
 #define SL_SHED_TTL_NS (10ull * 1000000000ull)
 #define SL_SHED_TTL_S 10u
-#define SL_RACE_TTL_NS (10ull * 1000000000ull)
+#define SL_RACE_TTL_S 10u
 #define NS_PER_S 1000000000ull
 
 struct src {
@@ -1301,20 +1301,62 @@ enum stage {
 /* The key's set and tag (sl_shed_hash) are computed only inside the functions of their own
  * below (cookie_tag, shed_tag_add): inlined into their callers, its eleven rounds cost those
  * stack frames more than the verifier's 512 bytes allow along their call chains. */
+/* The way of @ss holding @tag (bit 0 aside) alive at @now_s: its tag, or 0. */
+static __always_inline __u32 tag_find(const struct sl_shed_set *ss, __u32 tag, __u32 now_s)
+{
+	int i;
+
+#pragma unroll
+	for (i = 0; i < SL_SHED_WAYS; i++)
+		if ((ss->way[i].tag & ~SL_SHED_TAG_DROPPED) == tag && ss->way[i].until > now_s)
+			return ss->way[i].tag;
+	return 0;
+}
+
+/* Put @tag (with its state bit) into @ss until @until: an empty or expired way, else the one
+ * that expires first. 0 when it was there already. */
+static __always_inline int tag_put(struct sl_shed_set *ss, __u32 tag, __u32 now_s, __u32 until)
+{
+	__u32 low = ~0u;
+	int i, victim = 0;
+
+#pragma unroll
+	for (i = 0; i < SL_SHED_WAYS; i++) {
+		__u32 u = ss->way[i].until;
+
+		if ((ss->way[i].tag & ~SL_SHED_TAG_DROPPED) == (tag & ~SL_SHED_TAG_DROPPED) &&
+		    u > now_s)
+			return 0;
+		if (!ss->way[i].tag || u <= now_s)
+			u = 0;
+		if (u < low) {
+			low = u;
+			victim = i;
+		}
+	}
+	/* Written one way at a time by index: the verifier wants a constant offset. */
+#pragma unroll
+	for (i = 0; i < SL_SHED_WAYS; i++) {
+		if (i == victim) {
+			ss->way[i].until = until;
+			ss->way[i].tag = tag;
+		}
+	}
+	return 1;
+}
+
 static __always_inline __u32 shed_tag_find(__u64 h, __u32 now_s)
 {
 	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = h >> 32;
 	struct sl_shed_set *ss = bpf_map_lookup_elem(&sl_shed_sets, &idx);
-	int i;
+	__u32 t;
 
 	if (!ss)
 		return 0;
-#pragma unroll
-	for (i = 0; i < SL_SHED_WAYS; i++)
-		if ((ss->way[i].tag & ~SL_SHED_TAG_DROPPED) == tag && ss->way[i].until > now_s)
-			return ss->way[i].tag & SL_SHED_TAG_DROPPED ? SL_CONN_DROPPED :
-								      SL_CONN_SHED;
-	return 0;
+	t = tag_find(ss, tag, now_s);
+	if (!t)
+		return 0;
+	return t & SL_SHED_TAG_DROPPED ? SL_CONN_DROPPED : SL_CONN_SHED;
 }
 
 /* Remember the connection @ck as shed (@state SL_CONN_SHED or SL_CONN_DROPPED)
@@ -1326,36 +1368,55 @@ static __noinline int shed_tag_add(const struct sl_conn_key *ck, __u32 seed, __u
 	/* The key's hash here, inline, not by a call of shed_key_hash: this is a function of
 	 * its own, its frame not its callers'. */
 	__u64 h = ck ? sl_shed_hash(ck, seed) : 0;
-	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = h >> 32, low = ~0u;
+	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = h >> 32;
 	struct sl_shed_set *ss = bpf_map_lookup_elem(&sl_shed_sets, &idx);
-	int i, victim = 0;
 
 	if (!ss)
 		return 1;
-#pragma unroll
-	for (i = 0; i < SL_SHED_WAYS; i++) {
-		__u32 u = ss->way[i].until;
-
-		if ((ss->way[i].tag & ~SL_SHED_TAG_DROPPED) == tag && u > now_s)
-			return 0;
-		if (!ss->way[i].tag || u <= now_s)
-			u = 0;
-		if (u < low) {
-			low = u;
-			victim = i;
-		}
-	}
 	if (state == SL_CONN_DROPPED)
 		tag |= SL_SHED_TAG_DROPPED;
-	/* Written one way at a time by index: the verifier wants a constant offset. */
-#pragma unroll
-	for (i = 0; i < SL_SHED_WAYS; i++) {
-		if (i == victim) {
-			ss->way[i].until = until;
-			ss->way[i].tag = tag;
-		}
-	}
-	return 1;
+	return tag_put(ss, tag, now_s, until);
+}
+
+/*
+ * The tag table of admitted cookie connections (sl_conn_sets, see SL_CONN_SETS): whether
+ * (tuple, @iss) of @pk was admitted and is remembered still. The same plain stores as the
+ * shed tags, with the same worst case: a torn way forgets a connection. Functions of their
+ * own, for the same reason as shed_tag_add (the hash's rounds in their own frame).
+ */
+static __noinline int conn_tag_find(struct req_scratch *ws, const struct pkt *pk,
+				    const struct sl_settings *set, __u32 iss, __u64 now)
+{
+	struct sl_shed_set *ss;
+	__u32 idx;
+	__u64 h;
+
+	if (!ws || !pk || !set)
+		return 0;
+	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+	h = sl_shed_hash(&ws->ck, set->hash_seed);
+	idx = (__u32)h & (SL_CONN_SETS - 1);
+	ss = bpf_map_lookup_elem(&sl_conn_sets, &idx);
+	return ss && tag_find(ss, h >> 32, (__u32)(now / NS_PER_S)) != 0;
+}
+
+/* Remember (tuple, @iss) of @pk as admitted for SL_RACE_TTL_S. */
+static __noinline int conn_tag_add(struct req_scratch *ws, const struct pkt *pk,
+				   const struct sl_settings *set, __u32 iss, __u64 now)
+{
+	struct sl_shed_set *ss;
+	__u32 idx, now_s = (__u32)(now / NS_PER_S);
+	__u64 h;
+
+	if (!ws || !pk || !set)
+		return 0;
+	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+	h = sl_shed_hash(&ws->ck, set->hash_seed);
+	idx = (__u32)h & (SL_CONN_SETS - 1);
+	ss = bpf_map_lookup_elem(&sl_conn_sets, &idx);
+	if (!ss)
+		return 0;
+	return tag_put(ss, h >> 32, now_s, now_s + SL_RACE_TTL_S);
 }
 
 /*
@@ -1659,9 +1720,7 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 		if (st >= 0)
 			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 		if (pk->front == SL_FRONT_STATELESS) {
-			conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-			conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
-			if (conn && now < conn->expires_ns)
+			if (conn_tag_find(ws, pk, set, iss, now))
 				return record(SL_CLASS_NONE, SL_R_RACE_PASS, XDP_PASS);
 		}
 		conn = cookie_shed(ws, pk, set, iss, now);
@@ -1731,9 +1790,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 
 	if (pk->stage == STAGE_FIRST_REQUEST) {
 		/* Admitted before (a retransmission): the kernel's now, never judged twice. */
-		conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, pk->iss);
-		conn = bpf_map_lookup_elem(&sl_conns, &ws->ck);
-		if (conn && now < conn->expires_ns)
+		if (conn_tag_find(ws, pk, set, pk->iss, now))
 			return record(SL_CLASS_NONE, SL_R_ESTABLISHED, XDP_PASS);
 		/*
 		 * A source whose own bucket (or its parent's) cannot pay for even the cheapest
@@ -1764,11 +1821,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		tix = ws->d.tenant < SL_MAX_TENANTS ? ws->d.tenant :
 		      pk->tenant < SL_MAX_TENANTS ? pk->tenant : SL_MAX_TENANTS;
 		if (!is_shed(ws->d.reason)) {
-			__builtin_memset(&ws->cv, 0, sizeof(ws->cv));
-			ws->cv.expires_ns = now + SL_RACE_TTL_NS;
-			ws->cv.state = SL_CONN_ADMITTED;
-			conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, pk->iss);
-			bpf_map_update_elem(&sl_conns, &ws->ck, &ws->cv, BPF_ANY);
+			conn_tag_add(ws, pk, set, pk->iss, now);
 			outcome(&sl_route_stats, route, 0);
 			outcome(&sl_tenant_stats, tix, 0);
 			/* Monitor-mode verdicts are counted too, and sampled like sheds. */

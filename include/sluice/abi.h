@@ -428,6 +428,20 @@ struct sl_shed_set {
 	struct sl_shed_way way[SL_SHED_WAYS];
 };
 
+/*
+ * Cookie connections admitted (stateless front), so the racing segments of their first burst
+ * pass and a retransmitted first request is passed, not judged again: sets of the same shape
+ * (struct sl_shed_set; tag bit 0 is never set here), in an array of their own, so that shed
+ * connections, which any source over its budget can churn, never evict an admitted one. Same
+ * keyed hash as the shed tags: the low bits pick the set, the high word is the tag. A
+ * newcomer takes an empty or expired way, else the one that expires first (with one TTL for
+ * all, the oldest). A record lost to a full set costs what a lost LRU entry cost: a racing
+ * segment reaches the kernel with no socket yet, a retransmitted first request is judged
+ * again.
+ */
+#define SL_CONN_SETS 131072         /* 524,288 ways, 4 MB: 10 s of 52,000 admissions a second */
+_Static_assert((SL_CONN_SETS & (SL_CONN_SETS - 1)) == 0, "SL_CONN_SETS: a power of two");
+
 enum sl_conn_state {
 	SL_CONN_SHED = 1,       /* answered (429) or dropped: absorb the rest */
 	SL_CONN_ADMITTED = 2,   /* stateless front: handed to the kernel, let the rest through */

@@ -1048,8 +1048,13 @@ static void conversation(struct env *e, int family, int ts)
 	tap(st == SL_CONN_SHED && !conn_entry(e->maps.shed, &c, c.iss, &sc),
 	    "%s: sl_shed_sets holds the tag of (tuple, ISS), as shed (state %u); sl_shed, for "
 	    "kernel handshakes, nothing", tag, st);
-	tap(!conn_entry(e->maps.conns, &c, c.iss, &sc),
-	    "%s: and sl_conns (admitted connections) does not", tag);
+	{
+		struct sl_conn_key k;
+
+		conn_key(&c, c.iss, &k);
+		tap(env_conn_left(e, &k) < 0,
+		    "%s: and sl_conn_sets (admitted connections) does not", tag);
+	}
 
 	snprintf(what, sizeof(what), "%s: the retransmitted first request is absorbed, not "
 		 "answered twice", tag);

@@ -12,7 +12,7 @@
  * moved, and exactly what was charged: the source bucket's TAT and the tenant's demand, in
  * cost units.
  *
- * Also: the life of a decided connection (sl_conns, race_pass, sl_shed_sets), a new handshake on
+ * Also: the life of a decided connection (sl_conn_sets, race_pass, sl_shed_sets), a new handshake on
  * the same 4-tuple being a new connection, the SYN front's uncharged peek, four-way bucket sets
  * that keep the most spent keys, the cookie marker's fast path (measured: 15 of 16 random
  * established segments leave on one compare, before any lookup, also after a key rotation),
@@ -940,21 +940,23 @@ static void lifecycle(struct env *e)
 	static const char req[] = "GET /token HTTP/1.1\r\nHost: acme.example\r\n\r\n";
 	struct conn c = conn_of("192.0.2.20", NULL, 80);
 	struct charges a, b;
+	struct sl_conn_key ck;
 	struct sl_conn sc;
 	uint8_t in[SEG_MAX];
-	uint64_t now;
-	bool found, same;
+	int64_t left;
+	bool same;
 
 	preset(e, "192.0.2.20", "unknown", 10);
 	handshake(e, &c);
 	step(e, "an admitted first request", in, first_seg(&c, HTTP(req), in), XDP_PASS,
 	     "unknown/first_admitted");
-	now = sl_now_ns();
-	found = conn_entry(e->maps.conns, &c, c.iss, &sc);
-	tap(found && sc.state == SL_CONN_ADMITTED && sc.expires_ns > now &&
-	    sc.expires_ns <= now + 10000000000ull,
-	    "sl_conns holds (tuple, ISS) as admitted, for 10 s (state %u, %.2f s left)", sc.state,
-	    found ? (double)(int64_t)(sc.expires_ns - now) / 1e9 : 0.0);
+	conn_key(&c, c.iss, &ck);
+	left = env_conn_left(e, &ck);
+	tap(left >= 9 && left <= 10,
+	    "sl_conn_sets holds the tag of (tuple, ISS), for 10 s of whole seconds (%lld s left)",
+	    (long long)left);
+	conn_key(&c, c.iss + 1, &ck);
+	tap(env_conn_left(e, &ck) < 0, "... and not that of the same tuple with another ISS");
 	tap(!conn_entry(e->maps.shed, &c, c.iss, &sc) && !shed_tag(e, &c, c.iss),
 	    "... and neither sl_shed nor sl_shed_sets does");
 	read_charges(e, "192.0.2.20", "unknown", &a);
@@ -1000,9 +1002,9 @@ static void lifecycle(struct env *e)
 	handshake(e, &c);
 	step(e, "a first request shed on a drop port", in, first_seg(&c, HTTP(req), in), XDP_DROP,
 	     "unknown/shed_prefix");
-	tap(shed_tag(e, &c, c.iss) == SL_CONN_DROPPED &&
-	    !conn_entry(e->maps.conns, &c, c.iss, &sc),
-	    "it is in sl_shed_sets under (tuple, ISS), as dropped, not in sl_conns");
+	conn_key(&c, c.iss, &ck);
+	tap(shed_tag(e, &c, c.iss) == SL_CONN_DROPPED && env_conn_left(e, &ck) < 0,
+	    "it is in sl_shed_sets under (tuple, ISS), as dropped, not in sl_conn_sets");
 	step(e, "its retransmission is absorbed, not judged again", in,
 	     first_seg(&c, HTTP(req), in), XDP_DROP, "none/cookie_drop");
 }

@@ -206,6 +206,29 @@ static __attribute__((unused)) uint32_t env_shed_tag(struct env *e, const struct
 	return 0;
 }
 
+/* How long sl_conn_sets remembers the admitted cookie connection @k still: its way's expiry
+ * less now, in whole seconds of the datapath's clock, or -1 when no live way holds its tag. */
+static __attribute__((unused)) int64_t env_conn_left(struct env *e, const struct sl_conn_key *k)
+{
+	struct sl_settings set;
+	struct sl_shed_set ss;
+	uint32_t zero = 0, idx, tag;
+	uint64_t h, now_s = sl_now_ns() / 1000000000ull;
+	int i;
+
+	if (bpf_map_lookup_elem(e->maps.settings, &zero, &set))
+		return -1;
+	h = sl_shed_hash(k, set.hash_seed);
+	idx = (uint32_t)h & (SL_CONN_SETS - 1);
+	tag = (uint32_t)(h >> 32);
+	if (bpf_map_lookup_elem(e->maps.conns, &idx, &ss))
+		return -1;
+	for (i = 0; i < SL_SHED_WAYS; i++)
+		if (ss.way[i].tag == tag && ss.way[i].until > now_s)
+			return (int64_t)ss.way[i].until - (int64_t)now_s;
+	return -1;
+}
+
 static __attribute__((unused)) uint32_t env_make_request(struct env *e, struct fspec *f)
 {
 	struct sl_cookie_keys keys;

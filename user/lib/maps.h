@@ -16,7 +16,7 @@
 
 #define SL_MAP_NAMES { "sl_buckets", "sl_asn", "sl_asn_dir", "sl_classes", \
 		       "sl_ports", "sl_settings", "sl_stats", "sl_meta", "sl_cookie_keys", \
-		       "sl_conns", "sl_tenant_keys", "sl_tenants", "sl_tenant_state", \
+		       "sl_conn_sets", "sl_tenant_keys", "sl_tenants", "sl_tenant_state", \
 		       "sl_verdicts", "sl_vcount", "sl_events", "sl_routes", "sl_hosts", \
 		       "sl_route_stats", "sl_tenant_stats", "sl_tenant_demand", "sl_shed", \
 		       "sl_pending", "sl_local", "sl_local_host", "sl_shed_sets", "sl_local_gen", \

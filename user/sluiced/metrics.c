@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -489,6 +490,7 @@ struct metrics_tables {
 	struct bpf_link *link;
 	uint32_t set_cursor;
 	struct sl_bucket_set *gbuf;
+	struct sl_shed_set *tbuf;
 	uint32_t *gkeys;
 };
 
@@ -500,8 +502,9 @@ struct metrics_tables *metrics_tables_open(char *why, size_t whylen)
 	if (t) {
 		t->gbuf = calloc(SET_SAMPLE, sizeof(*t->gbuf));
 		t->gkeys = calloc(SET_SAMPLE, sizeof(*t->gkeys));
+		t->tbuf = calloc(SET_SAMPLE, sizeof(*t->tbuf));
 	}
-	if (!t || !t->gbuf || !t->gkeys) {
+	if (!t || !t->gbuf || !t->gkeys || !t->tbuf) {
 		snprintf(why, whylen, "out of memory");
 		metrics_tables_close(t);
 		return NULL;
@@ -528,12 +531,13 @@ void metrics_tables_close(struct metrics_tables *t)
 	bpf_link__destroy(t->link);
 	occupancy_bpf__destroy(t->skel);
 	free(t->gbuf);
+	free(t->tbuf);
 	free(t->gkeys);
 	free(t);
 }
 
 /* The tables worth watching: their label, their fd in @m, how their entries are known. */
-enum occ_kind { OCC_HASH, OCC_SETS, OCC_VERDICTS };
+enum occ_kind { OCC_HASH, OCC_SETS, OCC_TAGS, OCC_VERDICTS };
 struct occ_table {
 	const char *name;
 	int fd;
@@ -575,11 +579,42 @@ static int64_t set_entries(struct metrics_tables *t, int fd, uint32_t sets)
 	       (int64_t)((double)live * (double)sets / (double)got + 0.5);
 }
 
+/* Tag ways (struct sl_shed_set) alive now, counted over the whole table (exact: a few tags
+ * in a large table would vanish from a sample), SET_SAMPLE sets per batched syscall of
+ * 128 KiB. A way is alive until its expiry (seconds of CLOCK_MONOTONIC_COARSE, the
+ * datapath's clock). */
+static int64_t tag_entries(struct metrics_tables *t, int fd, uint32_t sets)
+{
+	uint32_t got = 0, i, k, now_s;
+	uint64_t live = 0;
+	struct timespec ts;
+	LIBBPF_OPTS(bpf_map_batch_opts, o);
+
+	if (!sets || clock_gettime(CLOCK_MONOTONIC_COARSE, &ts))
+		return -1;
+	now_s = (uint32_t)ts.tv_sec;
+	while (got < sets) {
+		/* The batch resumes after @in, the last key read: an array's keys are 0..sets-1. */
+		uint32_t n = sets - got < SET_SAMPLE ? sets - got : SET_SAMPLE, in = got - 1, next;
+		int err = bpf_map_lookup_batch(fd, got ? &in : NULL, &next, t->gkeys, t->tbuf, &n,
+					       &o);
+
+		for (i = 0; i < n && i < SET_SAMPLE; i++)
+			for (k = 0; k < SL_SHED_WAYS; k++)
+				live += t->tbuf[i].way[k].tag != 0 &&
+					t->tbuf[i].way[k].until > now_s;
+		got += n;
+		if (err || !n)
+			break;
+	}
+	return got == sets ? (int64_t)live : -1;
+}
+
 void metrics_tables(struct evbuffer *out, struct metrics_tables *t, const struct sl_maps *maps)
 {
 	struct occ_table tab[] = {
 		{ "buckets", maps->buckets, OCC_SETS, 0, 0, -1 },
-		{ "conns", maps->conns, OCC_HASH, 0, 0, -1 },
+		{ "conns", maps->conns, OCC_TAGS, 0, 0, -1 },
 		{ "shed", maps->shed, OCC_HASH, 0, 0, -1 },
 		{ "verdicts", maps->verdicts, OCC_VERDICTS, 0, 0, -1 },
 		{ "local_host", maps->local_host, OCC_HASH, 0, 0, -1 },
@@ -604,6 +639,10 @@ void metrics_tables(struct evbuffer *out, struct metrics_tables *t, const struct
 			tab[i].capacity = info.max_entries * SL_BUCKET_WAYS;
 			if (t)
 				tab[i].entries = set_entries(t, tab[i].fd, info.max_entries);
+		} else if (tab[i].kind == OCC_TAGS) {
+			tab[i].capacity = info.max_entries * SL_SHED_WAYS;
+			if (t)
+				tab[i].entries = tag_entries(t, tab[i].fd, info.max_entries);
 		} else if (tab[i].kind == OCC_VERDICTS) {
 			uint32_t zero = 0, v;
 
@@ -630,8 +669,8 @@ void metrics_tables(struct evbuffer *out, struct metrics_tables *t, const struct
 			close(fd);
 	}
 	head(out, "sluice_bpf_table_capacity", "gauge",
-	     "Entries each datapath table can hold (buckets: sets x 4 ways). An LRU table "
-	     "(conns, shed) evicts in batches and tops out a little below it.");
+	     "Entries each datapath table can hold (buckets, conns: sets x 4 ways). An LRU "
+	     "table (shed) evicts in batches and tops out a little below it.");
 	for (i = 0; i < n; i++)
 		if (tab[i].fd >= 0)
 			evbuffer_add_printf(out, "sluice_bpf_table_capacity{table=\"%s\"} %u\n",
@@ -639,7 +678,7 @@ void metrics_tables(struct evbuffer *out, struct metrics_tables *t, const struct
 	head(out, "sluice_bpf_table_entries", "gauge",
 	     "Entries in use in each datapath table: the kernel's element count for hash "
 	     "tables, live verdicts, bucket ways holding a key (estimated from a sample of 4096 "
-	     "sets on a larger table).");
+	     "sets on a larger table), conns ways not expired.");
 	for (i = 0; i < n; i++)
 		if (tab[i].fd >= 0 && tab[i].entries >= 0)
 			evbuffer_add_printf(out, "sluice_bpf_table_entries{table=\"%s\"} %lld\n",
