@@ -1314,10 +1314,14 @@ static __always_inline __u32 tag_find(const struct sl_shed_set *ss, __u32 tag, _
 }
 
 /* Put @tag (with its state bit) into @ss until @until: an empty or expired way, else the one
- * that expires first. 0 when it was there already. */
+ * that expires first. 0 when it was there already. Expiries are whole seconds, so under a
+ * flood a full set's ways often tie: a tie goes to way (tag >> 2) & 3 of the newcomer's when
+ * that way is among the tied, so that the tied ways are replaced at random, not always the
+ * first (which made a record written into a full set the next newcomer's victim). */
+_Static_assert((SL_SHED_WAYS & (SL_SHED_WAYS - 1)) == 0, "SL_SHED_WAYS: a power of two");
 static __always_inline int tag_put(struct sl_shed_set *ss, __u32 tag, __u32 now_s, __u32 until)
 {
-	__u32 low = ~0u;
+	__u32 low = ~0u, pick = (tag >> 2) & (SL_SHED_WAYS - 1);
 	int i, victim = 0;
 
 #pragma unroll
@@ -1329,7 +1333,7 @@ static __always_inline int tag_put(struct sl_shed_set *ss, __u32 tag, __u32 now_
 			return 0;
 		if (!ss->way[i].tag || u <= now_s)
 			u = 0;
-		if (u < low) {
+		if (u < low || (u == low && (__u32)i == pick)) {
 			low = u;
 			victim = i;
 		}
