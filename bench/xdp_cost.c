@@ -591,7 +591,7 @@ int main(int argc, char **argv)
 			struct bpf_program *p;
 			int req_frame;     /* run on the login request's frame */
 			const uint8_t *v6; /* the IPv6 source the v6 parts look up */
-		} parts[28];
+		} parts[30];
 		struct part_in *in = calloc(1, sizeof(*in));
 		uint8_t v6_bench[16];
 		size_t np = 0;
@@ -626,8 +626,10 @@ int main(int argc, char **argv)
 		     NULL);
 		PART("sl_conn_sets: lookup, a miss (hash, array, tags)", part_conn_tag_lookup, 0,
 		     NULL);
-		PART("sl_conn_sets: write, a new key (hash, array, tags, store)",
-		     part_conn_tag_write, 0, NULL);
+		PART("sl_conn_sets: empty its set + write (one key)", part_conn_tag_write1, 0,
+		     NULL);
+		PART("sl_conn_sets: write, a new key each run (cold sets)", part_conn_tag_write, 0,
+		     NULL);
 		PART("/24 table load (array)", part_dir_lookup, 0, NULL);
 		PART("bucket set lookup (hash, array, tags)", part_set_lookup, 0, NULL);
 		PART("bucket set lookup + compare-and-swap", part_set_cas, 0, NULL);
