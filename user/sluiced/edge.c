@@ -629,6 +629,12 @@ int edge_start(struct edge *e, const struct sl_config *c, const struct sl_asn_ta
 		snprintf(p, sizeof(p), "%s/sl_ghosts", e->pin_path);
 		if (!unlink(p))
 			log_info("removed the ghost table an older build pinned (sl_ghosts)");
+		/* Likewise the admitted connections' LRU hash, now tag sets (sl_conn_sets): its
+		 * records last 10 s, so losing them at an upgrade costs what a restart costs. */
+		snprintf(p, sizeof(p), "%s/sl_conns", e->pin_path);
+		if (!unlink(p))
+			log_info("removed the admitted-connection table an older build pinned "
+				 "(sl_conns; now sl_conn_sets)");
 	}
 	e->adopted = pins_present(e->pin_path);
 
