@@ -1385,11 +1385,14 @@ static __noinline int shed_tag_add(const struct sl_conn_key *ck, __u32 seed, __u
 /*
  * The tag table of admitted cookie connections (sl_conn_sets, see SL_CONN_SETS): whether
  * (tuple, @iss) of @pk was admitted and is remembered still. The same plain stores as the
- * shed tags, with the same worst case: a torn way forgets a connection. Functions of their
- * own, for the same reason as shed_tag_add (the hash's rounds in their own frame).
+ * shed tags, with the same worst case: a torn way forgets a connection. A function of its
+ * own, for the same reason as shed_tag_add (the hash's rounds in its own frame). Returns the
+ * key's hash (never 0), with CONN_TAG_FOUND set when a live way holds its tag: the tag's
+ * bit 0, which sl_shed_hash leaves clear, so conn_tag_add can take the hash as it is.
  */
-static __noinline int conn_tag_find(struct req_scratch *ws, const struct pkt *pk,
-				    const struct sl_settings *set, __u32 iss, __u64 now)
+#define CONN_TAG_FOUND (1ull << 32)
+static __noinline __u64 conn_tag_find(struct req_scratch *ws, const struct pkt *pk,
+				      const struct sl_settings *set, __u32 iss, __u64 now)
 {
 	struct sl_shed_set *ss;
 	__u32 idx;
@@ -1401,26 +1404,22 @@ static __noinline int conn_tag_find(struct req_scratch *ws, const struct pkt *pk
 	h = sl_shed_hash(&ws->ck, set->hash_seed);
 	idx = (__u32)h & (SL_CONN_SETS - 1);
 	ss = bpf_map_lookup_elem(&sl_conn_sets, &idx);
-	return ss && tag_find(ss, h >> 32, (__u32)(now / NS_PER_S)) != 0;
+	if (ss && tag_find(ss, h >> 32, (__u32)(now / NS_PER_S)))
+		h |= CONN_TAG_FOUND;
+	return h;
 }
 
-/* Remember (tuple, @iss) of @pk as admitted for SL_RACE_TTL_S. */
-static __noinline int conn_tag_add(struct req_scratch *ws, const struct pkt *pk,
-				   const struct sl_settings *set, __u32 iss, __u64 now)
+/* Remember the connection whose hash conn_tag_find gave (@h, without CONN_TAG_FOUND) as
+ * admitted for SL_RACE_TTL_S: the key is not hashed a second time. */
+static __always_inline int conn_tag_add(__u64 h, __u64 now)
 {
 	struct sl_shed_set *ss;
-	__u32 idx, now_s = (__u32)(now / NS_PER_S);
-	__u64 h;
+	__u32 idx = (__u32)h & (SL_CONN_SETS - 1), now_s = (__u32)(now / NS_PER_S);
 
-	if (!ws || !pk || !set)
-		return 0;
-	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-	h = sl_shed_hash(&ws->ck, set->hash_seed);
-	idx = (__u32)h & (SL_CONN_SETS - 1);
 	ss = bpf_map_lookup_elem(&sl_conn_sets, &idx);
-	if (!ss)
+	if (!ss || !h)
 		return 0;
-	return tag_put(ss, h >> 32, now_s, now_s + SL_RACE_TTL_S);
+	return tag_put(ss, (__u32)(h >> 32), now_s, now_s + SL_RACE_TTL_S);
 }
 
 /*
@@ -1724,7 +1723,7 @@ __noinline int sl_cookie_segment(struct xdp_md *ctx, struct pkt *pk)
 		if (st >= 0)
 			return record(SL_CLASS_NONE, SL_R_NOT_SYN, XDP_PASS);
 		if (pk->front == SL_FRONT_STATELESS) {
-			if (conn_tag_find(ws, pk, set, iss, now))
+			if (conn_tag_find(ws, pk, set, iss, now) & CONN_TAG_FOUND)
 				return record(SL_CLASS_NONE, SL_R_RACE_PASS, XDP_PASS);
 		}
 		conn = cookie_shed(ws, pk, set, iss, now);
@@ -1779,7 +1778,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 	struct sl_conn *conn;
 	struct reply *rp;
 	__u32 zero = 0, route, tix, *slot;
-	__u64 now;
+	__u64 now, conn_h;
 
 	if (!ctx || !pk)
 		return XDP_PASS;
@@ -1794,7 +1793,8 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 
 	if (pk->stage == STAGE_FIRST_REQUEST) {
 		/* Admitted before (a retransmission): the kernel's now, never judged twice. */
-		if (conn_tag_find(ws, pk, set, pk->iss, now))
+		conn_h = conn_tag_find(ws, pk, set, pk->iss, now);
+		if (conn_h & CONN_TAG_FOUND)
 			return record(SL_CLASS_NONE, SL_R_ESTABLISHED, XDP_PASS);
 		/*
 		 * A source whose own bucket (or its parent's) cannot pay for even the cheapest
@@ -1825,7 +1825,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 		tix = ws->d.tenant < SL_MAX_TENANTS ? ws->d.tenant :
 		      pk->tenant < SL_MAX_TENANTS ? pk->tenant : SL_MAX_TENANTS;
 		if (!is_shed(ws->d.reason)) {
-			conn_tag_add(ws, pk, set, pk->iss, now);
+			conn_tag_add(conn_h, now);
 			outcome(&sl_route_stats, route, 0);
 			outcome(&sl_tenant_stats, tix, 0);
 			/* Monitor-mode verdicts are counted too, and sampled like sheds. */
