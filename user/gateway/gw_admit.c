@@ -120,11 +120,8 @@ void gw_dispatch(struct gateway *g)
 		if (!j)
 			break;
 		r = req_of_job(j);
-		/* A client that hung up is not worth a hash. One whose request was read in this
-		 * very callback (admitted and dispatched without waiting) is not asked: the
-		 * peek would be a system call per request to learn what a forward or a hash
-		 * started now learns anyway, and its answer would find a closed socket. */
-		if (g->sched->admission && j != g->fresh && gw_conn_gone(r->req)) {
+		/* A client that hung up is not worth a hash. */
+		if (g->sched->admission && gw_conn_gone(r->req)) {
 			gw_sched_release(g->sched, j, now);
 			gw_shed(r, GW_SHED_CLIENT_GONE);
 			continue;
@@ -228,9 +225,7 @@ void gw_admit(struct gw_req *r)
 	else
 		g->ts[slot].admitted_burst++;
 	if (r->job.pooled) {
-		g->fresh = &r->job;
 		gw_dispatch(g);
-		g->fresh = NULL;
 		return;
 	}
 	r->cpu0 = thread_cpu_ns();

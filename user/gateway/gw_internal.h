@@ -236,8 +236,6 @@ struct gateway {
 	struct event_base *base;
 	struct gw_req *spare;          /* the last request freed, zeroed, for the next one
 					* (gw_http.c, req_alloc) */
-	struct gw_job *fresh;          /* the job gw_admit is dispatching: its head was read
-					* in this very callback (gw_dispatch) */
 	struct evhttp *http;
 	struct evhttp_bound_socket *bound;
 	struct evconnlistener *listener;
