@@ -215,12 +215,19 @@ a0=$(avail 203.0.113.10)
 s0=$(sluicectl stats --json)
 codes="" tw=""
 for i in 1 2; do
-	codes+="$(ip netns exec "$NS_C" curl -s -m 2 -o /dev/null -w '%{http_code}' --interface 203.0.113.10 \
+	codes+="$(ip netns exec "$NS_C" curl -s -m 5 -o /dev/null -w '%{http_code}' --interface 203.0.113.10 \
 		--local-port 41000 -H 'Connection: close' http://10.200.0.2/again) "
 	[ $i = 1 ] || continue
-	for _ in $(seq 1 20); do
+	# Up to 5 s for the server's close (1 s was too short once under a load of 3-5).
+	for _ in $(seq 1 100); do
 		tw=$(ip netns exec "$NS_S" ss -Htan state time-wait '( dport = :41000 )' | wc -l)
 		[ "$tw" -ge 1 ] && break
+		sleep 0.05
+	done
+	# and for the client's side of it to be gone (its LAST_ACK answered), or curl cannot bind
+	# the port again and sends no SYN at all
+	for _ in $(seq 1 100); do
+		[ -z "$(ip netns exec "$NS_C" ss -Htan '( sport = :41000 )')" ] && break
 		sleep 0.05
 	done
 done
