@@ -513,3 +513,92 @@ int part_v6_trie(struct xdp_md *ctx)
 	__builtin_memcpy(k.addr, in->v6, 16);
 	return bpf_map_lookup_elem(&part_trie, &k) ? XDP_PASS : XDP_DROP;
 }
+
+/* ---- the stateless SYN's parts: what a cookie SYN-ACK is made of --------------------------- */
+
+#include "../bpf/reply.h"
+
+/* bpf_skc_lookup_tcp on the bench SYN's tuple (198.51.100.9:41000 -> 10.0.0.2:9090), as the
+ * stateless SYN's reused-tuple check makes it: no socket holds the tuple. xdp_cost runs it with
+ * and without a listener on the port (a stateless port has one: the hand-off needs it). */
+SEC("xdp")
+int part_sk_lookup(struct xdp_md *ctx)
+{
+	struct bpf_sock_tuple t = {};
+	struct bpf_sock *sk;
+
+	t.ipv4.saddr = bpf_htonl(0xc6336409);
+	t.ipv4.daddr = bpf_htonl(0x0a000002);
+	t.ipv4.sport = bpf_htons(41000);
+	t.ipv4.dport = bpf_htons(9090);
+	sk = bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv4), BPF_F_CURRENT_NETNS, 0);
+	if (sk) {
+		int st = sk->state;
+
+		bpf_sk_release(sk);
+		return st == BPF_TCP_LISTEN ? XDP_PASS : XDP_DROP;
+	}
+	return XDP_PASS;
+}
+
+/* The SYN's options read as sl_send_synack reads them (run on the bench's SYN frames). */
+SEC("xdp")
+int part_syn_opts(struct xdp_md *ctx)
+{
+	struct seg_opts so = {};
+	const __u8 *p = xdp_data(ctx);
+
+	if ((const void *)(p + 34 + 20) > xdp_data_end(ctx))
+		return XDP_DROP;
+	parse_tcp_opts(ctx, 34, p[34 + 12] >> 4, &so);
+	USE(so.mss);
+	USE(so.ws);
+	return so.mss == 1460 ? XDP_PASS : XDP_DROP;
+}
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct reply);
+} part_reply SEC(".maps");
+
+/* A SYN-ACK (no timestamps) written over the frame by sl_emit_reply, from a reply record filled
+ * as reply_from fills it. After the first repeat the frame has the SYN-ACK's size: this is the
+ * writing and the checksums without the resize (part_resize has that). */
+SEC("xdp")
+int part_emit_synack(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct reply *r = bpf_map_lookup_elem(&part_reply, &zero);
+	const __u8 *p = xdp_data(ctx);
+
+	if (!r || (const void *)(p + 14) > xdp_data_end(ctx))
+		return XDP_DROP;
+	__builtin_memset(r, 0, sizeof(*r) - sizeof(r->body));
+	__builtin_memcpy(r->dmac, p + 6, 6);
+	__builtin_memcpy(r->smac, p, 6);
+	r->family = SL_FAM_V4;
+	r->saddr[0] = 10;
+	r->saddr[3] = 2;
+	r->daddr[0] = 198;
+	r->daddr[1] = 51;
+	r->daddr[2] = 100;
+	r->daddr[3] = 9;
+	r->sport = bpf_htons(9090);
+	r->dport = bpf_htons(41000);
+	r->kind = REPLY_SYNACK;
+	r->seq = part_seed;
+	r->ack = 0x11223345;
+	r->mss = 1460;
+	return sl_emit_reply(ctx, r) == XDP_TX ? XDP_PASS : XDP_DROP;
+}
+
+/* The resize a SYN-ACK makes of the bench's SYN (8 bytes off the tail), and back. */
+SEC("xdp")
+int part_resize(struct xdp_md *ctx)
+{
+	if (bpf_xdp_adjust_tail(ctx, -8))
+		return XDP_DROP;
+	return bpf_xdp_adjust_tail(ctx, 8) ? XDP_DROP : XDP_PASS;
+}

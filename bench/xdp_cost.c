@@ -36,6 +36,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -412,19 +414,20 @@ int main(int argc, char **argv)
 		struct restore_bpf *rs = restore_bpf__open();
 		struct sl_cookie_keys keys;
 		struct sl_cookie_opts co = { 6, 8, 1, 1 };
-		struct fspec fs[6];
-		struct sl_conn_id id[6];
+		struct fspec fs[7];
+		struct sl_conn_id id[7];
 		struct {
 			const char *name;
 			int restore, want;
 			double target;
-		} rc[6] = {
+		} rc[7] = {
 			{ "stateless: SYN -> cookie SYN-ACK (TX)", 1, XDP_TX, 3.0 },
 			{ "SYN front: shed connection's request -> 429", 1, XDP_TX, 0 },
 			{ "stateless: handshake ACK dropped", 0, XDP_DROP, 0 },
 			{ "stateless: first request admitted", 1, XDP_PASS, 10.0 },
 			{ "stateless: first request shed (429)", 1, XDP_TX, 10.0 },
 			{ "stateless: established segment", 0, XDP_PASS, 1.5 },
+			{ "stateless: Linux SYN (timestamps) -> cookie SYN-ACK", 1, XDP_TX, 3.0 },
 		};
 		static const char *login = "POST /login HTTP/1.1\r\nHost: idp.example\r\n"
 					   "Content-Length: 0\r\n\r\n";
@@ -443,7 +446,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		bpf_map_lookup_elem(m.cookie_keys, &zero, &keys);
-		for (i = 0; i < 6; i++) {
+		for (i = 0; i < 7; i++) {
 			/* 203.0.113.0/24 is "tight" (shed), 198.51.100.0/24 "open" (admitted). */
 			const char *src = (i == 3 || i == 5) ? "198.51.100.9" : "203.0.113.9";
 
@@ -463,6 +466,12 @@ int main(int argc, char **argv)
 			inet_pton(AF_INET, "10.0.0.2", id[i].daddr);
 			if (i == 0) {
 				fs[i].tcp_opts = 2;
+				continue;
+			}
+			if (i == 6) {
+				/* What Linux clients send: the cookie's options go in our TSval. */
+				fs[i].tcp_opts = 4;
+				fs[i].tsval = 77;
 				continue;
 			}
 			/* Linux clients speak timestamps: the request echoes our TSval. */
@@ -485,7 +494,7 @@ int main(int argc, char **argv)
 		}
 		pa = bpf_map__fd(rs->maps.bench_next);
 		bfd = bpf_program__fd(rs->progs.restore_then);
-		for (i = 0; i < 6; i++) {
+		for (i = 0; i < 7; i++) {
 			struct {
 				__u32 len, forget;
 				__u8 data[512];
@@ -583,15 +592,25 @@ int main(int argc, char **argv)
 		struct fspec rq = { .family = 4, .src = "198.51.100.9", .dst = "10.0.0.2",
 				    .dport = 9090, .flags = F_ACK | 0x08, .tcp_opts = 3,
 				    .data = login };
-		uint8_t frame[512], rframe[512], deep[16] = { 0 };
+		/* The stateless SYN as the case sends it (MSS, SACK, window scale) and a Linux SYN
+		 * (timestamps too), for the SYN-ACK's parts. */
+		struct fspec sy = { .family = 4, .src = "198.51.100.9", .dst = "10.0.0.2",
+				    .sport = 41000, .dport = 9090, .tcp_opts = 2 };
+		struct fspec lx = { .family = 4, .src = "198.51.100.9", .dst = "10.0.0.2",
+				    .sport = 41000, .dport = 9090, .tcp_opts = 4, .tsval = 77 };
+		uint8_t frame[512], rframe[512], sframe[512], lframe[512], deep[16] = { 0 };
 		struct fbuilt fb = build_frame(&pf, frame), rb = build_frame(&rq, rframe);
+		struct fbuilt sb = build_frame(&sy, sframe), lb = build_frame(&lx, lframe);
+		int lfd = -1;
 		char deep_trie[80] = "", deep_table[80] = "";
 		struct {
 			const char *name;
 			struct bpf_program *p;
-			int req_frame;     /* run on the login request's frame */
+			int req_frame;     /* 1: on the login request's frame; 2: the stateless SYN's;
+					    * 3: the Linux SYN's; 4: the stateless SYN's, a listener on
+					    * its port */
 			const uint8_t *v6; /* the IPv6 source the v6 parts look up */
-		} parts[30];
+		} parts[40];
 		struct part_in *in = calloc(1, sizeof(*in));
 		uint8_t v6_bench[16];
 		size_t np = 0;
@@ -641,6 +660,13 @@ int main(int argc, char **argv)
 		PART("request: copy the payload (83 bytes)", part_req_copy, 1, NULL);
 		PART("request: method, path, Host", part_req_http, 0, NULL);
 		PART("request: + route LPM + host hash", part_req_lookups, 0, NULL);
+		PART("SYN: TCP options, the case's (MSS SACK NOP NOP NOP WS)", part_syn_opts, 2,
+		     NULL);
+		PART("SYN: TCP options, Linux's (MSS SACK TS NOP WS)", part_syn_opts, 3, NULL);
+		PART("SYN-ACK: sl_emit_reply, no resize", part_emit_synack, 2, NULL);
+		PART("SYN-ACK: resize (adjust_tail -8, +8)", part_resize, 2, NULL);
+		PART("SYN: socket lookup, no socket, no listener", part_sk_lookup, 2, NULL);
+		PART("SYN: socket lookup, no socket, a listener", part_sk_lookup, 4, NULL);
 #undef PART
 		bpf_map_update_elem(bpf_map__fd(pt->maps.part_lru), &k, &b, BPF_ANY);
 		if ((asn_file ? file_asn(&asn, asn_file, &cfg, &parse_s) :
@@ -765,9 +791,26 @@ int main(int argc, char **argv)
 				continue;
 			}
 			pfd = bpf_program__fd(parts[i].p);
-			if (parts[i].req_frame) {
+			if (parts[i].req_frame == 1) {
 				fr = rframe;
 				fl = rb.len;
+			} else if (parts[i].req_frame == 2 || parts[i].req_frame == 4) {
+				fr = sframe;
+				fl = sb.len;
+			} else if (parts[i].req_frame == 3) {
+				fr = lframe;
+				fl = lb.len;
+			}
+			if (parts[i].req_frame == 4 && lfd < 0) {
+				struct sockaddr_in a = { .sin_family = AF_INET,
+							 .sin_port = htons(9090) };
+				int one = 1;
+
+				lfd = socket(AF_INET, SOCK_STREAM, 0);
+				if (lfd < 0 ||
+				    setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+				    bind(lfd, (struct sockaddr *)&a, sizeof(a)) || listen(lfd, 8))
+					printf("(no listener on port 9090: %s)\n", strerror(errno));
 			}
 			if (parts[i].v6)
 				memcpy(in->v6, parts[i].v6, 16);
@@ -782,6 +825,8 @@ int main(int argc, char **argv)
 			if (np == 0)
 				break;
 		}
+		if (lfd >= 0)
+			close(lfd);
 		free(in);
 		parts_bpf__destroy(pt);
 	}

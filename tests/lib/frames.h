@@ -38,7 +38,8 @@ struct fspec {
 	int ip6_frag;       /* add a fragment header: 1 first (M), 2 atomic, 3 a later one */
 	int doff;           /* override TCP data offset (0 = 5, or 7 with options) */
 	int tcp_opts;       /* 1: MSS 1460 + SACK-permitted (8 bytes); 2: also window scale 7;
-			     * 3: NOP NOP TS(tsval, tsecr) (12 bytes) */
+			     * 3: NOP NOP TS(tsval, tsecr) (12 bytes); 4: a Linux SYN's, MSS 1460,
+			     * SACK-permitted, TS(tsval, tsecr), NOP, window scale 7 (20 bytes) */
 	uint32_t tsval, tsecr;
 	int payload;        /* bytes of payload after the L4 header ('x') */
 	const char *data;   /* payload text (overrides payload) */
@@ -85,7 +86,7 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 		return b;
 	}
 
-	l4len = l4 == IPPROTO_TCP ? 20 + (s->tcp_opts >= 2 ? 12 : s->tcp_opts ? 8 : 0) : 8;
+	l4len = l4 == IPPROTO_TCP ? 20 + (s->tcp_opts == 4 ? 20 : s->tcp_opts >= 2 ? 12 : s->tcp_opts ? 8 : 0) : 8;
 	if (s->family == 6) {
 		struct ipv6hdr *ip6 = (struct ipv6hdr *)(out + off);
 		uint8_t *next = &ip6->nexthdr;
@@ -149,7 +150,16 @@ static inline struct fbuilt build_frame(const struct fspec *s, uint8_t *out)
 		th->doff = s->doff ? (unsigned)s->doff : (unsigned)(l4len / 4);
 		out[off + 13] = flags;
 		th->window = htons(64240);
-		if (s->tcp_opts == 3) {
+		if (s->tcp_opts == 4) {
+			uint8_t *o = out + off + 20;
+			uint32_t v = htonl(s->tsval), e = htonl(s->tsecr);
+
+			o[0] = 2; o[1] = 4; o[2] = 0x05; o[3] = 0xb4; /* MSS 1460 */
+			o[4] = 4; o[5] = 2; o[6] = 8; o[7] = 10;      /* SACK ok, TS */
+			memcpy(o + 8, &v, 4);
+			memcpy(o + 12, &e, 4);
+			o[16] = 1; o[17] = 3; o[18] = 3; o[19] = 7;   /* NOP, WS 7 */
+		} else if (s->tcp_opts == 3) {
 			uint8_t *o = out + off + 20;
 			uint32_t v = htonl(s->tsval), e = htonl(s->tsecr);
 
