@@ -297,7 +297,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xdp_cost: bad arguments\n");
 		return 2;
 	}
-	log_set_level(LOG_LVL_ERROR);
+	log_set_level(getenv("XDP_COST_LOG") ? LOG_LVL_INFO : LOG_LVL_ERROR);
 	log_hook_libbpf();
 	fd = mkstemp(path);
 	f = fdopen(fd, "w");

@@ -106,19 +106,6 @@ static __always_inline __u64 sl_now(void)
 	return c->ns;
 }
 
-__noinline int sl_cookie_new(const struct sl_conn_id *id, __u64 now,
-			     const struct sl_cookie_opts *o, const struct sl_cookie_keys *k,
-			     struct reply *rp)
-{
-	__u32 tsval = 0;
-
-	if (!id || !o || !k || !rp)
-		return 0;
-	rp->seq = sl_cookie_make(id, now, o, k, &tsval);
-	rp->tsval = tsval;
-	return 1;
-}
-
 /* What a cookie check is asked: the ack - 1, and the timestamp echo if there is one. */
 struct cookie_q {
 	__u32 iss;
@@ -937,9 +924,9 @@ static __always_inline void conn_key_of(struct sl_conn_key *ck, const struct src
 	__builtin_memcpy(ck->daddr, s->daddr, 16);
 }
 
-/* Fill the parts of a reply that mirror the incoming frame. */
-static __always_inline int reply_from(struct reply *r, struct xdp_md *ctx,
-				      const struct pkt *pk)
+/* The reply's Ethernet addresses and tags, from the incoming frame's. */
+static __always_inline int reply_l2_from(struct reply *r, struct xdp_md *ctx,
+					 const struct pkt *pk)
 {
 	void *data = xdp_data(ctx), *end = xdp_data_end(ctx);
 	__u8 *p = data;
@@ -953,6 +940,15 @@ static __always_inline int reply_from(struct reply *r, struct xdp_md *ctx,
 	 * SL_MAX_VLAN slots at one constant size: any frame here holds an IP and a TCP header
 	 * after its tags, more than the 32 bytes, and what follows the last tag is not used. */
 	if (pk->n_vlan && bpf_xdp_load_bytes(ctx, 12, r->vlan, sizeof(r->vlan)))
+		return -1;
+	return 0;
+}
+
+/* Fill the parts of a reply that mirror the incoming frame. */
+static __always_inline int reply_from(struct reply *r, struct xdp_md *ctx,
+				      const struct pkt *pk)
+{
+	if (reply_l2_from(r, ctx, pk))
 		return -1;
 	r->family = pk->s.family;
 	__builtin_memcpy(r->saddr, pk->s.daddr, 16);
@@ -2001,29 +1997,33 @@ __noinline int sl_syn_verify(struct xdp_md *ctx, struct pkt *pk)
 	return NEED_JUDGE;
 }
 
-/* Answer a SYN with a cookie SYN-ACK: every SYN on a stateless port, a shed one on a SYN-front
- * `reply` port. */
-__noinline int sl_send_synack(struct xdp_md *ctx, const struct pkt *pk)
+/*
+ * Answer a SYN with a cookie SYN-ACK: every SYN on a stateless port, a shed one on a SYN-front
+ * `reply` port. Written over the SYN where it lies when the SYN's shape allows
+ * (synack_in_place), else by sl_emit_reply. Only the fields a SYN-ACK reads are set in the
+ * record (the in-place path reads no L2 field, and the general one gets them below): no
+ * memset of it. The MAC inline: the calls of sl_cookie_new and sl_mac were ~20 ns of it.
+ * The stack: this with sluice_xdp's frame must stay within the verifier's 512 bytes for a
+ * call chain (the options' walk is a function of its own for that, and the MAC reads the
+ * segment's record instead of a struct sl_conn_id).
+ */
+static __always_inline int send_synack(struct xdp_md *ctx, const struct pkt *pk)
 {
 	const struct sl_settings *set;
 	struct sl_cookie_keys *keys;
 	struct sl_cookie_opts o = {};
-	struct sl_conn_id id = {};
 	struct seg_opts so = {};
 	struct reply *rp;
-	__u32 zero = 0;
-	int i;
+	__u32 zero = 0, tsval = 0;
+	int i, rc;
 
 	__u64 now = sl_now();
 
-	if (!ctx || !pk)
-		return XDP_DROP;
 	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	keys = bpf_map_lookup_elem(&sl_cookie_keys, &zero);
 	rp = bpf_map_lookup_elem(&sl_scratch, &zero);
 	if (!set || !keys || !rp || (!keys->cur[0] && !keys->cur[1]))
 		return XDP_DROP; /* no key yet: drop, as a drop port would */
-	__builtin_memset(rp, 0, sizeof(*rp) - sizeof(rp->body));
 	parse_tcp_opts(ctx, pk->th_off, pk->doff, &so);
 	if (so.ts) {
 		/* The largest table MSS the client can take; window scale and SACK as offered. */
@@ -2037,19 +2037,18 @@ __noinline int sl_send_synack(struct xdp_md *ctx, const struct pkt *pk)
 		o.ts = 1;
 	}
 
-	id.family = pk->s.family;
-	id.sport = pk->sport;
-	id.dport = pk->dport;
-	id.isn = pk->seq;
-	__builtin_memcpy(id.saddr, pk->s.saddr, 16);
-	__builtin_memcpy(id.daddr, pk->s.daddr, 16);
-
-	if (reply_from(rp, ctx, pk))
-		return XDP_DROP;
 	rp->kind = REPLY_SYNACK;
-	if (!sl_cookie_new(&id, now, &o, keys, rp))
-		return XDP_DROP;
-	rp->ack = id.isn + 1;
+	rp->family = pk->s.family;
+	__builtin_memcpy(rp->saddr, pk->s.daddr, 16);
+	__builtin_memcpy(rp->daddr, pk->s.saddr, 16);
+	rp->sport = bpf_htons(pk->dport);
+	rp->dport = bpf_htons(pk->sport);
+	/* The MAC reads the addresses where the segment's record holds them (per-CPU map
+	 * memory, not a stack copy). */
+	rp->seq = sl_cookie_make_of(pk->s.family, pk->s.saddr, pk->s.daddr, pk->sport, pk->dport,
+				    pk->seq, now, &o, keys, &tsval);
+	rp->tsval = tsval;
+	rp->ack = pk->seq + 1;
 	rp->mss = pk->s.family == SL_FAM_V4 ? set->mss4 : set->mss6;
 	if (!rp->mss)
 		rp->mss = 536;
@@ -2058,7 +2057,53 @@ __noinline int sl_send_synack(struct xdp_md *ctx, const struct pkt *pk)
 	rp->tsecr = so.tsval;
 	rp->ws = o.ts ? so.ws : 0;
 	rp->sack = o.ts ? so.sack : 0;
+	rc = synack_in_place(ctx, rp, pk->ip_off & 0x3ff, pk->th_off & 0x3fff);
+	if (rc >= 0)
+		return rc;
+	if (reply_l2_from(rp, ctx, pk))
+		return XDP_DROP;
 	return sl_emit_reply(ctx, rp);
+}
+
+/* The SYN front's SYN-ACK for a shed SYN on a `reply` port. */
+__noinline int sl_send_synack(struct xdp_md *ctx, const struct pkt *pk)
+{
+	if (!ctx || !pk)
+		return XDP_DROP;
+	return send_synack(ctx, pk);
+}
+
+#define SYN_REUSED (-1)   /* the server holds a socket on the tuple: the kernel's SYN */
+#define SYN_TOO_DEEP (-2) /* more tags than a reply carries back */
+
+/*
+ * A SYN on a stateless port, its source not blocked: the reused-tuple check, then the cookie
+ * SYN-ACK (XDP_TX or XDP_DROP), or SYN_REUSED or SYN_TOO_DEEP. One global function for both:
+ * the call of sl_sock_state was ~10 ns of every SYN.
+ */
+__noinline int sl_stateless_syn(struct xdp_md *ctx, const struct pkt *pk)
+{
+	struct bpf_sock *sk;
+	int state;
+
+	if (!ctx || !pk)
+		return XDP_DROP;
+	/*
+	 * A tuple the server still holds a socket for (its TIME_WAIT, most often: the server
+	 * closed first) is the kernel's to reopen by its own rules, which a cookie would bypass.
+	 */
+	sk = tuple_sock(ctx, pk);
+	if (sk) {
+		state = sk->state;
+		bpf_sk_release(sk);
+		if (state != BPF_TCP_LISTEN)
+			return SYN_REUSED;
+	}
+	/* Under more tags than a reply carries back, no cookie can reach the client; the
+	 * kernel would take the SYN, so it is not passed either. */
+	if (pk->n_vlan > SL_MAX_VLAN)
+		return SYN_TOO_DEEP;
+	return send_synack(ctx, pk);
 }
 
 /*
@@ -2076,6 +2121,7 @@ static __always_inline int sl_syn(struct xdp_md *ctx, struct pkt *pk)
 	struct decision *d;
 	__u32 zero = 0, *slot;
 	__u64 now;
+	int rc;
 
 	if (!ctx || !pk)
 		return XDP_PASS;
@@ -2105,13 +2151,12 @@ static __always_inline int sl_syn(struct xdp_md *ctx, struct pkt *pk)
 				return record(SL_CLASS_NONE, SL_R_SHED_VERDICT, XDP_DROP);
 		}
 		/*
-		 * A tuple the server still holds a socket for (its TIME_WAIT, most often: the
-		 * server closed first) is the kernel's to reopen by its own rules, which a cookie
-		 * would bypass. Its SYN goes to the kernel, and the connection is then proven and
+		 * A reused tuple's SYN goes to the kernel, and the connection is then proven and
 		 * charged like the SYN front's: at the ACK that completes the kernel's handshake,
 		 * at the port's unreadable cost, since its request is never read.
 		 */
-		if (sl_sock_state(ctx, pk) >= 0) {
+		rc = sl_stateless_syn(ctx, pk);
+		if (rc == SYN_REUSED) {
 			if (pk->payload)
 				return record(SL_CLASS_NONE, SL_R_SYN_DATA, XDP_DROP);
 			slot = pend_slot(pk, set);
@@ -2119,11 +2164,9 @@ static __always_inline int sl_syn(struct xdp_md *ctx, struct pkt *pk)
 				*slot = (__u32)(now / NS_PER_S) ?: 1; /* 0 marks a cold slot */
 			return record(SL_CLASS_NONE, SL_R_TW_REUSE, XDP_PASS);
 		}
-		/* Under more tags than a reply carries back, no cookie can reach the client; the
-		 * kernel would take the SYN, so it is not passed either. */
-		if (pk->n_vlan > SL_MAX_VLAN)
+		if (rc == SYN_TOO_DEEP)
 			return record(SL_CLASS_NONE, SL_R_MAL_VLAN_DEPTH, XDP_DROP);
-		return record(SL_CLASS_NONE, SL_R_HANDSHAKE, sl_send_synack(ctx, pk));
+		return record(SL_CLASS_NONE, SL_R_HANDSHAKE, rc);
 	}
 
 	/* SYN front. Data in a SYN (TCP Fast Open) would be handed to a TFO listener before

@@ -92,27 +92,37 @@ static __always_inline void sl_cookie_opts_of(__u32 bits, __u8 ts, struct sl_coo
 
 /* The 64-bit MAC of (@c, @slot, @ts, @bits) under @key: ISS bits from the low 28, TSval
  * bits from the next 24. */
-static __always_inline __u64 sl_cookie_mac(const struct sl_conn_id *c, __u64 slot, __u32 ts,
-					   __u32 bits, const __u64 *key)
+static __always_inline __u64 sl_cookie_mac_of(__u8 family, const __u8 *saddr,
+					      const __u8 *daddr, __u16 sport, __u16 dport,
+					      __u32 isn, __u64 slot, __u32 ts, __u32 bits,
+					      const __u64 *key)
 {
 	__u64 m[6];
-	__u64 tail = ((__u64)c->sport << 48) | ((__u64)c->dport << 32) | c->isn;
+	__u64 tail = ((__u64)sport << 48) | ((__u64)dport << 32) | isn;
 	__u64 more = (slot << 16) | ((__u64)(ts & 1) << 8) | (bits & 0xff);
 
-	if (c->family == SL_FAM_V4) {
-		m[0] = sl_rd64(c->saddr) & 0xffffffffull; /* only the 4 address bytes count */
-		m[0] = (m[0] << 32) | (sl_rd64(c->daddr) & 0xffffffffull);
+	if (family == SL_FAM_V4) {
+		m[0] = sl_rd64(saddr) & 0xffffffffull; /* only the 4 address bytes count */
+		m[0] = (m[0] << 32) | (sl_rd64(daddr) & 0xffffffffull);
 		m[1] = tail;
 		m[2] = more;
 		return sl_siphash(m, 3, key[0], key[1]);
 	}
-	m[0] = sl_rd64(c->saddr);
-	m[1] = sl_rd64(c->saddr + 8);
-	m[2] = sl_rd64(c->daddr);
-	m[3] = sl_rd64(c->daddr + 8);
+	m[0] = sl_rd64(saddr);
+	m[1] = sl_rd64(saddr + 8);
+	m[2] = sl_rd64(daddr);
+	m[3] = sl_rd64(daddr + 8);
 	m[4] = tail;
 	m[5] = more;
 	return sl_siphash(m, 6, key[0], key[1]);
+}
+
+/* The same over a connection record. */
+static __always_inline __u64 sl_cookie_mac(const struct sl_conn_id *c, __u64 slot, __u32 ts,
+					   __u32 bits, const __u64 *key)
+{
+	return sl_cookie_mac_of(c->family, c->saddr, c->daddr, c->sport, c->dport, c->isn, slot,
+				ts, bits, key);
 }
 
 static __always_inline __u32 sl_cookie_iss_of(__u64 mac, __u8 marker)
@@ -136,6 +146,15 @@ static __always_inline __u32 sl_cookie_tsval_of(__u64 mac, __u32 bits)
 	sl_cookie_mac(c, slot, ts, bits, (use_prev) ? (k)->prev : (k)->cur)
 #endif
 
+/* ISS and TSval of a @mac made now with options @bits: the one tail of both makers below. */
+static __always_inline __u32 sl_cookie_of_mac(__u64 mac, const struct sl_cookie_opts *o,
+					      __u32 bits, const struct sl_cookie_keys *k,
+					      __u32 *tsval)
+{
+	*tsval = o->ts ? sl_cookie_tsval_of(mac, bits) : 0;
+	return sl_cookie_iss_of(mac, k->cur_marker);
+}
+
 /* The cookie for @c now: returns the ISS, and our TSval in *@tsval when @o->ts. */
 static __always_inline __u32 sl_cookie_make(const struct sl_conn_id *c, __u64 now_ns,
 					    const struct sl_cookie_opts *o,
@@ -143,10 +162,28 @@ static __always_inline __u32 sl_cookie_make(const struct sl_conn_id *c, __u64 no
 {
 	__u64 slot = now_ns >> SL_COOKIE_SLOT_SHIFT;
 	__u32 bits = o->ts ? sl_cookie_optbits(o) : 0;
-	__u64 mac = SL_COOKIE_MAC(c, slot, o->ts, bits, k, 0);
 
-	*tsval = o->ts ? sl_cookie_tsval_of(mac, bits) : 0;
-	return sl_cookie_iss_of(mac, k->cur_marker);
+	return sl_cookie_of_mac(SL_COOKIE_MAC(c, slot, o->ts, bits, k, 0), o, bits, k, tsval);
+}
+
+/*
+ * The same from the connection's fields, the MAC computed inline even where SL_COOKIE_MAC is
+ * a call: the one MAC of a SYN-ACK, in a BPF function that can afford its registers (and
+ * whose stack cannot afford a struct sl_conn_id). The same MAC as sl_cookie_make's by
+ * construction: sl_cookie_mac is this over the record's fields.
+ */
+static __always_inline __u32 sl_cookie_make_of(__u8 family, const __u8 *saddr,
+					       const __u8 *daddr, __u16 sport, __u16 dport,
+					       __u32 isn, __u64 now_ns,
+					       const struct sl_cookie_opts *o,
+					       const struct sl_cookie_keys *k, __u32 *tsval)
+{
+	__u64 slot = now_ns >> SL_COOKIE_SLOT_SHIFT;
+	__u32 bits = o->ts ? sl_cookie_optbits(o) : 0;
+
+	return sl_cookie_of_mac(sl_cookie_mac_of(family, saddr, daddr, sport, dport, isn, slot,
+						 o->ts, bits, k->cur),
+				o, bits, k, tsval);
 }
 
 /* Does @mac, made for one (key, slot), account for @iss and (with timestamps) @tsecr? */
