@@ -837,6 +837,65 @@ static void synacks(struct env *e)
 		    co.mss_idx);
 	}
 
+	/*
+	 * The option layouts read at once by fixed compares (bpf/reply.h, syn_opts_known), and
+	 * near misses of them that the walk reads: each SYN-ACK must say what the walk would
+	 * make of its SYN. T marks where the SYN's TSval goes (4 bytes, TSecr 0 after it).
+	 */
+	{
+		static const struct {
+			const char *what;
+			uint8_t opts[24];
+			size_t len;
+			int ts_at; /* offset of the TSval, -1: none */
+			struct synack_want w;
+		} lay[] = {
+			{ "Linux's SYN layout (MSS SACK TS NOP WS)",
+			  { 2, 4, 5, 180, 4, 2, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 3, 7 }, 20, 8,
+			  { 1, 6, 8, 1, 0 } },
+			{ "FreeBSD's SYN layout (MSS NOP WS SACK TS)",
+			  { 2, 4, 5, 180, 1, 3, 3, 6, 4, 2, 8, 10 }, 20, 12, { 1, 6, 7, 1, 0 } },
+			{ "macOS's SYN layout (MSS NOP WS NOP NOP TS SACK EOL EOL)",
+			  { 2, 4, 5, 180, 1, 3, 3, 6, 1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0, 4, 2, 0, 0 },
+			  24, 12, { 1, 6, 7, 1, 0 } },
+			{ "Windows's SYN layout (MSS NOP WS NOP NOP SACK)",
+			  { 2, 4, 5, 180, 1, 3, 3, 8, 1, 1, 4, 2 }, 12, -1, { 0, 0, 0, 0, 0 } },
+			{ "Linux's SYN layout without timestamps (MSS NOP NOP SACK NOP WS)",
+			  { 2, 4, 5, 180, 1, 1, 4, 2, 1, 3, 3, 7 }, 12, -1, { 0, 0, 0, 0, 0 } },
+			{ "MSS alone", { 2, 4, 5, 180 }, 4, -1, { 0, 0, 0, 0, 0 } },
+			{ "Linux's layout, MSS 536 and a window shift of 20 (taken as 14)",
+			  { 2, 4, 2, 24, 4, 2, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 3, 20 }, 20, 8,
+			  { 1, 0, 15, 1, 0 } },
+			{ "macOS's layout with NOPs for its SACK-permitted (the walk's)",
+			  { 2, 4, 5, 180, 1, 3, 3, 6, 1, 1, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0 },
+			  24, 12, { 1, 6, 7, 0, 0 } },
+			{ "Linux's layout with the window scale's length 4 (the walk's: no scale)",
+			  { 2, 4, 5, 180, 4, 2, 8, 10, 0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 4, 7 }, 20, 8,
+			  { 1, 6, 0, 1, 0 } },
+			{ "FreeBSD's layout with an MSS of length 5 (the walk's: no MSS, the rest)",
+			  { 2, 5, 5, 180, 1, 3, 3, 6, 4, 2, 8, 10 }, 20, 12, { 1, 0, 7, 1, 0 } },
+		};
+
+		for (i = 0; i < sizeof(lay) / sizeof(lay[0]); i++) {
+			struct conn c = conn_of("198.51.107.1", 8080, 0);
+			struct synack_want w = lay[i].w;
+			uint8_t in[SEG_MAX], o[24];
+			size_t len;
+			struct view v;
+			int j;
+
+			c.tsval = 0x5eed0000u + (uint32_t)i;
+			memcpy(o, lay[i].opts, sizeof(o));
+			if (lay[i].ts_at >= 0)
+				for (j = 0; j < 4; j++)
+					o[lay[i].ts_at + j] = (uint8_t)(c.tsval >> (24 - 8 * j));
+			w.tsecr = w.ts ? c.tsval : 0;
+			len = seg_raw(&c, F_SYN, c.isn, 0, o, lay[i].len, NULL, 0, in);
+			step(e, lay[i].what, in, len, XDP_TX, "none/handshake", &v);
+			check_synack(e, &c, lay[i].what, &v, len, &w);
+		}
+	}
+
 	/* TCP Fast Open: the data is not ours to take before the source is proven. */
 	{
 		struct conn c = conn_of("198.51.106.1", 8080, 0);
