@@ -17,8 +17,11 @@
  * walk, one array load; an IPv6 source through the LPM trie and through the IPv6 table (the
  * bench's /36 source and a /48 row's address, the deepest walk), built from the same rows;
  * one cookie MAC; copying a request's payload, reading its method, path and Host, the route
- * and host lookups after it, and a ClientHello's SNI. It says where a SYN decision's and a
- * first request's time goes.
+ * and host lookups after it, and a ClientHello's SNI; a SYN's TCP options read (the case's
+ * layout and Linux's), the SYN-ACK's writing and its resize, and the reused-tuple check's
+ * socket lookup with and without a listener on the port. It says where a SYN decision's, a
+ * cookie SYN-ACK's and a first request's time goes. XDP_COST_LOG=1 prints libbpf's messages
+ * (the verifier's log when a program does not load).
  *
  * Exit status is 0 whether or not a target is met: this reports, it does not judge.
  * --asn-table FILE replaces the synthetic rows with a real table ("prefix,asn,class", e.g.
