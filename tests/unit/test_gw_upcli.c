@@ -571,6 +571,75 @@ static void chunk_line_bound(void **state)
 	gw_upcli_fini(&c);
 }
 
+/* As feed_split, with each piece added by reference: a chain of its own. */
+static int feed_refs(struct gw_upcli *c, const char *resp, size_t len, size_t cut)
+{
+	struct evbuffer *in = evbuffer_new();
+	int v;
+
+	gw_upcli_test_start(c, false, 65536, 1 << 20);
+	if (cut)
+		evbuffer_add_reference(in, resp, cut, NULL, NULL);
+	v = gw_upcli_test_feed(c, in, false);
+	if (!v) {
+		if (len > cut)
+			evbuffer_add_reference(in, resp + cut, len - cut, NULL, NULL);
+		v = gw_upcli_test_feed(c, in, false);
+	}
+	if (!v)
+		v = gw_upcli_test_feed(c, in, true);
+	evbuffer_free(in);
+	return v;
+}
+
+/* Header lines on both sides of the parser's stack copy (512 bytes: shorter lines are copied
+ * from the buffer's first chain, longer ones or those across chains are evbuffer_readln's):
+ * each value is read whole and exact, with CRLF or a bare LF, wherever the answer was cut,
+ * and with each piece in a chain of its own. */
+static void line_copy_bound(void **state)
+{
+	static char resp[2048];
+	struct gw_upcli c;
+	size_t len, cut, vlen;
+	int lf;
+
+	(void)state;
+	client(&c);
+	for (lf = 0; lf <= 1; lf++) {
+		for (vlen = 500; vlen <= 520; vlen++) {
+			const char *eol = lf ? "\n" : "\r\n";
+			struct evkeyval *kv;
+
+			len = (size_t)snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK%sX-Long: ", eol);
+			memset(resp + len, 'a' + (int)(vlen % 26), vlen);
+			len += vlen;
+			len += (size_t)snprintf(resp + len, sizeof(resp) - len,
+						"%sContent-Length: 2%s%sok", eol, eol, eol);
+			for (cut = 0; cut <= 2 * len + 1; cut += (cut % (len + 1) < 10 ||
+						     cut % (len + 1) > len - 40) ? 1 : 7) {
+				/* the first pass copies both pieces into the buffer, the second adds
+				 * them by reference: a chain each, so that a line can span two */
+				int v = cut <= len ? feed_split(&c, resp, len, cut) :
+						     feed_refs(&c, resp, len, cut - len - 1);
+				const char *got = NULL;
+
+				if (v != 1)
+					fail_msg("a %zu-byte value (%s) cut at %zu: %d", vlen,
+						 lf ? "LF" : "CRLF", cut, v);
+				TAILQ_FOREACH(kv, &c.hdrs, next)
+					if (!strcmp(kv->key, "X-Long"))
+						got = kv->value;
+				assert_non_null(got);
+				assert_int_equal(strlen(got), vlen);
+				assert_true(got[0] == resp[strlen("HTTP/1.1 200 OK") + strlen(eol) + 8]);
+				assert_true(got[vlen - 1] == got[0]);
+				assert_int_equal(evbuffer_get_length(c.body), 2);
+			}
+		}
+	}
+	gw_upcli_fini(&c);
+}
+
 /* The elements gw_list_next gives for @v, joined by '|' (static). */
 static const char *elems(const char *v)
 {
@@ -767,6 +836,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(idle_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_and_reentrant, setup, teardown),
 		cmocka_unit_test_setup_teardown(chunk_line_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(line_copy_bound, setup, teardown),
 		cmocka_unit_test(token_lists),
 		cmocka_unit_test_setup_teardown(token_lists_in_answers, setup, teardown),
 		cmocka_unit_test_setup_teardown(connect_only, setup, teardown),
