@@ -267,7 +267,7 @@ r50 = [r[k]["p50_ratio"] for r in runs]
 r99 = [r[k]["p99_ratio"] for r in runs]
 d50 = statistics.median(r["direct"]["p50_us"] for r in runs)
 t50 = statistics.median(r[k]["p50_us"] for r in runs)
-goal = ""  # the goal is the cheap authenticated route's (/check); /static is the bare hop
+goal = ""  # the goal is read on the cheap authenticated route (/check); /static is the bare hop
 if sys.argv[3] == "check":
     goal = "   goal p50 <= 1.1x: " + ("met" if statistics.median(r50) <= 1.1 else "missed")
 print("%-6s  1 conn  %-6s p50 %7.1f us (direct %6.1f) = %.2fx (runs: %s)   p99 %.2fx%s" % (
