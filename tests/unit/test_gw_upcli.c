@@ -521,23 +521,39 @@ static void refused_and_reentrant(void **state)
 	gw_upcli_fini(&c);
 }
 
+/* @n bytes of @p to @in: copied, or by reference (a chain of their own, @p static). */
+static void put(struct evbuffer *in, const char *p, size_t n, bool by_ref)
+{
+	if (!n)
+		return;
+	if (by_ref)
+		evbuffer_add_reference(in, p, n, NULL, NULL);
+	else
+		evbuffer_add(in, p, n);
+}
+
 /* The parser alone (gw_upcli_test_*): @resp fed in two pieces, cut at @cut. */
-static int feed_split(struct gw_upcli *c, const char *resp, size_t len, size_t cut)
+static int feed_pieces(struct gw_upcli *c, const char *resp, size_t len, size_t cut, bool by_ref)
 {
 	struct evbuffer *in = evbuffer_new();
 	int v;
 
 	gw_upcli_test_start(c, false, 65536, 1 << 20);
-	evbuffer_add(in, resp, cut);
+	put(in, resp, cut, by_ref);
 	v = gw_upcli_test_feed(c, in, false);
 	if (!v) {
-		evbuffer_add(in, resp + cut, len - cut);
+		put(in, resp + cut, len - cut, by_ref);
 		v = gw_upcli_test_feed(c, in, false);
 	}
 	if (!v)
 		v = gw_upcli_test_feed(c, in, true);
 	evbuffer_free(in);
 	return v;
+}
+
+static int feed_split(struct gw_upcli *c, const char *resp, size_t len, size_t cut)
+{
+	return feed_pieces(c, resp, len, cut, false);
 }
 
 /* A chunk-size line's bound does not depend on where the answer was cut: a line of 1024
@@ -571,27 +587,6 @@ static void chunk_line_bound(void **state)
 	gw_upcli_fini(&c);
 }
 
-/* As feed_split, with each piece added by reference: a chain of its own. */
-static int feed_refs(struct gw_upcli *c, const char *resp, size_t len, size_t cut)
-{
-	struct evbuffer *in = evbuffer_new();
-	int v;
-
-	gw_upcli_test_start(c, false, 65536, 1 << 20);
-	if (cut)
-		evbuffer_add_reference(in, resp, cut, NULL, NULL);
-	v = gw_upcli_test_feed(c, in, false);
-	if (!v) {
-		if (len > cut)
-			evbuffer_add_reference(in, resp + cut, len - cut, NULL, NULL);
-		v = gw_upcli_test_feed(c, in, false);
-	}
-	if (!v)
-		v = gw_upcli_test_feed(c, in, true);
-	evbuffer_free(in);
-	return v;
-}
-
 /* Header lines on both sides of the parser's stack copy (512 bytes: shorter lines are copied
  * from the buffer's first chain, longer ones or those across chains are evbuffer_readln's):
  * each value is read whole and exact, with CRLF or a bare LF, wherever the answer was cut,
@@ -620,7 +615,7 @@ static void line_copy_bound(void **state)
 				/* the first pass copies both pieces into the buffer, the second adds
 				 * them by reference: a chain each, so that a line can span two */
 				int v = cut <= len ? feed_split(&c, resp, len, cut) :
-						     feed_refs(&c, resp, len, cut - len - 1);
+						     feed_pieces(&c, resp, len, cut - len - 1, true);
 				const char *got = NULL;
 
 				if (v != 1)
