@@ -244,9 +244,13 @@ $(BUILD)/bench/pingpong: bench/pingpong.c | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
 
+$(BUILD)/bench/hopfloor: bench/hopfloor.c | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
 # Other benchmark programs: one C file each, linked with the libraries (bench/*.c that
-# are not xdp_cost, h1load, synflood or pingpong).
-BENCH_C := $(filter-out bench/xdp_cost.c bench/h1load.c bench/synflood.c bench/pingpong.c,$(wildcard bench/*.c))
+# are not xdp_cost, h1load, synflood, pingpong or hopfloor).
+BENCH_C := $(filter-out bench/xdp_cost.c bench/h1load.c bench/synflood.c bench/pingpong.c bench/hopfloor.c,$(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_C))
 $(BENCH_BINS): $(BUILD)/bench/%: bench/%.c $(GW_A) $(LIB_A) $(HDRS) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
@@ -280,7 +284,7 @@ bench-gateway: $(BINS) $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 # directly and through nginx as a proxy; and Monday through sluice against an unprotected
 # identity service.
 .PHONY: bench-proxy
-bench-proxy: $(BINS) $(BUILD)/bench/monday $(BUILD)/bench/pingpong
+bench-proxy: $(BINS) $(BUILD)/bench/monday $(BUILD)/bench/pingpong $(BUILD)/bench/hopfloor
 	$(Q)BUILD=$(BUILD) bench/proxy.sh
 
 # The counter store (bench/counters.sh): checks/s and latency in-process, by the Redis

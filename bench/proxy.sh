@@ -56,7 +56,7 @@ WHAT=${1:-all}
 OUT=$BUILD/bench/proxy-results.jsonl
 . "$ROOT/tests/lib/nginx.sh"
 
-for b in sluiced sluicectl bench/monday bench/pingpong; do
+for b in sluiced sluicectl bench/monday bench/pingpong bench/hopfloor; do
 	[ -x "$BUILD/$b" ] || { echo "bench/proxy.sh: build $BUILD/$b first (make bench-proxy)" >&2; exit 1; }
 done
 command -v wrk >/dev/null || { echo "bench/proxy.sh: wrk is missing (scripts/deps.sh demo)" >&2; exit 1; }
@@ -244,7 +244,19 @@ print(json.dumps(r))' "$r" "$SECONDS_EACH" "$t0" "$t1" "$(getconf CLK_TCK)" "$pi
 	# between them (direct's own p50 moves by a third from one round to the next); here
 	# every target's latencies come from the same milliseconds. This is the p50 that the
 	# goal (<= 1.1x direct at one connection) is read on.
-	local pp spec="direct=$ng nginx=$np sluice=$gw" k
+	# The floor (bench/hopfloor): a process that only passes the bytes on, blocking, four
+	# system calls a request: what the hop itself costs here, below any real proxy.
+	local pp fl spec k
+	fl=$(free_port)
+	# started here, not through on_rest: $! must be hopfloor's own PID for cleanup's kill
+	if [ -n "$REST_CPUS" ]; then
+		taskset -c "$REST_CPUS" "$BUILD/bench/hopfloor" "$fl" "$ng" &
+	else
+		"$BUILD/bench/hopfloor" "$fl" "$ng" &
+	fi
+	PIDS+=($!)
+	wait_port "$fl"
+	spec="direct=$ng floor=$fl nginx=$np sluice=$gw"
 	for a in $ALSO; do spec="$spec ${a%%=*}=${XPORT[${a%%=*}]}"; done
 	echo "one connection, interleaved request by request ($PP_ROUNDS runs of $PP_REQUESTS requests a target):"
 	for route in static check; do
