@@ -1170,7 +1170,8 @@ __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 		len = SL_REQ_SCAN;
 	if (len == 0 || off > 0xffff)
 		return route;
-	if (bpf_xdp_load_bytes(ctx, off, rs->rb.b, len))
+	if (sl_req_copy(data, end, off, len, &rs->rb) &&
+	    bpf_xdp_load_bytes(ctx, off, rs->rb.b, len))
 		return route;
 	__builtin_memset(&rs->rk, 0, sizeof(rs->rk));
 	__builtin_memset(&rs->hk, 0, sizeof(rs->hk));
