@@ -737,6 +737,7 @@ int main(int argc, char **argv)
 		PART(deep_table, part_v6_table, 0, deep);
 		PART("cookie MAC (SipHash-2-4, IPv4, 3 words)", part_cookie_mac, 0, NULL);
 		PART("request: copy the payload (83 bytes)", part_req_copy, 1, NULL);
+		PART("request: the same, by direct packet access", part_req_copy_direct, 1, NULL);
 		PART("request: method, path, Host", part_req_http, 0, NULL);
 		PART("request: + route LPM + host hash", part_req_lookups, 0, NULL);
 #undef PART
