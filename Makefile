@@ -227,8 +227,10 @@ demo: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o $(BUILD)/bench/monday $(BUILD)/bench/
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
 $(BUILD)/bpf/parts.bpf.o: bench/parts.h
+# bench/charges.bpf.c includes the datapath whole.
+$(BUILD)/bpf/charges.bpf.o: bpf/sluice.bpf.c
 $(BUILD)/bench/xdp_cost: bench/xdp_cost.c bench/parts.h tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h \
-		$(BUILD)/parts.skel.h $(BUILD)/restore.skel.h $(LIB_A) | $(BUILD)/.dirs
+		$(BUILD)/parts.skel.h $(BUILD)/restore.skel.h $(BUILD)/charges.skel.h $(LIB_A) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)
 
