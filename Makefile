@@ -227,8 +227,10 @@ demo: $(BINS) $(BUILD)/bpf/bare_pass.bpf.o $(BUILD)/bench/monday $(BUILD)/bench/
 	$(Q)BUILD=$(BUILD) scripts/demo.sh
 
 $(BUILD)/bpf/parts.bpf.o: bench/parts.h
+# bench/charges.bpf.c includes the datapath whole.
+$(BUILD)/bpf/charges.bpf.o: bpf/sluice.bpf.c
 $(BUILD)/bench/xdp_cost: bench/xdp_cost.c bench/parts.h tests/lib/frames.h $(SKELS) $(BUILD)/bare_pass.skel.h \
-		$(BUILD)/parts.skel.h $(BUILD)/restore.skel.h $(LIB_A) | $(BUILD)/.dirs
+		$(BUILD)/parts.skel.h $(BUILD)/restore.skel.h $(BUILD)/charges.skel.h $(LIB_A) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(PKG_CFLAGS) -Itests/lib -o $@ $< $(LIB_A) $(LDLIBS)
 
@@ -240,9 +242,17 @@ $(BUILD)/bench/synflood: bench/synflood.c | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
 
+$(BUILD)/bench/pingpong: bench/pingpong.c | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
+$(BUILD)/bench/hopfloor: bench/hopfloor.c | $(BUILD)/.dirs
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $<
+
 # Other benchmark programs: one C file each, linked with the libraries (bench/*.c that
-# are not xdp_cost or h1load).
-BENCH_C := $(filter-out bench/xdp_cost.c bench/h1load.c bench/synflood.c,$(wildcard bench/*.c))
+# are not xdp_cost, h1load, synflood, pingpong or hopfloor).
+BENCH_C := $(filter-out bench/xdp_cost.c bench/h1load.c bench/synflood.c bench/pingpong.c bench/hopfloor.c,$(wildcard bench/*.c))
 BENCH_BINS := $(patsubst bench/%.c,$(BUILD)/bench/%,$(BENCH_C))
 $(BENCH_BINS): $(BUILD)/bench/%: bench/%.c $(GW_A) $(LIB_A) $(HDRS) | $(BUILD)/.dirs
 	$(call msg,CC,$@)
@@ -276,7 +286,7 @@ bench-gateway: $(BINS) $(BUILD)/bench/monday $(BUILD)/bench/neighbour
 # directly and through nginx as a proxy; and Monday through sluice against an unprotected
 # identity service.
 .PHONY: bench-proxy
-bench-proxy: $(BINS) $(BUILD)/bench/monday
+bench-proxy: $(BINS) $(BUILD)/bench/monday $(BUILD)/bench/pingpong $(BUILD)/bench/hopfloor
 	$(Q)BUILD=$(BUILD) bench/proxy.sh
 
 # The counter store (bench/counters.sh): checks/s and latency in-process, by the Redis

@@ -425,6 +425,25 @@ int part_req_copy(struct xdp_md *ctx)
 	return bpf_xdp_load_bytes(ctx, in->req_off & 0xff, s->rb.b, len) ? XDP_DROP : XDP_PASS;
 }
 
+/* The same bytes by direct packet access, as sl_route_request copies them now (sl_req_copy). */
+SEC("xdp")
+int part_req_copy_direct(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+	void *data, *end;
+
+	if (!in || !s)
+		return XDP_DROP;
+	/* Loaded by asm, as bpf/parse.h's xdp_data does: clang 14 may merge the two ctx loads
+	 * into a form the verifier rejects ("dereference of modified ctx ptr"). */
+	asm volatile("%0 = *(u32 *)(%1 + 0)" : "=r"(data) : "r"(ctx));
+	asm volatile("%0 = *(u32 *)(%1 + 4)" : "=r"(end) : "r"(ctx));
+	return sl_req_copy(data, end, in->req_off & 0xff, in->req_len, &s->rb) ? XDP_DROP :
+										  XDP_PASS;
+}
+
 /* Method, path and Host of the login request. */
 SEC("xdp")
 int part_req_http(struct xdp_md *ctx)

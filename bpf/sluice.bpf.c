@@ -1166,7 +1166,8 @@ __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 		len = SL_REQ_SCAN;
 	if (len == 0 || off > 0xffff)
 		return route;
-	if (bpf_xdp_load_bytes(ctx, off, rs->rb.b, len))
+	if (sl_req_copy(data, end, off, len, &rs->rb) &&
+	    bpf_xdp_load_bytes(ctx, off, rs->rb.b, len))
 		return route;
 	__builtin_memset(&rs->rk, 0, sizeof(rs->rk));
 	__builtin_memset(&rs->hk, 0, sizeof(rs->hk));
@@ -1362,13 +1363,9 @@ static __always_inline __u32 shed_tag_find(__u64 h, __u32 now_s)
 /* Remember the connection @ck as shed (@state SL_CONN_SHED or SL_CONN_DROPPED)
  * until @until: an empty or expired way, else the one that expires first. 0 when it was
  * remembered already. */
-static __noinline int shed_tag_add(const struct sl_conn_key *ck, __u32 seed, __u32 now_s,
-				   __u32 until, __u32 state)
+static __always_inline int shed_tag_put(__u64 h, __u32 now_s, __u32 until, __u32 state)
 {
-	/* The key's hash here, inline, not by a call of shed_key_hash: this is a function of
-	 * its own, its frame not its callers'. */
-	__u64 h = ck ? sl_shed_hash(ck, seed) : 0;
-	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = h >> 32;
+	__u32 idx = (__u32)h & (SL_SHED_SETS - 1), tag = (h >> 32) & ~SL_SHED_TAG_DROPPED;
 	struct sl_shed_set *ss = bpf_map_lookup_elem(&sl_shed_sets, &idx);
 
 	if (!ss)
@@ -1376,6 +1373,14 @@ static __noinline int shed_tag_add(const struct sl_conn_key *ck, __u32 seed, __u
 	if (state == SL_CONN_DROPPED)
 		tag |= SL_SHED_TAG_DROPPED;
 	return tag_put(ss, tag, now_s, until);
+}
+
+static __noinline int shed_tag_add(const struct sl_conn_key *ck, __u32 seed, __u32 now_s,
+				   __u32 until, __u32 state)
+{
+	/* The key's hash here, inline, not by a call of shed_key_hash: this is a function of
+	 * its own, its frame not its callers'. */
+	return shed_tag_put(ck ? sl_shed_hash(ck, seed) : 0, now_s, until, state);
 }
 
 /*
@@ -1423,17 +1428,14 @@ static __always_inline int conn_tag_add(__u64 h, __u64 now)
  * after our 429 and FIN our next sequence number is ISS + 97, our TSval is what the client
  * echoes, its own the one to echo. NULL when no tag speaks for (tuple, @iss).
  */
-static __noinline struct sl_conn *cookie_tag(struct req_scratch *ws, const struct pkt *pk,
-					     const struct sl_settings *set, __u32 iss, __u64 now)
+static __always_inline struct sl_conn *cookie_tag_of(struct req_scratch *ws,
+						     const struct pkt *pk, __u64 h, __u32 iss,
+						     __u64 now)
 {
 	__u32 st;
 
-	if (!ws || !pk || !set)
-		return NULL;
-	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
-	/* The hash and the find inline: cookie_tag is a function of its own (its frame is
-	 * not its callers'), and every first request asks it. */
-	st = shed_tag_find(sl_shed_hash(&ws->ck, set->hash_seed), (__u32)(now / NS_PER_S));
+	/* The tag's bit 0 is the shed state's, clear in the key's own (CONN_TAG_FOUND). */
+	st = shed_tag_find(h & ~CONN_TAG_FOUND, (__u32)(now / NS_PER_S));
 	if (!st)
 		return NULL;
 	__builtin_memset(&ws->cv, 0, sizeof(ws->cv));
@@ -1443,6 +1445,18 @@ static __noinline struct sl_conn *cookie_tag(struct req_scratch *ws, const struc
 	ws->cv.tsval = pk->ts ? pk->tsecr : 0;
 	ws->cv.ts_recent = pk->tsval;
 	return &ws->cv;
+}
+
+static __noinline struct sl_conn *cookie_tag(struct req_scratch *ws, const struct pkt *pk,
+					     const struct sl_settings *set, __u32 iss, __u64 now)
+{
+	if (!ws || !pk || !set)
+		return NULL;
+	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
+	/* The hash inline: cookie_tag is a function of its own (its frame is not its
+	 * callers'). A first request, whose key conn_tag_find hashed already, asks
+	 * cookie_tag_of with that hash instead. */
+	return cookie_tag_of(ws, pk, sl_shed_hash(&ws->ck, set->hash_seed), iss, now);
 }
 
 /* A marked segment's decided connection: a cookie connection's tag, else an entry of
@@ -1525,12 +1539,13 @@ static __always_inline int absorb(struct xdp_md *ctx, const struct pkt *pk, stru
 /*
  * Answer a shed connection's first request (or, on the SYN front, the segment that proved its
  * handshake) with the 429 and FIN, and remember the connection under @iss so its leftovers
- * are absorbed. @our_seq is our next sequence number on it.
+ * are absorbed. @our_seq is our next sequence number on it. @h is the sl_shed_hash of
+ * (tuple, @iss) when the caller has it (a first request: conn_tag_find's), else 0.
  */
 static __always_inline int answer_429(struct xdp_md *ctx, const struct pkt *pk,
 				      const struct sl_settings *set, struct req_scratch *ws,
 				      struct reply *rp, __u32 iss, __u32 our_seq, __u32 our_tsval,
-				      __u64 now)
+				      __u64 now, __u64 h)
 {
 	/* The entry is built in scratch: on the stack it took the judgement's call chain past
 	 * the verifier's 512 bytes. */
@@ -1551,10 +1566,12 @@ static __always_inline int answer_429(struct xdp_md *ctx, const struct pkt *pk,
 	 * connection is a tag; one shed over a kernel handshake keeps its whole entry. */
 	if (pk->stage != STAGE_VERIFIED) {
 		__u32 now_s = (__u32)(now / NS_PER_S);
+		int fresh = h ? shed_tag_put(h, now_s, now_s + SL_SHED_TTL_S, SL_CONN_SHED) :
+				shed_tag_add(&ws->ck, set->hash_seed, now_s,
+					     now_s + SL_SHED_TTL_S, SL_CONN_SHED);
 
-		if (!shed_tag_add(&ws->ck, set->hash_seed, now_s,
-				  now_s + SL_SHED_TTL_S, SL_CONN_SHED)) {
-			c = cookie_tag(ws, pk, set, iss, now);
+		if (!fresh) {
+			c = h ? cookie_tag_of(ws, pk, h, iss, now) : cookie_tag(ws, pk, set, iss, now);
 			if (c)
 				return absorb(ctx, pk, c, rp);
 			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
@@ -1612,12 +1629,16 @@ static __always_inline int owe_429(struct xdp_md *ctx, const struct pkt *pk,
 }
 
 /* Remember a connection that was shed by a drop, so its retransmissions are not judged again.
- * 0 when it was remembered already (this is a retransmission). */
+ * 0 when it was remembered already (this is a retransmission). @h: the key's sl_shed_hash
+ * when the caller has it, else 0. */
 static __always_inline int remember_drop(struct req_scratch *ws, const struct pkt *pk,
-					 const struct sl_settings *set, __u32 iss, __u64 now)
+					 const struct sl_settings *set, __u32 iss, __u64 now,
+					 __u64 h)
 {
 	__u32 now_s = (__u32)(now / NS_PER_S);
 
+	if (h)
+		return shed_tag_put(h, now_s, now_s + SL_SHED_TTL_S, SL_CONN_DROPPED);
 	conn_key_of(&ws->ck, &pk->s, pk->sport, pk->dport, iss);
 	return shed_tag_add(&ws->ck, set->hash_seed, now_s, now_s + SL_SHED_TTL_S,
 			    SL_CONN_DROPPED);
@@ -1774,7 +1795,7 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 	struct sl_conn *conn;
 	struct reply *rp;
 	__u32 zero = 0, route, tix, *slot;
-	__u64 now, conn_h;
+	__u64 now, conn_h = 0;
 
 	if (!ctx || !pk)
 		return XDP_PASS;
@@ -1808,8 +1829,9 @@ __noinline int sl_decide(struct xdp_md *ctx, struct pkt *pk)
 			goto shed;
 		}
 		__builtin_memset(&ws->d, 0, sizeof(ws->d));
-		/* Shed before (a retransmission): absorbed, never answered twice. */
-		conn = cookie_tag(ws, pk, set, pk->iss, now);
+		/* Shed before (a retransmission): absorbed, never answered twice. The key's
+		 * hash is conn_tag_find's: the two tag tables are indexed by the same one. */
+		conn = cookie_tag_of(ws, pk, conn_h, pk->iss, now);
 		if (conn)
 			return absorb(ctx, pk, conn, rp);
 		route = (__u32)sl_route_request(ctx, pk, set);
@@ -1882,11 +1904,12 @@ shed:
 		/* Dropped. A cookie connection is remembered so its retransmissions are not
 		 * judged again; on the SYN front the client retransmits, the kernel re-sends
 		 * its SYN-ACK, and each try is weighed again: the tarpit a drop port wants. */
-		if (pk->stage == STAGE_FIRST_REQUEST && !remember_drop(ws, pk, set, pk->iss, now))
+		if (pk->stage == STAGE_FIRST_REQUEST &&
+		    !remember_drop(ws, pk, set, pk->iss, now, conn_h))
 			return record(SL_CLASS_NONE, SL_R_COOKIE_DROP, XDP_DROP);
 		return record(ws->d.class_id, ws->d.reason, XDP_DROP);
 	}
-	return answer_429(ctx, pk, set, ws, rp, pk->iss, pk->ack, pk->our_tsval, now);
+	return answer_429(ctx, pk, set, ws, rp, pk->iss, pk->ack, pk->our_tsval, now, conn_h);
 }
 
 /*

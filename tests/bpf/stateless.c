@@ -764,6 +764,61 @@ static void host_reader_random(struct env *e)
 	    by[T_CAROL], by[T_DEFAULT]);
 }
 
+/*
+ * The reader copies the segment into a per-CPU buffer eight bytes a step, its last word read
+ * to end at the segment's last byte; what an earlier request left in the buffer past the
+ * segment must never be read. So a client that cuts its request anywhere, after a whole one
+ * filled the buffer with the bytes it leaves out (a tenant's Host among them), is charged
+ * what its own bytes say: before the request line's end, unreadable (950) by destination;
+ * before the Host's delimiter, the route's 40 by destination (carol's address); from there
+ * on, acme. Every length from 1 byte to the whole request, each right after the whole one
+ * (whose bytes past the cut would complete the Host) and right after another request (whose
+ * bytes before the cut would change the verdict wherever the copy did not overwrite them).
+ */
+static void request_cut_every_length(struct env *e)
+{
+	static const char whole[] = "GET /token HTTP/1.1\r\nHost: acme.example\r\n\r\n";
+	const size_t n = sizeof(whole) - 1, line = 21, host_end = 40;
+	/* Its bytes differ from the whole one's nearly everywhere: a position the copy left
+	 * unwritten would show its byte instead. */
+	static const char other[] = "POST /login HTTP/1.1\r\nHost: beta.example\r\n\r\n";
+	const size_t n_other = sizeof(other) - 1;
+	struct want full = { XDP_PASS, "unknown/first_admitted", R_TOKEN, T_ACME, 40 };
+	struct want login = { XDP_PASS, "unknown/first_admitted", R_LOGIN, T_BETA, 950 };
+	int bad = 0, by[3] = { 0 }, k;
+	size_t len;
+
+	for (len = 1; len <= n; len++) {
+		struct want w = { XDP_PASS, "unknown/first_admitted", R_TOKEN, T_ACME, 40 };
+		char what[64];
+
+		if (len < line) {
+			w.route = R_DEFAULT;
+			w.tenant = T_CAROL;
+			w.cost = 950;
+		} else if (len < host_end) {
+			w.tenant = T_CAROL;
+		}
+		by[len < line ? 0 : len < host_end ? 1 : 2]++;
+		for (k = 0; k < 2; k++) {
+			preset(e, SRC, "unknown", 10);
+			if (!quiet_req(e, "before", SRC, "10.0.0.3", 80, k ? other : whole,
+				       k ? n_other : n, k ? &login : &full) && bad++ < 5)
+				diag("  the request before the cut was not charged as it should be");
+			snprintf(what, sizeof(what), "cut at %zu", len);
+			preset(e, SRC, "unknown", 10);
+			if (!quiet_req(e, what, SRC, "10.0.0.3", 80, whole, len, &w) && bad++ < 5)
+				diag("  the request cut at %zu bytes after %s was not charged route "
+				     "%s, tenant %s, cost %u", len, k ? "another" : "the whole one",
+				     route_name(e, w.route), tenant_name(e, w.tenant), w.cost);
+		}
+	}
+	tap(bad == 0 && by[0] && by[1] && by[2],
+	    "a request cut at each of its %zu lengths after a whole one and another: its own bytes decide "
+	    "(%d unreadable, %d without its Host, %d whole; %d differ)", n, by[0], by[1], by[2],
+	    bad);
+}
+
 /* Without a tenant named "default", what names no tenant is charged to none. */
 static void no_default_tenant(void)
 {
@@ -1925,6 +1980,7 @@ int main(void)
 		return 0;
 	}
 	request_reader(&e);
+	request_cut_every_length(&e);
 	host_reader_random(&e);
 	fragments(&e);
 	costs_decide(&e);

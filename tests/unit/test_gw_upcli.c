@@ -521,23 +521,39 @@ static void refused_and_reentrant(void **state)
 	gw_upcli_fini(&c);
 }
 
+/* @n bytes of @p to @in: copied, or by reference (a chain of their own, @p static). */
+static void put(struct evbuffer *in, const char *p, size_t n, bool by_ref)
+{
+	if (!n)
+		return;
+	if (by_ref)
+		evbuffer_add_reference(in, p, n, NULL, NULL);
+	else
+		evbuffer_add(in, p, n);
+}
+
 /* The parser alone (gw_upcli_test_*): @resp fed in two pieces, cut at @cut. */
-static int feed_split(struct gw_upcli *c, const char *resp, size_t len, size_t cut)
+static int feed_pieces(struct gw_upcli *c, const char *resp, size_t len, size_t cut, bool by_ref)
 {
 	struct evbuffer *in = evbuffer_new();
 	int v;
 
 	gw_upcli_test_start(c, false, 65536, 1 << 20);
-	evbuffer_add(in, resp, cut);
+	put(in, resp, cut, by_ref);
 	v = gw_upcli_test_feed(c, in, false);
 	if (!v) {
-		evbuffer_add(in, resp + cut, len - cut);
+		put(in, resp + cut, len - cut, by_ref);
 		v = gw_upcli_test_feed(c, in, false);
 	}
 	if (!v)
 		v = gw_upcli_test_feed(c, in, true);
 	evbuffer_free(in);
 	return v;
+}
+
+static int feed_split(struct gw_upcli *c, const char *resp, size_t len, size_t cut)
+{
+	return feed_pieces(c, resp, len, cut, false);
 }
 
 /* A chunk-size line's bound does not depend on where the answer was cut: a line of 1024
@@ -567,6 +583,54 @@ static void chunk_line_bound(void **state)
 		}
 		if (ext == 1022)
 			assert_int_equal(evbuffer_get_length(c.body), 1);
+	}
+	gw_upcli_fini(&c);
+}
+
+/* Header lines on both sides of the parser's stack copy (512 bytes: shorter lines are copied
+ * from the buffer's first chain, longer ones or those across chains are evbuffer_readln's):
+ * each value is read whole and exact, with CRLF or a bare LF, wherever the answer was cut,
+ * and with each piece in a chain of its own. */
+static void line_copy_bound(void **state)
+{
+	static char resp[2048];
+	struct gw_upcli c;
+	size_t len, cut, vlen;
+	int lf;
+
+	(void)state;
+	client(&c);
+	for (lf = 0; lf <= 1; lf++) {
+		for (vlen = 500; vlen <= 520; vlen++) {
+			const char *eol = lf ? "\n" : "\r\n";
+			struct evkeyval *kv;
+
+			len = (size_t)snprintf(resp, sizeof(resp), "HTTP/1.1 200 OK%sX-Long: ", eol);
+			memset(resp + len, 'a' + (int)(vlen % 26), vlen);
+			len += vlen;
+			len += (size_t)snprintf(resp + len, sizeof(resp) - len,
+						"%sContent-Length: 2%s%sok", eol, eol, eol);
+			for (cut = 0; cut <= 2 * len + 1; cut += (cut % (len + 1) < 10 ||
+						     cut % (len + 1) > len - 40) ? 1 : 7) {
+				/* the first pass copies both pieces into the buffer, the second adds
+				 * them by reference: a chain each, so that a line can span two */
+				int v = cut <= len ? feed_split(&c, resp, len, cut) :
+						     feed_pieces(&c, resp, len, cut - len - 1, true);
+				const char *got = NULL;
+
+				if (v != 1)
+					fail_msg("a %zu-byte value (%s) cut at %zu: %d", vlen,
+						 lf ? "LF" : "CRLF", cut, v);
+				TAILQ_FOREACH(kv, &c.hdrs, next)
+					if (!strcmp(kv->key, "X-Long"))
+						got = kv->value;
+				assert_non_null(got);
+				assert_int_equal(strlen(got), vlen);
+				assert_true(got[0] == resp[strlen("HTTP/1.1 200 OK") + strlen(eol) + 8]);
+				assert_true(got[vlen - 1] == got[0]);
+				assert_int_equal(evbuffer_get_length(c.body), 2);
+			}
+		}
 	}
 	gw_upcli_fini(&c);
 }
@@ -767,6 +831,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(idle_close, setup, teardown),
 		cmocka_unit_test_setup_teardown(refused_and_reentrant, setup, teardown),
 		cmocka_unit_test_setup_teardown(chunk_line_bound, setup, teardown),
+		cmocka_unit_test_setup_teardown(line_copy_bound, setup, teardown),
 		cmocka_unit_test(token_lists),
 		cmocka_unit_test_setup_teardown(token_lists_in_answers, setup, teardown),
 		cmocka_unit_test_setup_teardown(connect_only, setup, teardown),
