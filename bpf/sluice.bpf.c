@@ -1288,8 +1288,6 @@ __noinline int sl_read_ts(struct xdp_md *ctx, struct pkt *pk)
 	return 0;
 }
 
-/* The kernel's socket for this segment's 4-tuple: its state, or -1 when there is none
- * (which includes "only a listener"). */
 /* The kernel's socket (of any state, a listener included) for this segment's 4-tuple, a
  * reference the caller releases; NULL when there is none. */
 static __always_inline struct bpf_sock *tuple_sock(struct xdp_md *ctx, const struct pkt *pk)
@@ -1310,20 +1308,26 @@ static __always_inline struct bpf_sock *tuple_sock(struct xdp_md *ctx, const str
 	return bpf_skc_lookup_tcp(ctx, &t, sizeof(t.ipv6), BPF_F_CURRENT_NETNS, 0);
 }
 
-__noinline int sl_sock_state(struct xdp_md *ctx, const struct pkt *pk)
+/* The kernel's socket for this segment's 4-tuple: its state, or -1 when there is none
+ * (which includes "only a listener"). */
+static __always_inline int sock_state(struct xdp_md *ctx, const struct pkt *pk)
 {
-	struct bpf_sock *sk;
+	struct bpf_sock *sk = tuple_sock(ctx, pk);
 	int state = -1;
 
-	if (!ctx || !pk)
-		return -1;
-	sk = tuple_sock(ctx, pk);
 	if (sk) {
 		if (sk->state != BPF_TCP_LISTEN)
 			state = sk->state;
 		bpf_sk_release(sk);
 	}
 	return state;
+}
+
+__noinline int sl_sock_state(struct xdp_md *ctx, const struct pkt *pk)
+{
+	if (!ctx || !pk)
+		return -1;
+	return sock_state(ctx, pk);
 }
 
 /* A decided connection's entry, looked up under each ISS a segment of it can carry. */
@@ -2170,22 +2174,14 @@ __noinline int sl_send_synack(struct xdp_md *ctx, const struct pkt *pk)
  */
 __noinline int sl_stateless_syn(struct xdp_md *ctx, const struct pkt *pk)
 {
-	struct bpf_sock *sk;
-	int state;
-
 	if (!ctx || !pk)
 		return XDP_DROP;
 	/*
 	 * A tuple the server still holds a socket for (its TIME_WAIT, most often: the server
 	 * closed first) is the kernel's to reopen by its own rules, which a cookie would bypass.
 	 */
-	sk = tuple_sock(ctx, pk);
-	if (sk) {
-		state = sk->state;
-		bpf_sk_release(sk);
-		if (state != BPF_TCP_LISTEN)
-			return SYN_REUSED;
-	}
+	if (sock_state(ctx, pk) >= 0)
+		return SYN_REUSED;
 	/* Under more tags than a reply carries back, no cookie can reach the client; the
 	 * kernel would take the SYN, so it is not passed either. */
 	if (pk->n_vlan > SL_MAX_VLAN)
