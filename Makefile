@@ -242,11 +242,11 @@ $(BUILD)/bench/synflood: bench/synflood.c | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
 
-$(BUILD)/bench/pingpong: bench/pingpong.c | $(BUILD)/.dirs
+$(BUILD)/bench/pingpong: bench/pingpong.c bench/loopback.h | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
 
-$(BUILD)/bench/hopfloor: bench/hopfloor.c | $(BUILD)/.dirs
+$(BUILD)/bench/hopfloor: bench/hopfloor.c bench/loopback.h | $(BUILD)/.dirs
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $<
 

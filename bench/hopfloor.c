@@ -21,26 +21,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 #define BUF 65536
-
-static int tcp(int port, int listening)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0)
-		return -1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (listening) {
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 16))
-			return -1;
-	} else if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		return -1;
-	}
-	return fd;
-}
 
 /* The answer's whole length once its head is in buf[0..got), 0 before, -1 without a length. */
 static long answer_len(const char *buf, size_t got)
@@ -66,8 +49,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: hopfloor LISTEN_PORT UPSTREAM_PORT\n");
 		return 2;
 	}
-	ls = tcp(atoi(argv[1]), 1);
-	up = tcp(atoi(argv[2]), 0);
+	ls = lo_tcp(atoi(argv[1]), 1);
+	up = lo_tcp(atoi(argv[2]), 0);
 	if (ls < 0 || up < 0) {
 		perror("hopfloor");
 		return 1;

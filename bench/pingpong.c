@@ -26,6 +26,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "loopback.h"
+
 #define MAX_TARGETS 8
 #define MAX_HEADERS 8
 #define BUF_SIZE 65536
@@ -47,22 +49,6 @@ static double now_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
-static int dial(int port)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), one = 1;
-
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0)
-		return -1;
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-	if (connect(fd, (struct sockaddr *)&a, sizeof(a))) {
-		close(fd);
-		return -1;
-	}
-	return fd;
 }
 
 /* The end of a chunked body in buf[0..len), from off: its length, 0 if incomplete, -1 bad. */
@@ -231,7 +217,7 @@ int main(int argc, char **argv)
 	request_len = (size_t)off;
 	for (k = 0; k < nt; k++) {
 		t[k].us = calloc((size_t)requests, sizeof(double));
-		if (!t[k].us || (t[k].fd = dial(t[k].port)) < 0) {
+		if (!t[k].us || (t[k].fd = lo_tcp(t[k].port, 0)) < 0) {
 			fprintf(stderr, "pingpong: %s (port %d): %s\n", t[k].label, t[k].port,
 				strerror(errno));
 			return 1;
