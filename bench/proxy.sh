@@ -34,6 +34,15 @@
 #        every proxy on the others, so that no proxy's CPU is taken from the identity
 #        service (in production they are different machines); the ratios then compare
 #        the hop, not the fight for two shared vCPUs.
+#        Monday with PIN=1 puts the service (its workers) on the last CPU and the client and
+#        the front sluiced on the others, and measures the capacity there too.
+#        FRONT_CONCURRENCY (WORKERS) and FRONT_CPU (WORKERS x 10000): the front's
+#        upstream.concurrency and capacity.cpu in monday, for an A/B of the two.
+#        SAMPLES_RAW: a file for every sample of the front's metrics (time, limit, in flight).
+#        Monday prints, beside each goodput, where the CPUs went (the service, sluice, the
+#        rest) and, with sluice, the front's learned limit and forwards in flight (sampled
+#        every 0.1 s by bench/metrics_sample.py), its sheds by reason, and a forward's mean
+#        round trip against the service's mean hash (the hand-off's share).
 #        One JSON line per run in $BUILD/bench/proxy-results.jsonl.
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -88,6 +97,12 @@ wait_port() {
 	exit 1
 }
 record() { echo "$1" >>"$OUT"; }
+mean_service() { # PORT: a sluiced's mean service time so far (every tenant), in ms
+	curl -s --max-time 2 "http://127.0.0.1:$1/metrics" | awk '
+		/^sluice_gateway_service_seconds_sum/ { s += $NF }
+		/^sluice_gateway_service_seconds_count/ { n += $NF }
+		END { printf "%.3f\n", n ? 1000 * s / n : 0 }'
+}
 cpu_ticks() { # PID: its user + system time so far, in clock ticks (0 without a PID)
 	[ -n "$1" ] || { echo 0; return; }
 	awk '{print $14 + $15}' "/proc/$1/stat"
@@ -106,8 +121,15 @@ pin() { # pin CPUS PID...: every thread of each PID (nothing without PIN)
 	for p in "$@"; do taskset -a -p -c "$c" "$p" >/dev/null; done
 }
 on_rest() { if [ -n "$REST_CPUS" ]; then taskset -c "$REST_CPUS" "$@"; else "$@"; fi; }
+# The same as command prefixes, for what is started in the background: taskset execs the
+# command, so $! is the command's PID (a function run with & would give its subshell's).
+ON_ORIGIN=() ON_REST=()
+if [ -n "$ORIGIN_CPUS" ]; then ON_ORIGIN=(taskset -c "$ORIGIN_CPUS") ON_REST=(taskset -c "$REST_CPUS"); fi
+busy_ticks() { # every CPU's non-idle time so far, in clock ticks
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
+}
 mkdir -p "$BUILD/bench"
-echo "# $(date -u +%FT%TZ) bench/proxy.sh $WHAT on $NCPU CPUs at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)${SLUICED_ENV:+, proxy with $SLUICED_ENV}${ORIGIN_CPUS:+, origin pinned to CPU $ORIGIN_CPUS, wrk and the proxies to $REST_CPUS}" | tee -a "$OUT"
+echo "# $(date -u +%FT%TZ) bench/proxy.sh $WHAT on $NCPU CPUs at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)${SLUICED_ENV:+, proxy with $SLUICED_ENV}${ORIGIN_CPUS:+, origin pinned to CPU $ORIGIN_CPUS, wrk and the proxies to $REST_CPUS}${FRONT_CONCURRENCY:+, front concurrency $FRONT_CONCURRENCY}${FRONT_CPU:+, front capacity.cpu $FRONT_CPU}" | tee -a "$OUT"
 
 # ---- overhead ------------------------------------------------------------------------------------
 # wrk's --latency output into JSON: p50, p99 (ms), requests/s, non-2xx.
@@ -291,15 +313,17 @@ print("%-6s  1 conn  %-6s p50 %7.1f us (direct %6.1f) = %.2fx (runs: %s)   p99 %
 }
 
 # ---- monday through the proxy --------------------------------------------------------------------
-capacity() {
-	"$BUILD/bench/monday" --capacity --m-cost "$M_COST" --t-cost "$T_COST" --threads "$WORKERS" \
+capacity() { # with PIN=1 on the service's CPU, as the service's workers run
+	"${ON_ORIGIN[@]}" "$BUILD/bench/monday" --capacity --m-cost "$M_COST" --t-cost "$T_COST" --threads "$WORKERS" \
 		--seconds 3
 }
 
 monday_through() {
-	local up fr c0 cap ms clients cb ca r label port pid
+	local up fr mp c0 cap ms clients cb ca r label port pid sampler front_line ft st sp
 	up=$(free_port)
 	fr=$(free_port)
+	mp=$(free_port)
+	sp=$(free_port)
 	c0=$(capacity)
 	record "$c0"
 	cap=$(j "$c0" hashes_per_s)
@@ -324,7 +348,7 @@ gateway: {
   max_connections_per_parent = 8192;
 };
 counters: { login_failures = { enabled = false; }; login_successes = { enabled = false; }; };
-daemon: { control_socket = "$DIR/svc.sock"; log_level = "warn"; };
+daemon: { control_socket = "$DIR/svc.sock"; log_level = "warn"; metrics_listen = "127.0.0.1:$sp"; };
 EOF
 	: >"$DIR/svc.creds"
 	chmod 600 "$DIR/svc.creds"
@@ -337,8 +361,8 @@ tenants = ( { name = "default"; reservation = 0.0; } );
 routes = ( { name = "login"; method = "POST"; path = "/login"; cpu = $(calc "round($ms * 10, 1)"); } );
 gateway: {
   listen = "127.0.0.1:$fr";
-  upstream = { url = "http://127.0.0.1:$up"; concurrency = $WORKERS; timeout_ms = 3000; };
-  capacity = { cpu = $((WORKERS * 10000)).0; };
+  upstream = { url = "http://127.0.0.1:$up"; concurrency = ${FRONT_CONCURRENCY:-$WORKERS}; timeout_ms = 3000; };
+  capacity = { cpu = ${FRONT_CPU:-$((WORKERS * 10000))}.0; };
   reject_floor_ms = 250;
   max_connections = 8192;
   max_connections_per_prefix = 8192;
@@ -346,23 +370,44 @@ gateway: {
   max_held = 8192;
 };
 counters: { login_failures = { enabled = false; }; login_successes = { enabled = false; }; };
-daemon: { control_socket = "$DIR/front.sock"; log_level = "warn"; };
+daemon: { control_socket = "$DIR/front.sock"; log_level = "warn"; metrics_listen = "127.0.0.1:$mp"; };
 EOF
 	for label in "without sluice" "with sluice"; do
-		"$BUILD/sluiced" -c "$DIR/svc.conf" -f >"$DIR/svc.log" 2>&1 &
+		"${ON_ORIGIN[@]}" "$BUILD/sluiced" -c "$DIR/svc.conf" -f >"$DIR/svc.log" 2>&1 &
 		SVC_PID=$!
 		wait_port "$up"
 		port=$up
 		if [ "$label" = "with sluice" ]; then
 			# shellcheck disable=SC2086
-			env $SLUICED_ENV "$BUILD/sluiced" -c "$DIR/front.conf" -f >"$DIR/front.log" 2>&1 &
+			"${ON_REST[@]}" env $SLUICED_ENV "$BUILD/sluiced" -c "$DIR/front.conf" -f >"$DIR/front.log" 2>&1 &
 			FRONT_PID=$!
 			wait_port "$fr"
 			port=$fr
 		fi
 		cb=$(capacity)
-		r=$(nice -n 19 "$BUILD/bench/monday" --port "$port" --clients "$clients" --think 1 \
+		t0=$(date +%s.%N) b0=$(busy_ticks) s0=$(cpu_ticks "$SVC_PID") f0=$(cpu_ticks "$FRONT_PID")
+		sampler=
+		if [ -n "$FRONT_PID" ]; then
+			# The front's upstream limit and forwards in flight, 10 times a second.
+			"${ON_REST[@]}" "$PY" "$ROOT/bench/metrics_sample.py" "127.0.0.1:$mp" 0.1 ${SAMPLES_RAW:+"$SAMPLES_RAW"} >"$DIR/samples" &
+			sampler=$!
+		fi
+		r=$(on_rest nice -n 19 "$BUILD/bench/monday" --port "$port" --clients "$clients" --think 1 \
 			--deadline 3 --warmup "$WARMUP" --duration "$DURATION" --label "$label")
+		# Where the CPUs went during the run (warm-up included), in CPUs busy: the
+		# service (its workers and loop), sluice in front, and the rest (the client,
+		# the bench's own tools, the machine's neighbours).
+		t1=$(date +%s.%N) b1=$(busy_ticks) s1=$(cpu_ticks "$SVC_PID") f1=$(cpu_ticks "$FRONT_PID")
+		hz=$(getconf CLK_TCK)
+		front_line=
+		if [ -n "$sampler" ]; then
+			kill -INT "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
+			# A forward's round trip at the front against the hash's wall time at the
+			# service: the difference is the hand-off, when a service worker waits.
+			ft=$(mean_service "$mp") st=$(mean_service "$sp")
+			front_line="$(cat "$DIR/samples"); $(calc "'a forward %.2f ms, its hash %.2f ms: the service busy %.1f%% of the time it is owed' % ($ft, $st, 100 * $st / $ft)")"
+		fi
+		cpu_line=$(calc "'service %.2f, sluice %.2f, the rest %.2f CPUs busy of $NCPU' % (($s1 - $s0) / $hz / ($t1 - $t0), ($f1 - $f0) / $hz / ($t1 - $t0), (($b1 - $b0) - ($s1 - $s0) - ($f1 - $f0)) / $hz / ($t1 - $t0))")
 		for pid in $FRONT_PID $SVC_PID; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
 		FRONT_PID= SVC_PID=
 		ca=$(capacity)
@@ -371,6 +416,8 @@ EOF
 		printf '  %-15s goodput %6.1f/s = %5.1f%% of %.1f logins/s  (ok p99 %s ms, %s 429s, %s timeouts, %s attempts)\n' \
 			"$label" "$(j "$r" goodput_per_s)" "$(calc "100 * $(j "$r" goodput_per_s) / $cap")" \
 			"$cap" "$(j "$r" ok_p99_ms)" "$(j "$r" status_429)" "$(j "$r" timeouts)" "$(j "$r" attempts)"
+		printf '  %-15s %s\n' "" "$cpu_line"
+		[ -z "$front_line" ] || printf '  %-15s %s\n' "" "$front_line"
 	done
 }
 
