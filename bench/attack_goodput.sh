@@ -10,7 +10,20 @@
 # no-flood rate it kept. The machine has two cores and runs client, flooder and server at
 # once: read the ratios within a row, not the absolute numbers.
 #
+# Two paths for the flood, one table each (PATHS picks; both by default):
+#   shared  the flood enters on the client's own link (vc -> vs), and the server's answers to
+#           the spoofed sources (SYN-ACKs, from sluice's XDP_TX or from the kernel) come back
+#           into the client's veth, where bench/sink.bpf.c drops them: they take the client's
+#           ring and NAPI turns, which on a real network they never do.
+#   apart   the flood enters on a link of its own (a third namespace, flc -> fls, the server
+#           routing 198.18.0.0/15 back that way), sluice attached to both server links: the
+#           answers go back to the flooder's side. The CPUs are still the same two; what is
+#           taken away is only the client's ring and veth. A real NIC's RSS spreads a spoofed
+#           flood over every queue, the client's among them, so the truth lies between the
+#           two tables.
+#
 # Usage: bench/attack_goodput.sh [SECONDS]        (as root; make bench-attack)
+#        PATHS="shared apart" (the default), or one of them
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/lib/tap.sh"
@@ -29,6 +42,16 @@ ip -n "$NS_C" link set dev vc xdpdrv obj "$BUILD/bpf/sink.bpf.o" sec xdp ||
 	{ echo "attack_goodput: cannot attach XDP to the client veth" >&2; exit 1; }
 nt_client_addr 203.0.113.10
 CLIENT_MAC=$(ip -n "$NS_C" -o link show vc | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+# The flood's own link (PATHS=apart): namespace $NS_F, flc 10.201.0.1 <-> fls 10.201.0.2.
+NS_F=slf$$
+ip netns add "$NS_F" &&
+	ip link add flc netns "$NS_F" type veth peer name fls netns "$NS_S" &&
+	ip -n "$NS_F" addr add 10.201.0.1/24 dev flc && ip -n "$NS_S" addr add 10.201.0.2/24 dev fls &&
+	ip -n "$NS_F" link set lo up && ip -n "$NS_F" link set flc up && ip -n "$NS_S" link set fls up &&
+	ip -n "$NS_F" link set dev flc xdpdrv obj "$BUILD/bpf/sink.bpf.o" sec xdp ||
+	{ echo "attack_goodput: cannot set up the flood's link" >&2; ip netns del "$NS_F" 2>/dev/null; exit 1; }
+FLOOD_MAC=$(ip -n "$NS_F" -o link show flc | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
+VSF_MAC=$(ip -n "$NS_S" -o link show fls | sed -n 's/.*link\/ether \([0-9a-f:]*\).*/\1/p')
 
 mkdir -p "$NT_DIR/nginx/www"
 chmod 755 "$NT_DIR" "$NT_DIR/nginx" "$NT_DIR/nginx/www"
@@ -49,11 +72,11 @@ ip netns exec "$NS_S" nginx -e "$NT_DIR/nginx/error.log" -c "$NT_DIR/nginx/nginx
 for _ in $(seq 1 50); do [ -s "$NT_DIR/nginx/nginx.pid" ] && break; sleep 0.1; done
 NGINX=$(cat "$NT_DIR/nginx/nginx.pid")
 stop_nginx() { kill "$NGINX" 2>/dev/null; for _ in $(seq 1 50); do kill -0 "$NGINX" 2>/dev/null || break; sleep 0.1; done; }
-trap 'stop_nginx; nt_teardown' EXIT
+trap 'stop_nginx; ip netns del "$NS_F" 2>/dev/null; nt_teardown' EXIT
 
 write_conf() { # FRONT
 	cat >"$NT_DIR/sluice.conf" <<CONF
-edge: { interfaces = ["vs"]; ports = ( { port = 80; front = "$1"; action = "reply"; cost = 1; } );
+edge: { interfaces = ["vs", "fls"]; ports = ( { port = 80; front = "$1"; action = "reply"; cost = 1; } );
   state_entries = 262144; pin_path = "$PIN"; event_sample = 0; };
 classes = ( { name = "unknown"; rate = 1e6; burst = 1e6; parent_rate = 1e6; parent_burst = 1e6; } );
 daemon: { control_socket = "$SOCK"; };
@@ -65,8 +88,13 @@ run_rate() {
 	local rate=$1 fl=() out
 	if [ "$rate" != 0 ]; then
 		[ "$rate" = max ] && fl=(--seconds "$((SECS + 1))") || fl=(--rate "$rate" --seconds "$((SECS + 1))")
-		ip netns exec "$NS_C" "$FLOOD" --iface vc --dmac "$SERVER_MAC" --smac "$CLIENT_MAC" \
-			--dst 10.200.0.2 --dport 80 --net 198.18.0.0/15 "${fl[@]}" >"$NT_DIR/flood.json" &
+		if [ "$TOPO" = apart ]; then
+			ip netns exec "$NS_F" "$FLOOD" --iface flc --dmac "$VSF_MAC" --smac "$FLOOD_MAC" \
+				--dst 10.200.0.2 --dport 80 --net 198.18.0.0/15 "${fl[@]}" >"$NT_DIR/flood.json" &
+		else
+			ip netns exec "$NS_C" "$FLOOD" --iface vc --dmac "$SERVER_MAC" --smac "$CLIENT_MAC" \
+				--dst 10.200.0.2 --dport 80 --net 198.18.0.0/15 "${fl[@]}" >"$NT_DIR/flood.json" &
+		fi
 		FL=$!
 		sleep 0.5
 	fi
@@ -79,7 +107,13 @@ run_rate() {
 	fi
 }
 
-declare -A RES
+for TOPO in ${PATHS:-shared apart}; do
+case "$TOPO" in
+shared) ip -n "$NS_S" route del 198.18.0.0/15 2>/dev/null ;;
+apart) ip -n "$NS_S" route replace 198.18.0.0/15 via 10.201.0.1 dev fls ;;
+*) echo "attack_goodput: PATHS: shared or apart, not $TOPO" >&2; exit 2 ;;
+esac
+declare -A RES=()
 for mode in kernel stateless syn; do
 	if [ "$mode" != kernel ]; then
 		write_conf "$mode"
@@ -93,10 +127,10 @@ done
 
 args=()
 for mode in kernel stateless syn; do for r in "${RATES[@]}"; do args+=("$mode" "$r" "${RES[$mode,$r]}"); done; done
-$PY - "$SECS" "${args[@]}" <<'PY'
+$PY - "$SECS" "$TOPO" "${args[@]}" <<'PY'
 import json, sys
-secs = sys.argv[1]
-it = iter(sys.argv[2:])
+secs, topo = sys.argv[1], sys.argv[2]
+it = iter(sys.argv[3:])
 res = {}
 for mode, rate, blob in zip(it, it, it):
     h1, fl = blob.split("} {", 1)
@@ -104,7 +138,8 @@ for mode, rate, blob in zip(it, it, it):
     ok = h1.get("status_2xx", 0)
     res[(mode, rate)] = (ok / h1["seconds"], fl.get("rate", 0), h1["errors"])
 rates = [r for (m, r) in res if m == "kernel"]
-print(f"attack_goodput: {secs} s per cell; a real client (16 connections in flight, a new one per request)")
+print(f"attack_goodput: {secs} s per cell; a real client (16 connections in flight, a new one per request); "
+      + ("the flood on the client's own link (shared)" if topo == "shared" else "the flood on a link of its own (apart)"))
 print(f"{'flood (SYN/s)':>20} | {'kernel alone':>24} | {'sluice stateless':>24} | {'sluice SYN front':>24}")
 for r in rates:
     cells = []
@@ -120,3 +155,4 @@ for r in rates:
 print("cells: the client's 200s per second, the share of its own no-flood rate it kept, and in the")
 print("last row the flood rate one core reached against that server (SYN/s, thousands)")
 PY
+done

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only OR BSD-2-Clause
 /*
- * For bench/attack_goodput, on the client's veth: whatever the server sends to the flood's
- * spoofed sources (198.18.0.0/15: SYN-ACKs, RSTs) would leave for the Internet, not reach the
- * benchmark's client, so it is dropped here before the client's kernel spends time on it.
+ * For bench/attack_goodput, on the client's veth (and on the flood's own link, PATHS=apart):
+ * whatever the server sends to the flood's spoofed sources (198.18.0.0/15: SYN-ACKs, RSTs)
+ * would leave for the Internet, not reach the benchmark's client, so it is dropped here
+ * before the client's kernel spends time on it.
  * Everything else passes (an XDP program on the peer is also what lets XDP_TX on veth
  * deliver at all).
  */
