@@ -83,9 +83,15 @@ daemon: { control_socket = "$SOCK"; };
 CONF
 }
 
+# The client's SYN retransmissions so far (its namespace's TcpExt counters): a handshake
+# whose SYN or SYN-ACK was lost costs that connection a second (the initial RTO).
+syn_retrans() {
+	ip netns exec "$NS_C" awk '/^TcpExt:/ { if (!h) { for (i = 1; i <= NF; i++) if ($i == "TCPSynRetrans") c = i; h = 1 } else print $c }' /proc/net/netstat
+}
+
 # run_rate RATE: goodput (200/s) of the client while the flood runs at RATE.
 run_rate() {
-	local rate=$1 fl=() out
+	local rate=$1 fl=() out r0
 	if [ "$rate" != 0 ]; then
 		[ "$rate" = max ] && fl=(--seconds "$((SECS + 1))") || fl=(--rate "$rate" --seconds "$((SECS + 1))")
 		if [ "$TOPO" = apart ]; then
@@ -98,7 +104,9 @@ run_rate() {
 		FL=$!
 		sleep 0.5
 	fi
+	r0=$(syn_retrans)
 	out=$(ip netns exec "$NS_C" "$H1" --src 203.0.113.10 --dst 10.200.0.2 --seconds "$SECS" --conns 16)
+	out="${out%\}},\"syn_retrans\":$(($(syn_retrans) - r0))}"
 	if [ "$rate" != 0 ]; then
 		wait "$FL"
 		echo "$out" "$(cat "$NT_DIR/flood.json")"
@@ -136,7 +144,7 @@ for mode, rate, blob in zip(it, it, it):
     h1, fl = blob.split("} {", 1)
     h1, fl = json.loads(h1 + "}"), json.loads("{" + fl)
     ok = h1.get("status_2xx", 0)
-    res[(mode, rate)] = (ok / h1["seconds"], fl.get("rate", 0), h1["errors"])
+    res[(mode, rate)] = (ok / h1["seconds"], fl.get("rate", 0), h1["errors"], h1["syn_retrans"])
 rates = [r for (m, r) in res if m == "kernel"]
 print(f"attack_goodput: {secs} s per cell; a real client (16 connections in flight, a new one per request); "
       + ("the flood on the client's own link (shared)" if topo == "shared" else "the flood on a link of its own (apart)"))
@@ -145,7 +153,7 @@ for r in rates:
     cells = []
     sent = []
     for m in ("kernel", "stateless", "syn"):
-        g, fr, err = res[(m, r)]
+        g, fr, err, _ = res[(m, r)]
         base = res[(m, "0")][0]
         cells.append(f"{g:6.0f}/s {100 * g / base if base else 0:5.1f}%" +
                      (f" @{fr / 1000:.0f}k" if r == "max" else ""))
@@ -154,5 +162,9 @@ for r in rates:
     print(f"{label:>20} | {cells[0]:>24} | {cells[1]:>24} | {cells[2]:>24}")
 print("cells: the client's 200s per second, the share of its own no-flood rate it kept, and in the")
 print("last row the flood rate one core reached against that server (SYN/s, thousands)")
+print("the client's SYN retransmissions per cell (its handshakes that lost a SYN or a SYN-ACK):")
+for r in rates:
+    label = "none" if r == "0" else ("as fast as it can" if r == "max" else f"{int(r):,}")
+    print(f"{label:>20} | " + " | ".join(f"{res[(m, r)][3]:>24}" for m in ("kernel", "stateless", "syn")))
 PY
 done
