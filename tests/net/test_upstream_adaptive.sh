@@ -267,6 +267,13 @@ p1=$(curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 == "sluice_gateway_upst
 tap_diag "upstream back at 5 ms, last 3 s: $rn answers: 200 x $r200, 429 x $r429, 504 x $r504; probes ${p0:-absent} -> ${p1:-absent}"
 expect_ge "recovered: the class is sent again (200s in the last 3 s of 5)" "$r200" 100
 expect_le "  ... and no longer shed (429s at most a tenth)" "$((10 * r429))" "$rn"
-expect_ge "  ... at least one probe in all (the slow spell's or the recovery's)" "${p1:-0}" 1
+# The probe is owed only to a class that shut: one whose forwards had all stopped by the
+# slow spell's last seconds. A spell whose last seconds still sent some (its 504s) never shut
+# the class, and recovered without a probe (CI, 2026-12-03: 12 shed, 4 sent, no probe).
+if [ "$c504" -eq 0 ]; then
+	expect_ge "  ... the class shut (nothing sent at the end of the slow spell): at least one probe" "${p1:-0}" 1
+else
+	tap_skip "  ... the class shut: at least one probe" "the slow spell still sent $c504 forward(s) in its last 2 s: the class never shut"
+fi
 
 tap_done
