@@ -302,7 +302,10 @@ late=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); t=int(sys.argv[2])/1e
 set -- $late
 expect_ge "  ... the drain had queued logins to finish (outstanding at the signal: ${outst:-none logged})" "${outst:-0}" 1
 expect_ge "  ... and each was answered after the signal ($1 answered after it)" "$1" "${outst:-1}"
-expect_eq "  ... each of those with Connection: close" "$2" "$1"
+# The signal is sent at t0 and handled a moment later: a login answered in between was not
+# the drain's (CI, 2026-12-03: 11 answered after t0, 10 outstanding, 10 with close). Each
+# the drain found outstanding carries Connection: close.
+expect_ge "  ... each the drain answered with Connection: close ($2 of $1 answered after t0)" "$2" "${outst:-1}"
 expect_eq "  ... the idle keep-alive was closed by the server" "$(jget "$(cat "$NT_DIR/idle.out")" closed)" true
 expect_le "  ... at once: within 500 ms of the SIGTERM (ms)" \
 	"$($PY -c "print(round(($(jget "$(cat "$NT_DIR/idle.out")" at) - $t0 / 1e9) * 1000))")" 500
