@@ -110,9 +110,14 @@ cpu_ticks() { # PID: its user + system time so far, in clock ticks (0 without a 
 # PIN=1: the origin's CPU and the rest's (taskset lists).
 NCPU=$(nproc)
 ORIGIN_CPUS= REST_CPUS=
+# As command prefixes ("${ON_REST[@]}" CMD...), empty without PIN: taskset execs the command,
+# so a command started with & through them leaves its own PID in $! (a function run with &
+# would leave its subshell's, and the command orphaned at cleanup).
+ON_ORIGIN=() ON_REST=()
 if [ "$PIN" = 1 ] && [ "$NCPU" -ge 2 ]; then
 	ORIGIN_CPUS=$((NCPU - 1))
 	REST_CPUS=0-$((NCPU - 2))
+	ON_ORIGIN=(taskset -c "$ORIGIN_CPUS") ON_REST=(taskset -c "$REST_CPUS")
 fi
 pin() { # pin CPUS PID...: every thread of each PID (nothing without PIN)
 	local c=$1 p
@@ -120,11 +125,6 @@ pin() { # pin CPUS PID...: every thread of each PID (nothing without PIN)
 	[ -n "$c" ] || return 0
 	for p in "$@"; do taskset -a -p -c "$c" "$p" >/dev/null; done
 }
-on_rest() { if [ -n "$REST_CPUS" ]; then taskset -c "$REST_CPUS" "$@"; else "$@"; fi; }
-# The same as command prefixes, for what is started in the background: taskset execs the
-# command, so $! is the command's PID (a function run with & would give its subshell's).
-ON_ORIGIN=() ON_REST=()
-if [ -n "$ORIGIN_CPUS" ]; then ON_ORIGIN=(taskset -c "$ORIGIN_CPUS") ON_REST=(taskset -c "$REST_CPUS"); fi
 busy_ticks() { # every CPU's non-idle time so far, in clock ticks
 	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
 }
@@ -247,7 +247,7 @@ EOF
 					*) port=${XPORT[$target]} pid=${XPID[$target]} ;;
 					esac
 					t0=$(cpu_ticks "$pid")
-					r=$(on_rest wrk -t1 -c$c -d"${SECONDS_EACH}s" --latency -H "$AUTH" \
+					r=$("${ON_REST[@]}" wrk -t1 -c$c -d"${SECONDS_EACH}s" --latency -H "$AUTH" \
 						"http://127.0.0.1:$port/$route" | wrk_json "$route c$c $target")
 					t1=$(cpu_ticks "$pid")
 					r=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); n=r["rps"]*float(sys.argv[2])
@@ -270,12 +270,7 @@ print(json.dumps(r))' "$r" "$SECONDS_EACH" "$t0" "$t1" "$(getconf CLK_TCK)" "$pi
 	# system calls a request: what the hop itself costs here, below any real proxy.
 	local pp fl spec k
 	fl=$(free_port)
-	# started here, not through on_rest: $! must be hopfloor's own PID for cleanup's kill
-	if [ -n "$REST_CPUS" ]; then
-		taskset -c "$REST_CPUS" "$BUILD/bench/hopfloor" "$fl" "$ng" &
-	else
-		"$BUILD/bench/hopfloor" "$fl" "$ng" &
-	fi
+	"${ON_REST[@]}" "$BUILD/bench/hopfloor" "$fl" "$ng" &
 	PIDS+=($!)
 	wait_port "$fl"
 	spec="direct=$ng floor=$fl nginx=$np sluice=$gw"
@@ -285,7 +280,7 @@ print(json.dumps(r))' "$r" "$SECONDS_EACH" "$t0" "$t1" "$(getconf CLK_TCK)" "$pi
 		: >"$DIR/pp-$route.jsonl"
 		for i in $(seq 1 "$PP_ROUNDS"); do
 			# shellcheck disable=SC2086 # spec: words on purpose
-			pp=$(on_rest "$BUILD/bench/pingpong" --requests "$PP_REQUESTS" --warmup 500 \
+			pp=$("${ON_REST[@]}" "$BUILD/bench/pingpong" --requests "$PP_REQUESTS" --warmup 500 \
 				--path "/$route" --header "$AUTH" $spec) ||
 				{ echo "bench/proxy.sh: pingpong on /$route failed" >&2; exit 1; }
 			echo "$pp" >>"$DIR/pp-$route.jsonl"
@@ -392,7 +387,7 @@ EOF
 			"${ON_REST[@]}" "$PY" "$ROOT/bench/metrics_sample.py" "127.0.0.1:$mp" 0.1 ${SAMPLES_RAW:+"$SAMPLES_RAW"} >"$DIR/samples" &
 			sampler=$!
 		fi
-		r=$(on_rest nice -n 19 "$BUILD/bench/monday" --port "$port" --clients "$clients" --think 1 \
+		r=$("${ON_REST[@]}" nice -n 19 "$BUILD/bench/monday" --port "$port" --clients "$clients" --think 1 \
 			--deadline 3 --warmup "$WARMUP" --duration "$DURATION" --label "$label")
 		# Where the CPUs went during the run (warm-up included), in CPUs busy: the
 		# service (its workers and loop), sluice in front, and the rest (the client,
