@@ -97,12 +97,6 @@ wait_port() {
 	exit 1
 }
 record() { echo "$1" >>"$OUT"; }
-mean_service() { # PORT: a sluiced's mean service time so far (every tenant), in ms
-	curl -s --max-time 2 "http://127.0.0.1:$1/metrics" | awk '
-		/^sluice_gateway_service_seconds_sum/ { s += $NF }
-		/^sluice_gateway_service_seconds_count/ { n += $NF }
-		END { printf "%.3f\n", n ? 1000 * s / n : 0 }'
-}
 cpu_ticks() { # PID: its user + system time so far, in clock ticks (0 without a PID)
 	[ -n "$1" ] || { echo 0; return; }
 	awk '{print $14 + $15}' "/proc/$1/stat"
@@ -314,7 +308,8 @@ capacity() { # with PIN=1 on the service's CPU, as the service's workers run
 }
 
 monday_through() {
-	local up fr mp c0 cap ms clients cb ca r label port pid sampler front_line ft st sp
+	local up fr mp c0 cap ms clients cb ca r label port pid sampler front_line sp hz
+	hz=$(getconf CLK_TCK)
 	up=$(free_port)
 	fr=$(free_port)
 	mp=$(free_port)
@@ -383,8 +378,10 @@ EOF
 		t0=$(date +%s.%N) b0=$(busy_ticks) s0=$(cpu_ticks "$SVC_PID") f0=$(cpu_ticks "$FRONT_PID")
 		sampler=
 		if [ -n "$FRONT_PID" ]; then
-			# The front's upstream limit and forwards in flight, 10 times a second.
-			"${ON_REST[@]}" "$PY" "$ROOT/bench/metrics_sample.py" "127.0.0.1:$mp" 0.1 ${SAMPLES_RAW:+"$SAMPLES_RAW"} >"$DIR/samples" &
+			# The front's upstream limit and forwards in flight, 10 times a second; at
+			# the end its forwards' and the service's hashes' mean times.
+			"${ON_REST[@]}" "$PY" "$ROOT/bench/metrics_sample.py" "127.0.0.1:$mp" 0.1 \
+				--service "127.0.0.1:$sp" ${SAMPLES_RAW:+--raw "$SAMPLES_RAW"} >"$DIR/samples" &
 			sampler=$!
 		fi
 		r=$("${ON_REST[@]}" nice -n 19 "$BUILD/bench/monday" --port "$port" --clients "$clients" --think 1 \
@@ -393,14 +390,10 @@ EOF
 		# service (its workers and loop), sluice in front, and the rest (the client,
 		# the bench's own tools, the machine's neighbours).
 		t1=$(date +%s.%N) b1=$(busy_ticks) s1=$(cpu_ticks "$SVC_PID") f1=$(cpu_ticks "$FRONT_PID")
-		hz=$(getconf CLK_TCK)
 		front_line=
 		if [ -n "$sampler" ]; then
 			kill -INT "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
-			# A forward's round trip at the front against the hash's wall time at the
-			# service: the difference is the hand-off, when a service worker waits.
-			ft=$(mean_service "$mp") st=$(mean_service "$sp")
-			front_line="$(cat "$DIR/samples"); $(calc "'a forward %.2f ms, its hash %.2f ms: the service busy %.1f%% of the time it is owed' % ($ft, $st, 100 * $st / $ft)")"
+			front_line=$(cat "$DIR/samples")
 		fi
 		cpu_line=$(calc "'service %.2f, sluice %.2f, the rest %.2f CPUs busy of $NCPU' % (($s1 - $s0) / $hz / ($t1 - $t0), ($f1 - $f0) / $hz / ($t1 - $t0), (($b1 - $b0) - ($s1 - $s0) - ($f1 - $f0)) / $hz / ($t1 - $t0))")
 		for pid in $FRONT_PID $SVC_PID; do kill -TERM "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
