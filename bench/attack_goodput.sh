@@ -94,13 +94,10 @@ run_rate() {
 	local rate=$1 fl=() out r0
 	if [ "$rate" != 0 ]; then
 		[ "$rate" = max ] && fl=(--seconds "$((SECS + 1))") || fl=(--rate "$rate" --seconds "$((SECS + 1))")
-		if [ "$TOPO" = apart ]; then
-			ip netns exec "$NS_F" "$FLOOD" --iface flc --dmac "$VSF_MAC" --smac "$FLOOD_MAC" \
-				--dst 10.200.0.2 --dport 80 --net 198.18.0.0/15 "${fl[@]}" >"$NT_DIR/flood.json" &
-		else
-			ip netns exec "$NS_C" "$FLOOD" --iface vc --dmac "$SERVER_MAC" --smac "$CLIENT_MAC" \
-				--dst 10.200.0.2 --dport 80 --net 198.18.0.0/15 "${fl[@]}" >"$NT_DIR/flood.json" &
-		fi
+		# shellcheck disable=SC2086 # FLOOD_FROM: namespace, interface, destination MAC, source MAC
+		set -- $FLOOD_FROM
+		ip netns exec "$1" "$FLOOD" --iface "$2" --dmac "$3" --smac "$4" \
+			--dst 10.200.0.2 --dport 80 --net 198.18.0.0/15 "${fl[@]}" >"$NT_DIR/flood.json" &
 		FL=$!
 		sleep 0.5
 	fi
@@ -117,8 +114,12 @@ run_rate() {
 
 for TOPO in ${PATHS:-shared apart}; do
 case "$TOPO" in
-shared) ip -n "$NS_S" route del 198.18.0.0/15 2>/dev/null ;;
-apart) ip -n "$NS_S" route replace 198.18.0.0/15 via 10.201.0.1 dev fls ;;
+shared)
+	ip -n "$NS_S" route del 198.18.0.0/15 2>/dev/null
+	FLOOD_FROM="$NS_C vc $SERVER_MAC $CLIENT_MAC" ;;
+apart)
+	ip -n "$NS_S" route replace 198.18.0.0/15 via 10.201.0.1 dev fls
+	FLOOD_FROM="$NS_F flc $VSF_MAC $FLOOD_MAC" ;;
 *) echo "attack_goodput: PATHS: shared or apart, not $TOPO" >&2; exit 2 ;;
 esac
 declare -A RES=()
@@ -146,25 +147,23 @@ for mode, rate, blob in zip(it, it, it):
     ok = h1.get("status_2xx", 0)
     res[(mode, rate)] = (ok / h1["seconds"], fl.get("rate", 0), h1["errors"], h1["syn_retrans"])
 rates = [r for (m, r) in res if m == "kernel"]
+def label(r):
+    return "none" if r == "0" else ("as fast as it can" if r == "max" else f"{int(r):,}")
 print(f"attack_goodput: {secs} s per cell; a real client (16 connections in flight, a new one per request); "
       + ("the flood on the client's own link (shared)" if topo == "shared" else "the flood on a link of its own (apart)"))
 print(f"{'flood (SYN/s)':>20} | {'kernel alone':>24} | {'sluice stateless':>24} | {'sluice SYN front':>24}")
 for r in rates:
     cells = []
-    sent = []
     for m in ("kernel", "stateless", "syn"):
-        g, fr, err, _ = res[(m, r)]
+        g, fr, _, _ = res[(m, r)]
         base = res[(m, "0")][0]
         cells.append(f"{g:6.0f}/s {100 * g / base if base else 0:5.1f}%" +
                      (f" @{fr / 1000:.0f}k" if r == "max" else ""))
-        sent.append(fr)
-    label = "none" if r == "0" else ("as fast as it can" if r == "max" else f"{int(r):,}")
-    print(f"{label:>20} | {cells[0]:>24} | {cells[1]:>24} | {cells[2]:>24}")
+    print(f"{label(r):>20} | {cells[0]:>24} | {cells[1]:>24} | {cells[2]:>24}")
 print("cells: the client's 200s per second, the share of its own no-flood rate it kept, and in the")
 print("last row the flood rate one core reached against that server (SYN/s, thousands)")
 print("the client's SYN retransmissions per cell (its handshakes that lost a SYN or a SYN-ACK):")
 for r in rates:
-    label = "none" if r == "0" else ("as fast as it can" if r == "max" else f"{int(r):,}")
-    print(f"{label:>20} | " + " | ".join(f"{res[(m, r)][3]:>24}" for m in ("kernel", "stateless", "syn")))
+    print(f"{label(r):>20} | " + " | ".join(f"{res[(m, r)][3]:>24}" for m in ("kernel", "stateless", "syn")))
 PY
 done
