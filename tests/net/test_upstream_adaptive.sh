@@ -246,15 +246,19 @@ expect_match "routes[].concurrency = 0 is refused with file:line" "$out" "bad.co
 kill -0 "$SLUICED_PID" 2>/dev/null && tap_ok "sluiced still running" || tap_not_ok "sluiced still running"
 
 # ---- C: a class whose estimate outgrew its clients' deadlines is measured again ------------
-# Clients with a 600 ms deadline while the upstream takes 900 ms: each forward times out at
-# its deadline, the class's estimate climbs to ~600 ms, and then no request has that much
-# left: none is sent. Before the probe, the class stayed shut after the upstream recovered
-# (never sent, never measured); now one request a second goes anyway.
+# The upstream takes 900 ms. First clients with a 2 s deadline, whose forwards complete: the
+# class's estimate learns the 900 ms. Then clients with a 600 ms deadline: no request has
+# that much left, and none is sent but the probe. (Letting timed-out forwards raise the
+# estimate instead left it near 600 ms, where fresh requests were still sent: in a CI run
+# the class never shut, and no probe was owed.) Before the probe, the class stayed shut
+# after the upstream recovered (never sent, never measured); now one request a second goes
+# anyway.
 for _ in $(seq 1 100); do
 	[ "$($PY -c 'import json,sys; print(json.loads(sys.argv[1])["inflight"])' "$(ctl reset=1)")" = 0 ] && break
 	sleep 0.1
 done
 ctl work=900 >/dev/null
+load busy.test /slow 4 4 0 "$DIR/c-learn" 2000
 load busy.test /slow 4 5 0 "$DIR/c-slow" 600
 read -r cn c200 c429 c504 cra <<<"$(summary "$DIR/c-slow" 3)"
 tap_diag "upstream at 900 ms, 600 ms deadlines, last 2 s: $cn answers: 200 x $c200, 429 x $c429, 504 x $c504"
@@ -267,13 +271,6 @@ p1=$(curl -s "http://127.0.0.1:$MPORT/metrics" | awk '$1 == "sluice_gateway_upst
 tap_diag "upstream back at 5 ms, last 3 s: $rn answers: 200 x $r200, 429 x $r429, 504 x $r504; probes ${p0:-absent} -> ${p1:-absent}"
 expect_ge "recovered: the class is sent again (200s in the last 3 s of 5)" "$r200" 100
 expect_le "  ... and no longer shed (429s at most a tenth)" "$((10 * r429))" "$rn"
-# The probe is owed only to a class that shut: one whose forwards had all stopped by the
-# slow spell's last seconds. A spell whose last seconds still sent some (its 504s) never shut
-# the class, and recovered without a probe (CI, 2026-12-03: 12 shed, 4 sent, no probe).
-if [ "$c504" -eq 0 ]; then
-	expect_ge "  ... the class shut (nothing sent at the end of the slow spell): at least one probe" "${p1:-0}" 1
-else
-	tap_skip "  ... the class shut: at least one probe" "the slow spell still sent $c504 forward(s) in its last 2 s: the class never shut"
-fi
+expect_ge "  ... at least one probe in all (the slow spell's or the recovery's)" "${p1:-0}" 1
 
 tap_done
