@@ -384,6 +384,7 @@ ctl n2 reload >/dev/null 2>&1
 rcli config set maxmemory-policy noeviction >/dev/null
 rcli config set maxmemory 1 >/dev/null
 w0=$(prom n1 sluice_stream_redis_write_errors_total)
+x0=$(prom n1 sluice_stream_redis_errors_total)
 e1=$(prom n1 sluice_stream_events_total)
 specs=()
 for i in $(seq 1 40); do specs+=("$P1,oom$i,bad,100.66.$i.1"); done
@@ -391,10 +392,22 @@ r=$(logins "${specs[@]}")
 events_done n1 $((e1 + 40))
 sleep 0.3
 w1=$(prom n1 sluice_stream_redis_write_errors_total)
+x1=$(prom n1 sluice_stream_redis_errors_total)
 rcli config set maxmemory 0 >/dev/null
-tap_diag "write errors ${w0:-absent} -> ${w1:-absent}"
-expect_ge "a full Redis (maxmemory, noeviction): the failed HLL writes are on /metrics (${w0:-absent} -> ${w1:-absent})" \
-	"$(( ${w1:-0} - ${w0:-0} ))" 40
+n401=$(tr " " "\n" <<<"$r" | grep -c '^401$')
+tap_diag "write errors ${w0:-absent} -> ${w1:-absent}; failed pipelines ${x0:-absent} -> ${x1:-absent}; the 40 answers: $(tr " " "\n" <<<"$r" | sort | uniq -c | tr -s " \n" " "); store fallbacks: $(prom n1 sluice_store_fallbacks_total mode=local)"
+# A guess checked against a password (a 401) may make its keys, and each of its probes is a
+# write Redis refuses; a login refused unchecked makes none (issue 16). A pipeline that got
+# no answer in time (a loaded machine) puts the job in process for a second, by design,
+# and its probes never reach Redis: then only some of the refusals can be counted.
+expect_ge "  (the premise) logins checked against a password: $n401 of 40" "$n401" 1
+if [ "${x1:-0}" = "${x0:-0}" ]; then
+	expect_ge "a full Redis (maxmemory, noeviction): the failed HLL writes are on /metrics, one at least for each of the $n401 checked guesses (${w0:-absent} -> ${w1:-absent})" \
+		"$(( ${w1:-0} - ${w0:-0} ))" "$n401"
+else
+	expect_ge "a full Redis (maxmemory, noeviction): the failed HLL writes are on /metrics (${w0:-absent} -> ${w1:-absent}; $(( ${x1:-0} - ${x0:-0} )) pipeline(s) went unanswered, their probes counted in process)" \
+		"$(( ${w1:-0} - ${w0:-0} ))" 1
+fi
 n=$(grep -c "stream: Redis refused" "$NT_DIR/n1.log")
 expect_ge "  ... and logged" "$n" 1
 expect_le "  ... rate-limited: $n line(s) for $(( ${w1:-0} - ${w0:-0} )) failed writes" "$n" 2
