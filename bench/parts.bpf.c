@@ -388,6 +388,13 @@ struct {
 	__type(value, __u32);
 } part_hosts SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_HOST_SETS);
+	__type(key, __u32);
+	__type(value, struct sl_host_set);
+} part_host_sets SEC(".maps");
+
 /* The IPv6 table of one slot, built by the bench with sl_asn6_build from the trie's rows. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -477,6 +484,46 @@ int part_req_lookups(struct xdp_md *ctx)
 	if (!bpf_map_lookup_elem(&part_routes, &s->rk))
 		return XDP_DROP;
 	return bpf_map_lookup_elem(&part_hosts, &s->hk) ? XDP_PASS : XDP_DROP;
+}
+
+/* The reading and the route trie alone (each part reads the request itself: the scratch is
+ * per CPU, and a run may land on another CPU than the part before it). */
+SEC("xdp")
+int part_req_route(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+
+	if (!in || !s)
+		return XDP_DROP;
+	__builtin_memset(&s->rk, 0, sizeof(s->rk));
+	__builtin_memset(&s->hk, 0, sizeof(s->hk));
+	if (sl_parse_http((const struct req_buf *)in->http, in->http_len, &s->rk, &s->hk) != (REQ_LINE | REQ_HOST))
+		return XDP_DROP;
+	return bpf_map_lookup_elem(&part_routes, &s->rk) ? XDP_PASS : XDP_DROP;
+}
+
+/* The reading, the route, and the host as the datapath finds it (sl_host_tenant: the name's
+ * hash, its two sets, the tags, the name compare); part_req_lookups is the same with the hash
+ * map of 64-byte names the datapath used before (its fallback now). */
+SEC("xdp")
+int part_req_host_sets(struct xdp_md *ctx)
+{
+	__u32 zero = 0;
+	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
+	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+
+	if (!in || !s)
+		return XDP_DROP;
+	__builtin_memset(&s->rk, 0, sizeof(s->rk));
+	__builtin_memset(&s->hk, 0, sizeof(s->hk));
+	if (sl_parse_http((const struct req_buf *)in->http, in->http_len, &s->rk, &s->hk) != (REQ_LINE | REQ_HOST))
+		return XDP_DROP;
+	if (!bpf_map_lookup_elem(&part_routes, &s->rk))
+		return XDP_DROP;
+	return sl_host_tenant(&part_host_sets, &part_hosts, &s->hk, in->host_seed) ? XDP_PASS :
+										   XDP_DROP;
 }
 
 /* The SNI of a ClientHello. */

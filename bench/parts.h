@@ -16,6 +16,7 @@ struct part_in {
 	__u8 http[PART_BUF], tls[PART_BUF];
 	__u32 http_len, tls_len, req_off, req_len;
 	__u8 v6[16];
+	__u32 host_seed; /* part_req_host_sets' seed (the table was written under it) */
 };
 
 #endif

@@ -761,7 +761,11 @@ int main(int argc, char **argv)
 		PART("request: copy the payload (83 bytes)", part_req_copy, 1, NULL);
 		PART("request: the same, by direct packet access", part_req_copy_direct, 1, NULL);
 		PART("request: method, path, Host", part_req_http, 0, NULL);
-		PART("request: + route LPM + host hash", part_req_lookups, 0, NULL);
+		PART("request: + route LPM", part_req_route, 0, NULL);
+		PART("request: + route LPM + host in a hash map (before; now the fallback)",
+		     part_req_lookups, 0, NULL);
+		PART("request: + route LPM + host in the set table (the datapath's)",
+		     part_req_host_sets, 0, NULL);
 		PART("SYN: TCP options, the case's (MSS SACK NOP NOP NOP WS)", part_syn_opts, 2,
 		     NULL);
 		PART("SYN: TCP options, Linux's (MSS SACK TS NOP WS)", part_syn_opts, 3, NULL);
@@ -829,6 +833,16 @@ int main(int argc, char **argv)
 			memcpy(&rk.data[1], "/login", 6);
 			bpf_map_update_elem(bpf_map__fd(pt->maps.part_routes), &rk, &rv, BPF_ANY);
 			bpf_map_update_elem(bpf_map__fd(pt->maps.part_hosts), &hk, &one, BPF_ANY);
+			{
+				static struct sl_host_set sets[SL_HOST_SETS];
+				__u32 hs_i;
+
+				in->host_seed = 0x5eed1234;
+				sl_host_place(sets, SL_HOST_SETS, &hk, 1, in->host_seed);
+				for (hs_i = 0; hs_i < SL_HOST_SETS; hs_i++)
+					bpf_map_update_elem(bpf_map__fd(pt->maps.part_host_sets),
+							    &hs_i, &sets[hs_i], BPF_ANY);
+			}
 			bpf_map_lookup_elem(m.cookie_keys, &zero_key, &in->keys);
 			in->id.family = SL_FAM_V4;
 			in->id.sport = 41000;

@@ -273,6 +273,16 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_hosts SEC(".maps");
 
+/* The hosts again, as the datapath reads them (struct sl_host_set); sl_hosts above holds
+ * every one, asked only for a host whose two sets were full. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SL_HOST_SETS);
+	__type(key, __u32);
+	__type(value, struct sl_host_set);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_host_sets SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, SL_EDGE_ROUTES + 1);

@@ -14,6 +14,7 @@
 #include <bpf/bpf_helpers.h>
 
 #include "sluice/abi.h"
+#include "sluice/hash.h"
 
 #define SL_REQ_SCAN 512
 #define SL_REQ_MASK (SL_REQ_SCAN - 1)
@@ -481,6 +482,62 @@ __noinline int sl_parse_sni(const struct req_buf *rb, __u32 len, struct sl_host_
 	if (!copy_host(rb, len, x.sni_at, hk, x.sni_len))
 		return 0;
 	return REQ_HOST;
+}
+
+/* The way of @hs holding the host @hk tagged @tag, or SL_HOST_WAYS: the tags first, then
+ * the whole name of the way whose tag matched. */
+static __always_inline __u32 sl_host_way(const struct sl_host_set *hs, const struct sl_host_key *hk,
+				      __u32 tag)
+{
+	__u32 i, j, w = SL_HOST_WAYS;
+
+#pragma unroll
+	for (i = 0; i < SL_HOST_WAYS; i++)
+		if (hs->tag[i] == tag)
+			w = i;
+	if (w >= SL_HOST_WAYS)
+		return SL_HOST_WAYS;
+	{
+		const __u64 *a = (const __u64 *)(const void *)hk->name;
+		const __u64 *b = (const __u64 *)(const void *)hs->name[w & (SL_HOST_WAYS - 1)].name;
+		__u64 d = 0;
+
+#pragma unroll
+		for (j = 0; j < SL_HOST_KEY_LEN / 8; j++)
+			d |= a[j] ^ b[j];
+		return d ? SL_HOST_WAYS : w;
+	}
+}
+
+/*
+ * The tenant of the host @hk names (Host or SNI, read by sl_parse_http or sl_parse_sni), or
+ * NULL for one no tenant configured: its two sets of @sets (an array of struct sl_host_set),
+ * and @all (the hash map of every host) only when both were full when the hosts were
+ * written.
+ */
+static __always_inline __u32 *sl_host_tenant(void *sets, void *all, const struct sl_host_key *hk,
+					     __u32 seed)
+{
+	__u64 h = sl_host_hash(hk, seed);
+	__u32 i1 = (__u32)h & (SL_HOST_SETS - 1), tag = (__u32)(h >> 32);
+	__u32 i2 = tag & (SL_HOST_SETS - 1), w;
+	struct sl_host_set *a, *b;
+
+	a = bpf_map_lookup_elem(sets, &i1);
+	if (!a)
+		return NULL;
+	w = sl_host_way(a, hk, tag);
+	if (w < SL_HOST_WAYS)
+		return &a->tid[w & (SL_HOST_WAYS - 1)];
+	b = bpf_map_lookup_elem(sets, &i2);
+	if (!b)
+		return NULL;
+	w = sl_host_way(b, hk, tag);
+	if (w < SL_HOST_WAYS)
+		return &b->tid[w & (SL_HOST_WAYS - 1)];
+	if (a->overflow && b->overflow)
+		return bpf_map_lookup_elem(all, hk);
+	return NULL;
 }
 
 #endif

@@ -1193,6 +1193,12 @@ __noinline int sl_is_local(const struct pkt *pk)
  * tenant: nothing a client can shape lowers its price. Fills pk->cost and pk->tenant; returns
  * the route id (SL_EDGE_ROUTES when none).
  */
+/* The tenant of host @hk (see sl_host_tenant): this datapath's two tables. */
+static __always_inline __u32 *host_tenant(const struct sl_host_key *hk, const struct sl_settings *set)
+{
+	return sl_host_tenant(&sl_host_sets, &sl_hosts, hk, set->hash_seed);
+}
+
 __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 				const struct sl_settings *set)
 {
@@ -1244,7 +1250,7 @@ __noinline int sl_route_request(struct xdp_md *ctx, struct pkt *pk,
 		}
 	}
 	if (got & REQ_HOST) {
-		tid = bpf_map_lookup_elem(&sl_hosts, &rs->hk);
+		tid = host_tenant(&rs->hk, set);
 		pk->tenant = tid ? *tid : set->default_tenant;
 	}
 	if (pk->tenant >= SL_MAX_TENANTS)

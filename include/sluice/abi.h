@@ -491,6 +491,26 @@ struct sl_host_key {
 	char name[SL_HOST_KEY_LEN];
 };
 
+/*
+ * The host table the datapath reads (sl_host_sets): every configured host in one of its two
+ * candidate sets (sl_host_hash: the low word picks the first, the high word the second and
+ * the tag), placed by the writer in the emptier one. An array, so a lookup is two loads and
+ * eight tag compares, then one name compare, against the 64-byte key's jhash and compare of a
+ * hash map (46 ns of a first request's ~450, bench/xdp_cost). A host that found both its sets
+ * full marks both @overflow and lives in sl_hosts, the hash map holding every host, which a
+ * lookup asks only when both of its sets carry the mark. Names are compared whole: a tag or a
+ * set shared by chance (or by an attacker's choice of Host) changes nothing but the time.
+ */
+#define SL_HOST_SETS 2048                 /* power of two; 8 hosts x 256 tenants at most */
+#define SL_HOST_WAYS 4
+struct sl_host_set {
+	__u32 tag[SL_HOST_WAYS];          /* 0: an empty way (tags are never 0) */
+	__u32 tid[SL_HOST_WAYS];
+	__u32 overflow;                   /* a host of this set's pair is in sl_hosts only */
+	__u32 pad;
+	struct sl_host_key name[SL_HOST_WAYS];
+};
+
 /* Per-CPU first-request outcomes by route (SL_EDGE_ROUTES = unrouted/default) and by tenant
  * (SL_MAX_TENANTS = none). */
 struct sl_outcome {

@@ -85,4 +85,44 @@ static __always_inline __u64 sl_shed_hash(const struct sl_conn_key *k, __u32 see
 	return ((__u64)((b & ~3u) | 2u) << 32) | a;
 }
 
+/*
+ * A host key's two set indexes and tag (struct sl_host_set): the low word picks its first
+ * set, the high word (never 0) its second set and is its tag. The eight words of the
+ * zero-padded name are multiplied independently and summed (no chain of dependent
+ * multiplies on the request's path), then mixed. Only the writer's placement depends on its
+ * quality: a lookup compares the whole name.
+ */
+_Static_assert(sizeof(struct sl_host_key) == 64, "sl_host_hash reads the name as 8 words");
+static __always_inline __u64 sl_host_hash(const struct sl_host_key *k, __u32 seed)
+{
+	static const __u64 mul[8] = { 0x9e3779b97f4a7c15ull, 0xc2b2ae3d27d4eb4full,
+				      0x165667b19e3779f9ull, 0xd6e8feb86659fd93ull,
+				      0xff51afd7ed558ccdull, 0xc4ceb9fe1a85ec53ull,
+				      0x87c37b91114253d5ull, 0x4cf5ad432745937full };
+	__u64 s = ((__u64)seed << 32 | seed) ^ 0x2545f4914f6cdd1dull, h = 0, w;
+	int i;
+
+#ifdef __bpf__
+#pragma unroll
+#endif
+	for (i = 0; i < 8; i++) {
+#ifdef __bpf__
+		/* One load a word (the key may sit at any offset of a scratch record: the
+		 * verifier allows unaligned loads where the CPU does); memcpy would be
+		 * eight byte loads for a byte-aligned struct. */
+		w = *(const __u64 *)(const void *)&k->name[8 * i];
+#else
+		__builtin_memcpy(&w, &k->name[8 * i], 8);
+#endif
+		h += (w ^ s) * mul[i];
+		s = s << 7 | s >> 57;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return h | 1ull << 32;
+}
+
 #endif

@@ -843,6 +843,106 @@ static void no_default_tenant(void)
 	env_close(&e);
 }
 
+/*
+ * The host table's full sets (struct sl_host_set). Ten hosts, found by brute force under this
+ * env's seed, whose two candidate sets are the same two: eight fit in their ways, the last two
+ * find both full and live in the hash map alone, which a lookup asks only because both sets
+ * carry the mark. Every one must still name its tenant; a Host nobody configured whose sets
+ * are the same two (what an attacker who read the source would aim at the table) must not
+ * name one; and the other hosts must not notice.
+ */
+static void host_table_overflow(void)
+{
+	enum { N = 10, T_H1 = T_DEFAULT + 1, T_H2 = T_DEFAULT + 2 };
+	char names[N + 1][32], extra[4096], req[128], what[160];
+	struct sl_settings set;
+	struct sl_host_set hs;
+	struct env e;
+	uint32_t want[2] = { 0, 0 }, placed = 0, w;
+	unsigned long tries;
+	int n = 0, i, k, len;
+	bool ok;
+
+	if (env_open(&e, conf(1), asn_csv) || sl_maps_read_settings(&e.maps, &set)) {
+		tap(false, "host table: the env loads");
+		env_close(&e);
+		return;
+	}
+	for (tries = 0; n < N + 1 && tries < 400000000ul; tries++) {
+		struct sl_host_key hk = { { 0 } };
+		uint64_t h;
+		uint32_t i1, i2;
+
+		snprintf(hk.name, sizeof(hk.name), "h%lu.example", tries);
+		h = sl_host_hash(&hk, set.hash_seed);
+		i1 = (uint32_t)h & (SL_HOST_SETS - 1);
+		i2 = (uint32_t)(h >> 32) & (SL_HOST_SETS - 1);
+		if (!n) {
+			if (i1 == i2)
+				continue;
+			want[0] = i1;
+			want[1] = i2;
+		} else if (!((i1 == want[0] && i2 == want[1]) || (i1 == want[1] && i2 == want[0]))) {
+			/* both of its sets the two (a name whose two are one set would fill
+			 * that one alone) */
+			continue;
+		}
+		snprintf(names[n++], sizeof(names[0]), "%s", hk.name);
+	}
+	tap(n == N + 1, "host table: %d host names whose two sets are sets %u and %u (%lu tried)",
+	    n, want[0], want[1], tries);
+	if (n < N + 1) {
+		env_close(&e);
+		return;
+	}
+	len = snprintf(extra, sizeof(extra), "%s", DEFAULT_TENANT);
+	for (k = 0; k < 2; k++) {
+		len += snprintf(extra + len, sizeof(extra) - (size_t)len,
+				",\n  { name = \"h%d\"; hosts = [", k + 1);
+		for (i = k * (N / 2); i < (k + 1) * (N / 2); i++)
+			len += snprintf(extra + len, sizeof(extra) - (size_t)len, "%s\"%s\"",
+					i > k * (N / 2) ? ", " : "", names[i]);
+		len += snprintf(extra + len, sizeof(extra) - (size_t)len,
+				"]; rate = 0.001; burst = 1e6; lease_ttl = 3600; }");
+	}
+	snprintf(conf_buf, sizeof(conf_buf), CONF_FMT, extra);
+	if (env_config(&e, conf_buf)) {
+		tap(false, "host table: the config with the ten hosts loads");
+		env_close(&e);
+		return;
+	}
+	ok = true;
+	for (k = 0; k < 2; k++) {
+		if (bpf_map_lookup_elem(e.maps.host_sets, &want[k], &hs)) {
+			ok = false;
+			continue;
+		}
+		for (w = 0; w < SL_HOST_WAYS; w++)
+			placed += hs.tag[w] != 0;
+		ok = ok && hs.overflow;
+	}
+	tap(ok && placed == 2 * SL_HOST_WAYS,
+	    "host table: the two sets hold %u hosts (their %d ways) and both are marked overflow",
+	    placed, 2 * SL_HOST_WAYS);
+	preset(&e, SRC, "unknown", 10);
+	for (i = 0; i < N; i++) {
+		snprintf(req, sizeof(req), "GET /token HTTP/1.1\r\nHost: %s\r\n\r\n", names[i]);
+		snprintf(what, sizeof(what), "host table: Host %s (%s)", names[i],
+			 i < 2 * SL_HOST_WAYS ? "in a way" : "both sets full: the hash map");
+		/* Placed in the config's order: the first eight in the ways. */
+		expect_req(&e, what, SRC, NULL, 80, req, strlen(req),
+			   ADMIT(R_TOKEN, i < N / 2 ? T_H1 : T_H2, 40));
+	}
+	snprintf(req, sizeof(req), "GET /token HTTP/1.1\r\nHost: %s\r\n\r\n", names[N]);
+	snprintf(what, sizeof(what), "host table: Host %s, configured nowhere, aimed at the same "
+		 "two full sets: the default tenant", names[N]);
+	expect_req(&e, what, SRC, NULL, 80, req, strlen(req), ADMIT(R_TOKEN, T_DEFAULT, 40));
+	expect_req(&e, "host table: acme.example, in a set of its own, still acme's", SRC, NULL, 80,
+		   HTTP("GET /token HTTP/1.1\r\nHost: acme.example\r\n\r\n"),
+		   ADMIT(R_TOKEN, T_ACME, 40));
+	env_close(&e);
+}
+
 /* A first request in the first fragment of its datagram: the edge cannot know what the rest
  * says, so it costs unreadable_cost; with fragments = "drop" it is dropped uncharged. */
 static void fragments(struct env *e)
@@ -1999,6 +2099,7 @@ int main(void)
 	conn_flood(&e);
 	env_close(&e);
 	no_default_tenant();
+	host_table_overflow();
 	bucket_sets();
 	bucket_eviction_order();
 	printf("1..%d\n", n_test);

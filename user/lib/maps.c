@@ -979,6 +979,80 @@ static void clear_map(int fd, size_t key_size)
 			break;
 }
 
+int sl_host_place(struct sl_host_set *sets, uint32_t nsets, const struct sl_host_key *hk,
+		  uint32_t tid, uint32_t seed)
+{
+	uint64_t h = sl_host_hash(hk, seed);
+	uint32_t tag = (uint32_t)(h >> 32), i[2] = { (uint32_t)h & (nsets - 1), tag & (nsets - 1) };
+	int k, w, best = -1, bestn = SL_HOST_WAYS + 1;
+
+	for (k = 0; k < 2; k++) {
+		struct sl_host_set *s = &sets[i[k]];
+		int used = 0, clash = 0;
+
+		for (w = 0; w < SL_HOST_WAYS; w++) {
+			used += s->tag[w] != 0;
+			clash |= s->tag[w] == tag; /* a lookup reads one way per tag and set */
+		}
+		if (!clash && used < SL_HOST_WAYS && used < bestn) {
+			best = k;
+			bestn = used;
+		}
+	}
+	if (best < 0) {
+		sets[i[0]].overflow = 1;
+		sets[i[1]].overflow = 1;
+		return 0;
+	}
+	for (w = 0; w < SL_HOST_WAYS; w++) {
+		struct sl_host_set *s = &sets[i[best]];
+
+		if (s->tag[w])
+			continue;
+		s->tag[w] = tag;
+		s->tid[w] = tid;
+		s->name[w] = *hk;
+		return 1;
+	}
+	return 0; /* not reached: the set had room */
+}
+
+/* The datapath's host table (struct sl_host_set), built whole from the config's hosts and
+ * written set by set, so a first request meanwhile finds the old placement or the new one
+ * (or, in a set being rewritten, neither: the destination's tenant, as in sl_hosts' rewrite).
+ * sl_hosts, written before, holds every host; the sets mark the few it alone holds. */
+static int write_host_sets(const struct sl_maps *m, const struct sl_config *c)
+{
+	struct sl_host_set *sets;
+	struct sl_settings set;
+	int i, j, n, ret = 0, unplaced = 0;
+	__u32 k;
+
+	if (sl_maps_read_settings(m, &set))
+		return -errno;
+	sets = calloc(SL_HOST_SETS, sizeof(*sets));
+	if (!sets)
+		return -ENOMEM;
+	for (i = 0; i < c->n_tenants; i++)
+		for (j = 0; j < c->tenants[i].n_hosts; j++) {
+			struct sl_host_key hk;
+
+			memset(&hk, 0, sizeof(hk));
+			for (n = 0; n < SL_HOST_KEY_LEN - 1 && c->tenants[i].hosts[j][n]; n++)
+				hk.name[n] = c->tenants[i].hosts[j][n];
+			if (!sl_host_place(sets, SL_HOST_SETS, &hk, (uint32_t)i, set.hash_seed))
+				unplaced++;
+		}
+	if (unplaced)
+		log_info("edge: %d host(s) found both their sets of the host table full: the "
+			 "hash map answers for them", unplaced);
+	for (k = 0; k < SL_HOST_SETS && !ret; k++)
+		if (bpf_map_update_elem(m->host_sets, &k, &sets[k], BPF_ANY))
+			ret = -errno;
+	free(sets);
+	return ret;
+}
+
 int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c)
 {
 	int i, j, n, pass;
@@ -1029,7 +1103,7 @@ int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c)
 			if (bpf_map_update_elem(m->hosts, &hk, &id, BPF_ANY))
 				return -errno;
 		}
-	return 0;
+	return write_host_sets(m, c);
 }
 
 int sl_maps_read_outcomes(int fd, uint32_t n, struct sl_outcome *out)

@@ -20,8 +20,8 @@
 		       "sl_verdicts", "sl_vcount", "sl_events", "sl_routes", "sl_hosts", \
 		       "sl_route_stats", "sl_tenant_stats", "sl_tenant_demand", "sl_shed", \
 		       "sl_pending", "sl_local", "sl_local_host", "sl_shed_sets", "sl_local_gen", \
-		       "sl_asn6" }
-#define SL_N_MAPS 28
+		       "sl_asn6", "sl_host_sets" }
+#define SL_N_MAPS 29
 
 struct sl_maps {
 	union {
@@ -30,7 +30,7 @@ struct sl_maps {
 			int cookie_keys, conns, tenant_keys, tenants, tenant_state, verdicts;
 			int vcount, events, routes, hosts, route_stats, tenant_stats;
 			int tenant_demand, shed, pending, local, local_host, shed_sets, local_gen;
-			int asn6;
+			int asn6, host_sets;
 		};
 		int fd[SL_N_MAPS];
 	};
@@ -121,6 +121,11 @@ int sl_maps_write_tenants(const struct sl_maps *m, const struct sl_config *c);
 /* Stateless front: the route table (method + path prefix -> route id, cost) and the host
  * names of tenants (-> tenant id), rewritten whole. */
 int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c);
+/* Put the host @hk of tenant @tid in the emptier of its two sets of @sets (@nsets, a power
+ * of two; see struct sl_host_set) under @seed: 1, or 0 when both were full (or held its
+ * tag), and both are then marked overflow. */
+int sl_host_place(struct sl_host_set *sets, uint32_t nsets, const struct sl_host_key *hk,
+		  uint32_t tid, uint32_t seed);
 /* First-request outcomes, summed over CPUs: @n rows of sl_route_stats or sl_tenant_stats. */
 int sl_maps_read_outcomes(int fd, uint32_t n, struct sl_outcome *out);
 
