@@ -97,10 +97,7 @@ wait_port() {
 	exit 1
 }
 record() { echo "$1" >>"$OUT"; }
-cpu_ticks() { # PID: its user + system time so far, in clock ticks (0 without a PID)
-	[ -n "$1" ] || { echo 0; return; }
-	awk '{print $14 + $15}' "/proc/$1/stat"
-}
+. "$ROOT/bench/ticks.sh"
 # PIN=1: the origin's CPU and the rest's (taskset lists).
 NCPU=$(nproc)
 ORIGIN_CPUS= REST_CPUS=
@@ -118,9 +115,6 @@ pin() { # pin CPUS PID...: every thread of each PID (nothing without PIN)
 	shift
 	[ -n "$c" ] || return 0
 	for p in "$@"; do taskset -a -p -c "$c" "$p" >/dev/null; done
-}
-busy_ticks() { # every CPU's non-idle time so far, in clock ticks
-	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat
 }
 mkdir -p "$BUILD/bench"
 echo "# $(date -u +%FT%TZ) bench/proxy.sh $WHAT on $NCPU CPUs at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null)${SLUICED_ENV:+, proxy with $SLUICED_ENV}${ORIGIN_CPUS:+, origin pinned to CPU $ORIGIN_CPUS, wrk and the proxies to $REST_CPUS}${FRONT_CONCURRENCY:+, front concurrency $FRONT_CONCURRENCY}${FRONT_CPU:+, front capacity.cpu $FRONT_CPU}" | tee -a "$OUT"
@@ -240,10 +234,11 @@ EOF
 					sluice) port=$gw pid=$GW_PID ;;
 					*) port=${XPORT[$target]} pid=${XPID[$target]} ;;
 					esac
-					t0=$(cpu_ticks "$pid")
+					# shellcheck disable=SC2086 # $pid unquoted: direct has none, which counts 0
+					t0=$(proc_ticks $pid)
 					r=$("${ON_REST[@]}" wrk -t1 -c$c -d"${SECONDS_EACH}s" --latency -H "$AUTH" \
 						"http://127.0.0.1:$port/$route" | wrk_json "$route c$c $target")
-					t1=$(cpu_ticks "$pid")
+					t1=$(proc_ticks $pid)
 					r=$($PY -c 'import json,sys; r=json.loads(sys.argv[1]); n=r["rps"]*float(sys.argv[2])
 r["proxy_cpu_us_per_req"]=round((int(sys.argv[4])-int(sys.argv[3]))*1e6/float(sys.argv[5])/n, 1) if sys.argv[6] else None
 print(json.dumps(r))' "$r" "$SECONDS_EACH" "$t0" "$t1" "$(getconf CLK_TCK)" "$pid")
@@ -375,7 +370,7 @@ EOF
 			port=$fr
 		fi
 		cb=$(capacity)
-		t0=$(date +%s.%N) b0=$(busy_ticks) s0=$(cpu_ticks "$SVC_PID") f0=$(cpu_ticks "$FRONT_PID")
+		t0=$(date +%s.%N) b0=$(busy_ticks) s0=$(proc_ticks $SVC_PID) f0=$(proc_ticks $FRONT_PID)
 		sampler=
 		if [ -n "$FRONT_PID" ]; then
 			# The front's upstream limit and forwards in flight, 10 times a second; at
@@ -389,7 +384,7 @@ EOF
 		# Where the CPUs went during the run (warm-up included), in CPUs busy: the
 		# service (its workers and loop), sluice in front, and the rest (the client,
 		# the bench's own tools, the machine's neighbours).
-		t1=$(date +%s.%N) b1=$(busy_ticks) s1=$(cpu_ticks "$SVC_PID") f1=$(cpu_ticks "$FRONT_PID")
+		t1=$(date +%s.%N) b1=$(busy_ticks) s1=$(proc_ticks $SVC_PID) f1=$(proc_ticks $FRONT_PID)
 		front_line=
 		if [ -n "$sampler" ]; then
 			kill -INT "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null

@@ -30,9 +30,7 @@ nt_setup || exit 1
 nt_client_xdp_pass || { echo "reply_rate: cannot attach XDP to the client veth" >&2; exit 1; }
 nt_client_addr 198.51.100.7
 
-busy_ticks() { awk '/^cpu /{print $2+$3+$4+$7+$8+$9}' /proc/stat; }
-soft_ticks() { awk '/^cpu /{print $7+$8}' /proc/stat; }  # irq + softirq, all CPUs
-proc_ticks() { local t=0 p; for p in "$@"; do t=$((t + $(awk '{print $14+$15}' /proc/$p/stat))); done; echo $t; }
+. "$ROOT/bench/ticks.sh"
 TCK=$(getconf CLK_TCK)
 
 # ---- sluice -------------------------------------------------------------------------------
