@@ -451,20 +451,31 @@ int part_req_copy_direct(struct xdp_md *ctx)
 										  XDP_PASS;
 }
 
+/* The login request of @in read into the scratch (method, path, Host): the scratch, or NULL
+ * when it did not read whole. Each part that needs the keys reads them itself: the scratch
+ * is per CPU, and a run may land on another CPU than the part before it. */
+static __always_inline struct part_scratch *read_login(const struct part_in *in)
+{
+	__u32 zero = 0;
+	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+
+	if (!in || !s)
+		return NULL;
+	__builtin_memset(&s->rk, 0, sizeof(s->rk));
+	__builtin_memset(&s->hk, 0, sizeof(s->hk));
+	if (sl_parse_http((const struct req_buf *)in->http, in->http_len, &s->rk, &s->hk) !=
+	    (REQ_LINE | REQ_HOST))
+		return NULL;
+	return s;
+}
+
 /* Method, path and Host of the login request. */
 SEC("xdp")
 int part_req_http(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
-	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
-	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
 
-	if (!in || !s)
-		return XDP_DROP;
-	__builtin_memset(&s->rk, 0, sizeof(s->rk));
-	__builtin_memset(&s->hk, 0, sizeof(s->hk));
-	return sl_parse_http((const struct req_buf *)in->http, in->http_len, &s->rk, &s->hk) == (REQ_LINE | REQ_HOST) ?
-	       XDP_PASS : XDP_DROP;
+	return read_login(bpf_map_lookup_elem(&part_in, &zero)) ? XDP_PASS : XDP_DROP;
 }
 
 /* The same, then the route (LPM) and host (hash) lookups that price and place it. */
@@ -473,33 +484,24 @@ int part_req_lookups(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
-	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+	struct part_scratch *s = read_login(in);
 
-	if (!in || !s)
-		return XDP_DROP;
-	__builtin_memset(&s->rk, 0, sizeof(s->rk));
-	__builtin_memset(&s->hk, 0, sizeof(s->hk));
-	if (sl_parse_http((const struct req_buf *)in->http, in->http_len, &s->rk, &s->hk) != (REQ_LINE | REQ_HOST))
+	if (!s)
 		return XDP_DROP;
 	if (!bpf_map_lookup_elem(&part_routes, &s->rk))
 		return XDP_DROP;
 	return bpf_map_lookup_elem(&part_hosts, &s->hk) ? XDP_PASS : XDP_DROP;
 }
 
-/* The reading and the route trie alone (each part reads the request itself: the scratch is
- * per CPU, and a run may land on another CPU than the part before it). */
+/* The reading and the route trie alone. */
 SEC("xdp")
 int part_req_route(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
-	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+	struct part_scratch *s = read_login(in);
 
-	if (!in || !s)
-		return XDP_DROP;
-	__builtin_memset(&s->rk, 0, sizeof(s->rk));
-	__builtin_memset(&s->hk, 0, sizeof(s->hk));
-	if (sl_parse_http((const struct req_buf *)in->http, in->http_len, &s->rk, &s->hk) != (REQ_LINE | REQ_HOST))
+	if (!s)
 		return XDP_DROP;
 	return bpf_map_lookup_elem(&part_routes, &s->rk) ? XDP_PASS : XDP_DROP;
 }
@@ -512,13 +514,9 @@ int part_req_host_sets(struct xdp_md *ctx)
 {
 	__u32 zero = 0;
 	struct part_in *in = bpf_map_lookup_elem(&part_in, &zero);
-	struct part_scratch *s = bpf_map_lookup_elem(&part_scratch, &zero);
+	struct part_scratch *s = read_login(in);
 
-	if (!in || !s)
-		return XDP_DROP;
-	__builtin_memset(&s->rk, 0, sizeof(s->rk));
-	__builtin_memset(&s->hk, 0, sizeof(s->hk));
-	if (sl_parse_http((const struct req_buf *)in->http, in->http_len, &s->rk, &s->hk) != (REQ_LINE | REQ_HOST))
+	if (!s)
 		return XDP_DROP;
 	if (!bpf_map_lookup_elem(&part_routes, &s->rk))
 		return XDP_DROP;
