@@ -519,25 +519,22 @@ static __always_inline __u32 *sl_host_tenant(void *sets, void *all, const struct
 					     __u32 seed)
 {
 	__u64 h = sl_host_hash(hk, seed);
-	__u32 i1 = (__u32)h & (SL_HOST_SETS - 1), tag = (__u32)(h >> 32);
-	__u32 i2 = tag & (SL_HOST_SETS - 1), w;
-	struct sl_host_set *a, *b;
+	__u32 tag = (__u32)(h >> 32), idx[2] = { (__u32)h & (SL_HOST_SETS - 1),
+						tag & (SL_HOST_SETS - 1) };
+	__u32 k, w, full = 1;
+	struct sl_host_set *hs;
 
-	a = bpf_map_lookup_elem(sets, &i1);
-	if (!a)
-		return NULL;
-	w = sl_host_way(a, hk, tag);
-	if (w < SL_HOST_WAYS)
-		return &a->tid[w & (SL_HOST_WAYS - 1)];
-	b = bpf_map_lookup_elem(sets, &i2);
-	if (!b)
-		return NULL;
-	w = sl_host_way(b, hk, tag);
-	if (w < SL_HOST_WAYS)
-		return &b->tid[w & (SL_HOST_WAYS - 1)];
-	if (a->overflow && b->overflow)
-		return bpf_map_lookup_elem(all, hk);
-	return NULL;
+#pragma unroll
+	for (k = 0; k < 2; k++) {
+		hs = bpf_map_lookup_elem(sets, &idx[k]);
+		if (!hs)
+			return NULL;
+		w = sl_host_way(hs, hk, tag);
+		if (w < SL_HOST_WAYS)
+			return &hs->tid[w & (SL_HOST_WAYS - 1)];
+		full &= hs->overflow != 0;
+	}
+	return full ? bpf_map_lookup_elem(all, hk) : NULL;
 }
 
 #endif

@@ -1017,45 +1017,12 @@ int sl_host_place(struct sl_host_set *sets, uint32_t nsets, const struct sl_host
 	return 0; /* not reached: the set had room */
 }
 
-/* The datapath's host table (struct sl_host_set), built whole from the config's hosts and
- * written set by set, so a first request meanwhile finds the old placement or the new one
- * (or, in a set being rewritten, neither: the destination's tenant, as in sl_hosts' rewrite).
- * sl_hosts, written before, holds every host; the sets mark the few it alone holds. */
-static int write_host_sets(const struct sl_maps *m, const struct sl_config *c)
+int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c)
 {
 	struct sl_host_set *sets;
 	struct sl_settings set;
-	int i, j, n, ret = 0, unplaced = 0;
-	__u32 k;
-
-	if (sl_maps_read_settings(m, &set))
-		return -errno;
-	sets = calloc(SL_HOST_SETS, sizeof(*sets));
-	if (!sets)
-		return -ENOMEM;
-	for (i = 0; i < c->n_tenants; i++)
-		for (j = 0; j < c->tenants[i].n_hosts; j++) {
-			struct sl_host_key hk;
-
-			memset(&hk, 0, sizeof(hk));
-			for (n = 0; n < SL_HOST_KEY_LEN - 1 && c->tenants[i].hosts[j][n]; n++)
-				hk.name[n] = c->tenants[i].hosts[j][n];
-			if (!sl_host_place(sets, SL_HOST_SETS, &hk, (uint32_t)i, set.hash_seed))
-				unplaced++;
-		}
-	if (unplaced)
-		log_info("edge: %d host(s) found both their sets of the host table full: the "
-			 "hash map answers for them", unplaced);
-	for (k = 0; k < SL_HOST_SETS && !ret; k++)
-		if (bpf_map_update_elem(m->host_sets, &k, &sets[k], BPF_ANY))
-			ret = -errno;
-	free(sets);
-	return ret;
-}
-
-int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c)
-{
-	int i, j, n, pass;
+	int i, j, n, pass, ret = 0, unplaced = 0;
+	__u32 si;
 
 	/* Rewritten whole: during the rewrite a first request may see a partial table and be
 	 * charged the port's default cost, which is what an unknown route costs anyway. */
@@ -1092,8 +1059,20 @@ int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c)
 					return -errno;
 			}
 		}
-	for (i = 0; i < c->n_tenants; i++)
-		for (j = 0; j < c->tenants[i].n_hosts; j++) {
+	/*
+	 * The hosts: every one in the hash map, and in the datapath's set table (struct
+	 * sl_host_set), built whole here and written set by set, so that a first request
+	 * meanwhile finds a host's old placement or its new one (or, in the set being written,
+	 * neither: the destination's tenant, as in the hash map's rewrite). The sets mark the
+	 * few hosts the hash map alone holds.
+	 */
+	if (sl_maps_read_settings(m, &set))
+		return -errno;
+	sets = calloc(SL_HOST_SETS, sizeof(*sets));
+	if (!sets)
+		return -ENOMEM;
+	for (i = 0; i < c->n_tenants && !ret; i++)
+		for (j = 0; j < c->tenants[i].n_hosts && !ret; j++) {
 			struct sl_host_key hk;
 			__u32 id = (__u32)i;
 
@@ -1101,9 +1080,18 @@ int sl_maps_write_routes(const struct sl_maps *m, const struct sl_config *c)
 			for (n = 0; n < SL_HOST_KEY_LEN - 1 && c->tenants[i].hosts[j][n]; n++)
 				hk.name[n] = c->tenants[i].hosts[j][n];
 			if (bpf_map_update_elem(m->hosts, &hk, &id, BPF_ANY))
-				return -errno;
+				ret = -errno;
+			else if (!sl_host_place(sets, SL_HOST_SETS, &hk, id, set.hash_seed))
+				unplaced++;
 		}
-	return write_host_sets(m, c);
+	if (unplaced)
+		log_info("edge: %d host(s) found both their sets of the host table full: the "
+			 "hash map answers for them", unplaced);
+	for (si = 0; si < SL_HOST_SETS && !ret; si++)
+		if (bpf_map_update_elem(m->host_sets, &si, &sets[si], BPF_ANY))
+			ret = -errno;
+	free(sets);
+	return ret;
 }
 
 int sl_maps_read_outcomes(int fd, uint32_t n, struct sl_outcome *out)
