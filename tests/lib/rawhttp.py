@@ -14,11 +14,11 @@ import socket
 import time
 
 
-def connect(port, src=None, timeout=5.0, host="127.0.0.1"):
+def connect(port, src=None, timeout=5.0, host="127.0.0.1", sport=0):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     s.settimeout(timeout)
-    if src:
-        s.bind((src, 0))
+    if src or sport:
+        s.bind((src or "0.0.0.0", sport))
     s.connect((host, port))
     return s
 
@@ -68,9 +68,11 @@ def read_all(s, timeout=2.0, want=None):
     return {"responses": responses, "closed": closed, "trailing": len(rest)}
 
 
-def exchange(port, raw, src=None, timeout=2.0, want=None):
-    """Send @raw on a fresh connection and read what comes back."""
-    s = connect(port, src)
+def exchange(port, raw, src=None, timeout=2.0, want=None, host="127.0.0.1", sport=0):
+    """Send @raw on a fresh connection (from @src, port @sport if given, to @host) and read
+    what comes back; with @want None, up to the server's close, so that the server is the
+    first to close and the client leaves no TIME_WAIT behind."""
+    s = connect(port, src, host=host, sport=sport)
     try:
         s.sendall(raw)
     except (ConnectionResetError, BrokenPipeError):

@@ -207,7 +207,7 @@ expect_match "stats: and to no route (the default and unreadable costs)" \
 	"$(jget "$s" first_requests.by_route)" '"name": "\(default cost\)"'
 
 # 5. A reused 4-tuple. The server closes first (Connection: close) and keeps the tuple in
-#    TIME_WAIT; the same client port again (curl --local-port) is a new connection, but one
+#    TIME_WAIT; the same client port again is a new connection, but one
 #    the kernel reopens by its own rules: its SYN goes to the kernel (time_wait_reuse, no
 #    cookie), and it is charged like a SYN-front connection, at the ACK that completes the
 #    kernel's handshake, at the port's unreadable_cost (950: its request is never read).
@@ -219,25 +219,16 @@ codes="" tw=""
 # CI machine, 2026-12-03) the client held the port in TIME_WAIT and could not send the
 # second SYN at all.
 again() {
-	ip netns exec "$NS_C" $PY - <<'PYEOF'
-import socket
-s = socket.socket()
-s.settimeout(5)
+	ip netns exec "$NS_C" $PY - "$ROOT/tests/lib" <<'PYEOF'
+import sys
+sys.path.insert(0, sys.argv[1])
+import rawhttp
 try:
-    s.bind(("203.0.113.10", 41000))
-    s.connect(("10.200.0.2", 80))
-    s.sendall(b"GET /again HTTP/1.1\r\nHost: 10.200.0.2\r\nConnection: close\r\n\r\n")
-    got = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        got += b
-    print(got.split(b" ", 2)[1].decode() if got.startswith(b"HTTP/1.") else "000")
+    r = rawhttp.exchange(80, b"GET /again HTTP/1.1\r\nHost: 10.200.0.2\r\nConnection: close\r\n\r\n",
+                         src="203.0.113.10", sport=41000, host="10.200.0.2", timeout=5)
 except OSError:
-    print("000")
-finally:
-    s.close()
+    r = {"responses": [], "closed": False}
+print(r["responses"][0]["status"] if r["responses"] and r["closed"] else "000")
 PYEOF
 }
 for i in 1 2; do
