@@ -1478,6 +1478,27 @@ static int aim(struct env *e, uint32_t seed, uint32_t mask, uint32_t *target, ui
 	return k;
 }
 
+/* Would a parent key tagged @ptag, at a rate that refills in a nanosecond (burst @ptol ns),
+ * find room in bucket set @ps now: its own way, a free or refilled way, or a spill that is
+ * not past its burst? Read two ticks after the last charge: the datapath's clock (one
+ * jiffy's coarse time per CPU) is then past every refill the test reads as one. */
+static bool parent_room(struct env *e, uint32_t ps, uint32_t ptag, uint64_t ptol)
+{
+	struct sl_bucket_set bs;
+	uint64_t now;
+	bool room;
+	int w;
+
+	usleep(10000);
+	now = sl_now_ns();
+	memset(&bs, 0, sizeof(bs));
+	bpf_map_lookup_elem(e->maps.buckets, &ps, &bs);
+	room = bs.spill_tat <= now + ptol;
+	for (w = 0; w < SL_BUCKET_WAYS; w++)
+		room |= bs.way[w].tag == ptag || !bs.way[w].tag || bs.way[w].tat <= now;
+	return room;
+}
+
 /*
  * The attack on a set-associative table: keys aimed at one set (the test knows the seed; an
  * attacker does not), and a flood of fresh keys. A spent key keeps its way whoever asks; the
@@ -1495,6 +1516,8 @@ static void bucket_sets(void)
 	uint64_t tat[6], before[6], spill;
 	struct env e;
 	int k, n, admitted = 0, aimed_in = 0, flood = 0, aimed;
+	uint64_t ptol = sl_gcra_tolerance(1e9, sl_gcra_emission(1e9));
+	uint32_t pset = 0, ptag = 0;
 
 	snprintf(sets_conf, sizeof(sets_conf), SETS_CONF, "1.0");
 	if (env_open(&e, sets_conf, "")) {
@@ -1548,6 +1571,33 @@ static void bucket_sets(void)
 	    admitted, held);
 	memcpy(before, tat, sizeof(before));
 
+	/* The set where the key spent 8's parent /16 lands is made full before the flood:
+	 * fresh keys aimed at it, one unit each, until every way holds a spent key and its
+	 * spill is past what the parent's burst (1 s at 1e9/s) could take. (Left to the flood,
+	 * it would be full or not by where the flood's keys happened to fall: a flood key the
+	 * weighing shed never takes a way.) The fillers come from 15.0.0.1 on, so their parents
+	 * are none of the six keys', and land while the table still has room for them. */
+	{
+		uint64_t ph = key_hash_of(&e, src[3], set.hash_seed, true);
+		char (*pk)[32] = calloc(64, sizeof(*pk));
+		uint32_t *ptags = calloc(64, sizeof(*ptags));
+		int got = 0, pin = 0, j;
+
+		pset = (uint32_t)ph & mask;
+		ptag = (uint32_t)(ph >> 32);
+		if (pk && ptags)
+			got = aim(&e, set.hash_seed, mask, &pset, 4 * 65536, 64, pk, ptags);
+		for (j = 0; j < got && parent_room(&e, pset, ptag, ptol); j++)
+			spend(&e, pk[j], 1, &pin);
+		n = ways_holding(&e, target, tags, 6, tat, &held, &spill);
+		tap(!parent_room(&e, pset, ptag, ptol) && !memcmp(tat, before, sizeof(tat)),
+		    "the parent's set %u made full by %d fresh keys (%d admitted): every way a "
+		    "spent key's, the spill past the parent's burst; the spent set untouched",
+		    pset, j, pin);
+		free(pk);
+		free(ptags);
+	}
+
 	/* The flood: fresh keys aimed at the same set, then 8000 more anywhere, each charged
 	 * once. */
 	fl = calloc(200, sizeof(*fl));
@@ -1578,41 +1628,19 @@ static void bucket_sets(void)
 		snprintf(what, sizeof(what), "the key spent 10 comes back: still shed (%s)", src[2]);
 		step(&e, what, in, first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_DROP,
 		     "unknown/shed_prefix");
-		/* Its parent /16, which refills in a nanosecond here, held nothing worth keeping
-		 * and lost its way to the flood: homeless, it is charged to a spill the flood
-		 * spent. This is what a table full of spent keys costs: newcomers, prefix or
-		 * parent, are shed until ways free up; no spent key is refilled to make room. */
+		/* Its parent /16, which refills in a nanosecond here, holds nothing worth keeping:
+		 * in its set, full of spent keys (the test filled it before the flood), it is
+		 * homeless and charged to a spill already spent at the prefix rate. This is what
+		 * a table full of spent keys costs: newcomers, prefix or parent, are shed until
+		 * ways free up; no spent key is refilled to make room. */
 		c = conn_of(src[3], NULL, 80);
 		handshake(&e, &c);
-		/* Where it lands is where the flood's keys happened to fall: its parent's set may
-		 * still hold a way the flood's last parent there left, refilled by now and free to
-		 * take (parents refill in a nanosecond). Read the set (two ticks on, so that the
-		 * datapath's clock, one jiffy's coarse time per CPU, is past every such refill):
-		 * with no way free in it, the parent is homeless and the spill spent; with one,
-		 * it takes that way, as any newcomer may take a refilled way. */
-		usleep(25000);
-		{
-			uint64_t ph = key_hash_of(&e, src[3], set.hash_seed, true), now = sl_now_ns();
-			uint32_t ps = (uint32_t)ph & mask, free_ways = 0;
-			struct sl_bucket_set bs;
-			int w;
-
-			memset(&bs, 0, sizeof(bs));
-			bpf_map_lookup_elem(e.maps.buckets, &ps, &bs);
-			for (w = 0; w < SL_BUCKET_WAYS; w++)
-				free_ways += bs.way[w].tag == (uint32_t)(ph >> 32) || bs.way[w].tat <= now;
-			diag("the parent's set %u: %u of its ways free or the parent's own", ps, free_ways);
-			if (!free_ways)
-				step(&e, "the key spent 8 comes back: its own bucket has room, but its "
-				     "parent is homeless in a flooded table and the shared spill is spent",
-				     in, first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_DROP,
-				     "unknown/shed_parent");
-			else
-				step(&e, "the key spent 8 comes back: its own bucket has room, and its "
-				     "parent finds a refilled way the flood left in its set", in,
-				     first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_PASS,
-				     "unknown/first_admitted");
-		}
+		tap(!parent_room(&e, pset, ptag, ptol), "after the flood the parent's set %u still "
+		    "has no way for it and its spill is spent", pset);
+		step(&e, "the key spent 8 comes back: its own bucket has room, but its parent is "
+		     "homeless in a flooded table and the shared spill is spent", in,
+		     first_seg(&c, HTTP("GET / HTTP/1.1\r\n\r\n"), in), XDP_DROP,
+		     "unknown/shed_parent");
 		n = ways_holding(&e, target, tags, 6, tat, &held, &spill);
 		tap(held == 0xf && !memcmp(tat, before, sizeof(tat)), "... and the four spent keys' "
 		    "TATs are still exactly as before (ways hold %#x)", held);
