@@ -64,6 +64,8 @@
 enum verdict { V_DROP, V_PASS, V_TX };
 static const char *const verdict_name[] = { "XDP_DROP", "XDP_PASS", "XDP_TX" };
 static const char *const bare_prog[] = { "bare_drop", "bare_pass", "bare_tx" };
+/* A drop that reads the headers first (wire_bare.bpf.c): the floor of any filter. */
+#define READ_DROP 3
 
 struct wcase {
 	const char *name, *what;
@@ -506,7 +508,7 @@ int main(int argc, char **argv)
 	uint8_t dmac[6], smac[6];
 	struct ifreq ifr;
 	pthread_t th;
-	int sluice_fd, bare_fd[3], rpid, gpid, started = 0;
+	int sluice_fd, bare_fd[4], rpid, gpid, started = 0;
 	char path[128];
 
 	while ((opt = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -579,6 +581,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "wire: %s has no %s\n", bare_obj, bare_prog[k]);
 			return 1;
 		}
+	if ((bare_fd[READ_DROP] = prog_fd(bo, "read_drop")) < 0) {
+		fprintf(stderr, "wire: %s has no read_drop\n", bare_obj);
+		return 1;
+	}
 	gen.prog_fd = prog_fd(go, "wire_gen");
 	gen.devmap_fd = bpf_object__find_map_fd_by_name(go, "tx_port");
 	gen.cfg_fd = bpf_object__find_map_fd_by_name(go, "gen_cfg");
@@ -623,8 +629,9 @@ int main(int argc, char **argv)
 	for (i = optind; i < argc && !stopping && !gen.err; i++) {
 		const struct wcase *c = NULL;
 		double ratio[MAX_ROUNDS], pratio[MAX_ROUNDS], rawr[MAX_ROUNDS], tbare[MAX_ROUNDS];
-		double tsl[MAX_ROUNDS], twake[MAX_ROUNDS];
-		struct sample s[3];
+		double tsl[MAX_ROUNDS], twake[MAX_ROUNDS], tread[MAX_ROUNDS], rread[MAX_ROUNDS];
+		struct sample s[4];
+		int nk;
 
 		for (k = 0; k < (int)(sizeof(cases) / sizeof(cases[0])); k++)
 			if (!strcmp(argv[i], cases[k].name))
@@ -647,16 +654,20 @@ int main(int argc, char **argv)
 		       "pkts/s", "busy", "wait", "pkts/wake", "pkts/thr-s", "offered/s", "refused/s",
 		       c->v == V_DROP ? "dropped" : c->v == V_TX ? "sent back" : "passed",
 		       "replies/s");
+		/* A drop case also measures read_drop, after the calibration. */
+		nk = c->v == V_DROP ? 4 : 3;
 		for (r = 0; r < rounds && !stopping; r++) {
 			/* ABBA: which program goes first alternates, so drift cancels; then the
 			 * calibration interval (bare, about one frame per wake-up). */
-			for (k = 0; k < 3; k++) {
-				int sl = k < 2 ? (r % 2) ^ k : 2; /* 0 bare, 1 sluice, 2 calibration */
-				static const char *const who[] = { "bare", "sluice", "bare-1" };
+			for (k = 0; k < nk; k++) {
+				/* 0 bare, 1 sluice, 2 calibration, 3 read_drop */
+				int sl = k < 2 ? (r % 2) ^ k : k;
+				static const char *const who[] = { "bare", "sluice", "bare-1", "read" };
 				struct sample *x = &s[sl];
 
 				gen.single = sl == 2;
-				ret = measure(sl == 1 ? sluice_fd : bare_fd[c->v], secs, &rs, &gs, rpid,
+				ret = measure(sl == 1 ? sluice_fd : bare_fd[sl == 3 ? READ_DROP : c->v],
+					      secs, &rs, &gs, rpid,
 					      c->v, x);
 				gen.single = 0;
 				if (ret) {
@@ -707,7 +718,15 @@ int main(int argc, char **argv)
 				rawr[r] = s[1].per_thread / s[0].per_thread;
 				pratio[r] = s[1].pps / s[0].pps;
 				printf("        per packet: bare %.0f ns, sluice %.0f ns, a wake-up %.0f ns "
-				       "-> sluice / bare %.1f %% per core\n", tb, ts, cw, 100 * ratio[r]);
+				       "-> sluice / bare %.1f %% per core", tb, ts, cw, 100 * ratio[r]);
+				if (nk == 4) {
+					tread[r] = ((double)s[3].run_ns - (double)s[3].wakes * cw) /
+						   (double)s[3].pkts;
+					rread[r] = tread[r] > 0 && ts > 0 ? tread[r] / ts : 0;
+					printf("; read_drop %.0f ns -> sluice / it %.1f %%", tread[r],
+					       100 * rread[r]);
+				}
+				printf("\n");
 			}
 		}
 		if (stopping)
@@ -726,8 +745,16 @@ int main(int argc, char **argv)
 				printf("; target >= %.0f %%", 100 * c->target);
 			printf("; per second of the thread's CPU, wake-ups in: %.1f %%; in packets/s: "
 			       "%.1f %%\n", 100 * m_raw, 100 * m_p);
+			if (nk == 4)
+				printf("  => %s: sluice / read_drop (reads the headers, then drops) = "
+				       "%.1f %% per core; %.0f ns against %.0f ns a packet\n", c->name,
+				       100 * median(rread, rounds), m_s, median(tread, rounds));
 			printf("RESULT %s ratio=%.4f raw=%.4f pps=%.4f sluice_ns=%.1f bare_ns=%.1f "
-			       "wake_ns=%.0f\n", c->name, m_r, m_raw, m_p, m_s, m_b, m_w);
+			       "wake_ns=%.0f", c->name, m_r, m_raw, m_p, m_s, m_b, m_w);
+			if (nk == 4)
+				printf(" read_ns=%.1f read_ratio=%.4f", median(tread, rounds),
+				       median(rread, rounds));
+			printf("\n");
 		}
 	}
 	gen.stop = 1;

@@ -17,6 +17,10 @@
 # SCHED_FIFO so that it keeps up with the replies beside the generator. The cost per frame
 # is the thread's CPU time with its wake-ups priced and taken out (see bench/wire.c).
 #
+# The shed case also measures read_drop (bench/wire_bare.bpf.c): a drop that first reads the
+# Ethernet, IPv4 and TCP headers, the floor of any filter, printed as a second reference
+# beside the bare XDP_DROP the target is set against.
+#
 # Passed frames carry a TCP checksum of zero, wrong on purpose: the receiving stack takes
 # them through IP and into TCP and discards them there (TcpInCsumErrors) instead of sending
 # an RST for each, which would put reply traffic on the wire and a second cost on the core.
