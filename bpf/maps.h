@@ -173,6 +173,15 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sl_local_host SEC(".maps");
 
+/* Which of sl_local_host's addresses could be: see struct sl_local_bits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sl_local_bits);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sl_local_bits SEC(".maps");
+
 /* Bumped by sluiced each time it has rewritten the two tables above: the per-CPU cache of the
  * last destination asked (sl_local_cache) holds only while it stands. */
 struct {

@@ -1491,6 +1491,15 @@ static void martians(struct env *e)
 	c = conn_of("10.0.0.4", 8080, 0);
 	step(e, "sl_local without 10.0.0.4: a SYN from it is answered", in,
 	     seg_raw(&c, F_SYN, c.isn, 0, NULL, 0, NULL, 0, in), XDP_TX, "none/handshake", NULL);
+	{
+		struct sl_local_bits *lb = calloc(1, sizeof(*lb));
+		int got = lb ? bpf_map_lookup_elem(e->maps.local_bits, &(__u32){ 0 }, lb) : -1;
+
+		tap(!got && !(lb->w[0] & 0x18) && (lb->w[0] & 0x4),
+		    "... and the local filter dropped the bits of 10.0.0.3 and 10.0.0.4, kept "
+		    "10.0.0.2's (%#llx)", !got ? (unsigned long long)lb->w[0] : 0ull);
+		free(lb);
+	}
 	/* A local prefix wider than one address (AnyIP): served, and never a source. */
 	{
 		static const char *const anyip[] = { "10.0.0.2/32", "10.0.0.3/32", "10.0.0.4/32",
@@ -1527,6 +1536,27 @@ static void martians(struct env *e)
 	step(e, "sl_local restored: a SYN to 10.0.0.3 is answered from 10.0.0.3", in,
 	     seg_raw(&c, F_SYN, c.isn, 0, NULL, 0, NULL, 0, in), XDP_TX, "none/handshake", &v);
 	tap(v.ok && addr_is(&v, v.saddr, "10.0.0.3"), "the SYN-ACK's source is 10.0.0.3");
+
+	/* The filter in front of the host hash (struct sl_local_bits): one bit per host
+	 * address's last 16 bits, so 10.0.0.2-4, 2001:db8:ffff::2-3 and ::1 set bits 1 to 4 and
+	 * nothing else; a source that shares a set bit is asked of the hash, which says no. */
+	{
+		struct sl_local_bits *lb = calloc(1, sizeof(*lb));
+		unsigned int w, set = 0;
+
+		if (lb && !bpf_map_lookup_elem(e->maps.local_bits, &(__u32){ 0 }, lb))
+			for (w = 0; w < SL_LOCAL_BITS / 64; w++)
+				set += (unsigned int)__builtin_popcountll(lb->w[w]);
+		tap(lb && set == 4 && (lb->w[0] & 0x1e) == 0x1e,
+		    "the local filter holds the four bits of the node's host addresses (%u set)", set);
+		free(lb);
+	}
+	c = conn_of("198.51.0.4", 8080, 0);
+	step(e, "a source with 10.0.0.4's last 16 bits (198.51.0.4) is not ours: answered", in,
+	     seg_raw(&c, F_SYN, c.isn, 0, NULL, 0, NULL, 0, in), XDP_TX, "none/handshake", NULL);
+	c = conn_of("2001:db8:77::3", 8080, 0);
+	step(e, "... nor is 2001:db8:77::3, with 2001:db8:ffff::3's: answered", in,
+	     seg_raw(&c, F_SYN, c.isn, 0, NULL, 0, NULL, 0, in), XDP_TX, "none/handshake", NULL);
 }
 
 /* ---- Retry-After: the ladder of the bucket that was empty ------------------------------- */

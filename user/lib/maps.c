@@ -1171,17 +1171,36 @@ static bool is_loopback(const struct sl_prefix *p)
 
 int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v, size_t n)
 {
+	struct sl_local_bits *bits = NULL, *now = NULL;
 	struct sl_lpm_key *keep, *hosts;
 	struct sl_local_val val;
 	struct sl_settings set;
 	size_t i, nh = 0;
-	uint32_t nets = 0;
+	uint32_t nets = 0, b;
 	int ret = 0;
 
 	keep = calloc(n ? n : 1, sizeof(*keep));
 	hosts = calloc(n ? n : 1, sizeof(*hosts));
-	if (!keep || !hosts) {
+	bits = calloc(1, sizeof(*bits));
+	now = calloc(1, sizeof(*now));
+	if (!keep || !hosts || !bits || !now) {
 		ret = -ENOMEM;
+		goto out;
+	}
+	/* The filter in front of the host hash (struct sl_local_bits) says "maybe" for every
+	 * host of old and new alike while the hash changes, and drops the old ones' bits only
+	 * once they have left it: it never answers "no" for an address the hash holds. */
+	for (i = 0; i < n; i++)
+		if (v[i].p.plen == (v[i].p.family == SL_FAM_V4 ? 32 : 128)) {
+			sl_prefix_to_lpm(&v[i].p, &keep[i]);
+			b = sl_local_bit(keep[i].addr);
+			bits->w[b / 64] |= 1ull << (b % 64);
+		}
+	bpf_map_lookup_elem(m->local_bits, &(__u32){ 0 }, now);
+	for (b = 0; b < SL_LOCAL_BITS / 64; b++)
+		now->w[b] |= bits->w[b];
+	if (bpf_map_update_elem(m->local_bits, &(__u32){ 0 }, now, BPF_ANY)) {
+		ret = -errno;
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
@@ -1216,6 +1235,8 @@ int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v
 		ret = prune(m->local, keep, n);
 	if (!ret)
 		ret = prune(m->local_host, hosts, nh);
+	if (!ret && bpf_map_update_elem(m->local_bits, &(__u32){ 0 }, bits, BPF_ANY))
+		ret = -errno;
 	/* Last, once both tables are as they will stay: what the datapath cached of them is
 	 * stale from here. */
 	if (!ret) {
@@ -1229,6 +1250,8 @@ int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v
 out:
 	free(keep);
 	free(hosts);
+	free(bits);
+	free(now);
 	return ret;
 }
 

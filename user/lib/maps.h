@@ -20,8 +20,8 @@
 		       "sl_verdicts", "sl_vcount", "sl_events", "sl_routes", "sl_hosts", \
 		       "sl_route_stats", "sl_tenant_stats", "sl_tenant_demand", "sl_shed", \
 		       "sl_pending", "sl_local", "sl_local_host", "sl_shed_sets", "sl_local_gen", \
-		       "sl_asn6", "sl_host_sets" }
-#define SL_N_MAPS 29
+		       "sl_asn6", "sl_host_sets", "sl_local_bits" }
+#define SL_N_MAPS 30
 
 struct sl_maps {
 	union {
@@ -30,7 +30,7 @@ struct sl_maps {
 			int cookie_keys, conns, tenant_keys, tenants, tenant_state, verdicts;
 			int vcount, events, routes, hosts, route_stats, tenant_stats;
 			int tenant_demand, shed, pending, local, local_host, shed_sets, local_gen;
-			int asn6, host_sets;
+			int asn6, host_sets, local_bits;
 		};
 		int fd[SL_N_MAPS];
 	};
