@@ -21,6 +21,13 @@
 # Ethernet, IPv4 and TCP headers, the floor of any filter, printed as a second reference
 # beside the bare XDP_DROP the target is set against.
 #
+# The drop and reply cases are then measured again with the generator paced (PACED, 80 % of
+# the lowest rate sluice reached; PACED=0 skips it), the same rate for every program, so that
+# the veth refuses nothing: a refused frame's page is recycled by the generator's core into
+# the ring the receiving core returns its drops to, and the two fight over its lock, which
+# charges a slower program far more than its own cost (docs/performance.md, "Another
+# machine"). A real NIC's driver recycles a dropped page on its own core, with no lock.
+#
 # Passed frames carry a TCP checksum of zero, wrong on purpose: the receiving stack takes
 # them through IP and into TCP and discards them there (TcpInCsumErrors) instead of sending
 # an RST for each, which would put reply traffic on the wire and a second cost on the core.
@@ -30,13 +37,14 @@
 # then with a stateless port (9090, reply), which adds sluiced's TC hand-off at ingress (it
 # runs in both the sluice and the bare intervals of that phase).
 #
-# Usage: bench/wire.sh [SECONDS] [ROUNDS]      (as root; make bench-wire)
+# Usage: [PACED=PCT] bench/wire.sh [SECONDS] [ROUNDS]      (as root; make bench-wire)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 . "$ROOT/tests/lib/tap.sh"
 . "$ROOT/tests/lib/netns.sh"
 SECS=${1:-1.5}
 ROUNDS=${2:-3}
+PACED=${PACED:-80}
 WIRE=$BUILD/bench/wire
 GEN_CPU=0
 RCV_CPU=1
@@ -100,7 +108,8 @@ phase() {
 	e0=$(csum_errs)
 	taskset -c "$GEN_CPU" "$WIRE" --gen-ns "$NS_C" --rcv-ns "$NS_S" --gen-if "$GIF" --rcv-if "$RIF" \
 		--gen-obj "$BUILD/bpf/wire_gen.bpf.o" --bare-obj "$BUILD/bpf/wire_bare.bpf.o" \
-		--gen-cpu "$GEN_CPU" --rcv-cpu "$RCV_CPU" --seconds "$SECS" --rounds "$ROUNDS" "$@"
+		--gen-cpu "$GEN_CPU" --rcv-cpu "$RCV_CPU" --seconds "$SECS" --rounds "$ROUNDS" \
+		--paced "$PACED" "$@"
 	rc=$?
 	e1=$(csum_errs)
 	echo "  the receiving stack discarded $((e1 - e0)) passed segments at TCP (InCsumErrors)"

@@ -13,6 +13,12 @@
  * bpf_get_prandom_u32(); the IPv4 header checksum is recomputed so the receiving stack
  * accepts the header. The TCP checksum is left as the template has it (zero, wrong on
  * purpose; see bench/wire.sh).
+ *
+ * Paced (gen_pace.gap_ns set): each run first waits until gap_ns after the last frame's
+ * time, reading the clock in a bounded loop, so that the frames leave at most 1e9 / gap_ns a
+ * second. A generator that offers more than the receiver takes has the veth refuse the rest,
+ * and it recycles those pages into the pool the receiver returns its drops to, taking the
+ * same ring lock (docs/performance.md, "Another machine"). A late frame does not catch up.
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -31,6 +37,18 @@ struct gen_cfg {
 	__u32 len;      /* of the template, = the frames' length */
 	__u8 frame[GEN_MAX_FRAME];
 };
+
+struct gen_pace {
+	__u64 gap_ns;  /* 0: as fast as test_run goes */
+	__u64 next_ns; /* the earliest time the next frame may leave */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gen_pace);
+} gen_pace SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_DEVMAP);
@@ -53,10 +71,21 @@ int wire_gen(struct xdp_md *ctx)
 	struct ethhdr *eth = data;
 	struct iphdr *ip = (void *)(eth + 1);
 	struct tcphdr *th = (void *)(ip + 1);
+	struct gen_pace *pace;
 	struct gen_cfg *c;
 	__u32 k = 0, r, sum = 0;
 	__u16 *w;
 	int i;
+
+	pace = bpf_map_lookup_elem(&gen_pace, &k);
+	if (pace && pace->gap_ns) {
+		__u64 now = bpf_ktime_get_ns();
+
+		/* at most ~15 us of waiting a frame: 512 clock reads */
+		for (i = 0; i < 512 && now < pace->next_ns; i++)
+			now = bpf_ktime_get_ns();
+		pace->next_ns = (pace->next_ns > now ? pace->next_ns : now) + pace->gap_ns;
+	}
 
 	c = bpf_map_lookup_elem(&gen_cfg, &k);
 	if (!c || c->len < sizeof(*eth) + sizeof(*ip) + sizeof(*th) || c->len > GEN_MAX_FRAME ||
