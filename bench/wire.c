@@ -554,7 +554,7 @@ static int paced_pass(const struct wcase *c, int pct, double *slpps, int rounds,
 	double lo = slpps[0], rate, rb[MAX_ROUNDS], rsl[MAX_ROUNDS], rrd[MAX_ROUNDS];
 	double dsl[MAX_ROUNDS], drd[MAX_ROUNDS], refb = 0, refs = 0, d, dr;
 	int r, k, n = with_read ? 3 : 2, bad = 0;
-	struct sample x;
+	struct sample x = { 0 };
 
 	for (r = 1; r < rounds; r++)
 		if (slpps[r] < lo)
