@@ -1059,14 +1059,12 @@ static __always_inline int local_addr_lookup(const __u8 *addr, __u8 family)
 	const struct sl_local_bits *bits;
 	const struct sl_settings *set;
 	struct sl_lpm_key lk;
-	__u32 zero = 0, b;
+	__u32 zero = 0;
 
 	lpm_key_of(&lk, addr, family);
 	/* The hash only where the filter's bit is set (struct sl_local_bits). */
 	bits = bpf_map_lookup_elem(&sl_local_bits, &zero);
-	b = sl_local_bit(lk.addr);
-	if ((!bits || (bits->w[(b >> 6) & (SL_LOCAL_BITS / 64 - 1)] >> (b & 63)) & 1) &&
-	    bpf_map_lookup_elem(&sl_local_host, &lk))
+	if ((!bits || sl_local_maybe(bits, lk.addr)) && bpf_map_lookup_elem(&sl_local_host, &lk))
 		return 1;
 	set = bpf_map_lookup_elem(&sl_settings, &zero);
 	if (!set || !set->local_nets)

@@ -512,6 +512,21 @@ static __always_inline __u32 sl_local_bit(const __u8 *lpm_addr)
 	return ((__u32)lpm_addr[14] << 8 | lpm_addr[15]) & (SL_LOCAL_BITS - 1);
 }
 
+/* Might @lpm_addr be one of the node's host addresses (its bit set)? And set its bit. */
+static __always_inline int sl_local_maybe(const struct sl_local_bits *f, const __u8 *lpm_addr)
+{
+	__u32 b = sl_local_bit(lpm_addr);
+
+	return (f->w[(b >> 6) & (SL_LOCAL_BITS / 64 - 1)] >> (b & 63)) & 1;
+}
+
+static __always_inline void sl_local_mark(struct sl_local_bits *f, const __u8 *lpm_addr)
+{
+	__u32 b = sl_local_bit(lpm_addr);
+
+	f->w[(b >> 6) & (SL_LOCAL_BITS / 64 - 1)] |= 1ull << (b & 63);
+}
+
 /*
  * The host table the datapath reads (sl_host_sets): every configured host in one of its two
  * candidate sets (sl_host_hash: the low word picks the first, the high word the second and

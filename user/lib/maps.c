@@ -1169,6 +1169,12 @@ static bool is_loopback(const struct sl_prefix *p)
 	return !memcmp(p->addr, one, 16);
 }
 
+/* One address, not a wider prefix: the host hash's and the filter's. */
+static bool is_host(const struct sl_prefix *p)
+{
+	return p->plen == (p->family == SL_FAM_V4 ? 32 : 128);
+}
+
 int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v, size_t n)
 {
 	struct sl_local_bits *bits = NULL, *now = NULL;
@@ -1187,15 +1193,19 @@ int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v
 		ret = -ENOMEM;
 		goto out;
 	}
-	/* The filter in front of the host hash (struct sl_local_bits) says "maybe" for every
-	 * host of old and new alike while the hash changes, and drops the old ones' bits only
-	 * once they have left it: it never answers "no" for an address the hash holds. */
-	for (i = 0; i < n; i++)
-		if (v[i].p.plen == (v[i].p.family == SL_FAM_V4 ? 32 : 128)) {
-			sl_prefix_to_lpm(&v[i].p, &keep[i]);
-			b = sl_local_bit(keep[i].addr);
-			bits->w[b / 64] |= 1ull << (b % 64);
+	/* The keys, the host addresses among them, and the filter in front of the host hash
+	 * (struct sl_local_bits). The filter says "maybe" for every host of old and new alike
+	 * while the hash changes, and drops the old ones' bits only once they have left it: it
+	 * never answers "no" for an address the hash holds. */
+	for (i = 0; i < n; i++) {
+		sl_prefix_to_lpm(&v[i].p, &keep[i]);
+		if (is_host(&v[i].p)) {
+			hosts[nh++] = keep[i];
+			sl_local_mark(bits, keep[i].addr);
+		} else if (!is_loopback(&v[i].p)) {
+			nets++;
 		}
+	}
 	bpf_map_lookup_elem(m->local_bits, &(__u32){ 0 }, now);
 	for (b = 0; b < SL_LOCAL_BITS / 64; b++)
 		now->w[b] |= bits->w[b];
@@ -1204,24 +1214,13 @@ int sl_maps_write_local(const struct sl_maps *m, const struct sl_local_prefix *v
 		goto out;
 	}
 	for (i = 0; i < n; i++) {
-		bool host = v[i].p.plen == (v[i].p.family == SL_FAM_V4 ? 32 : 128);
-
-		sl_prefix_to_lpm(&v[i].p, &keep[i]);
 		memset(&val, 0, sizeof(val));
 		val.ifindex = v[i].ifindex;
-		if (bpf_map_update_elem(m->local, &keep[i], &val, BPF_ANY)) {
+		if (bpf_map_update_elem(m->local, &keep[i], &val, BPF_ANY) ||
+		    (is_host(&v[i].p) &&
+		     bpf_map_update_elem(m->local_host, &keep[i], &val, BPF_ANY))) {
 			ret = -errno;
 			goto out;
-		}
-		if (host) {
-			hosts[nh] = keep[i];
-			if (bpf_map_update_elem(m->local_host, &hosts[nh], &val, BPF_ANY)) {
-				ret = -errno;
-				goto out;
-			}
-			nh++;
-		} else if (!is_loopback(&v[i].p)) {
-			nets++;
 		}
 	}
 	/* New prefixes are in the trie before the count says to ask it, and the count drops
