@@ -444,6 +444,14 @@ static int measure(int fd, double secs, struct ethstats *rs, struct ethstats *gs
 	return 0;
 }
 
+/* One interval's line of the table (without its end of line). */
+static void print_row(int round, const char *who, const struct sample *x)
+{
+	printf("  %-5d %-6s %9.0f %4.0f%% %4.0f%% %9.1f %12.0f %9.0f %9.0f %8.1f%% %9.0f", round,
+	       who, x->pps, 100 * x->busy, 100 * x->waited, x->per_wake, x->per_thread,
+	       x->offered, x->lost, 100 * x->verdict_share, x->peer_rx);
+}
+
 /*
  * An established segment on a cookie port whose ack - 1 carries the installation's marker (one
  * ack in 16) could be the end of one of sluice's handshakes: it is looked up, and with no
@@ -580,10 +588,8 @@ static int paced_pass(const struct wcase *c, int pct, double *slpps, int rounds,
 				break;
 			}
 			t = (double)x.run_ns / (double)x.pkts; /* wake-ups in */
-			printf("  %-5d %-6s %9.0f %4.0f%% %4.0f%% %9.1f %12.0f %9.0f %9.0f %8.1f%% "
-			       "%9.0f  %.0f ns a packet\n", r + 1, who[sl], x.pps, 100 * x.busy,
-			       100 * x.waited, x.per_wake, x.per_thread, x.offered, x.lost,
-			       100 * x.verdict_share, x.peer_rx, t);
+			print_row(r + 1, who[sl], &x);
+			printf("  %.0f ns a packet\n", t);
 			if (sl == 0) {
 				rb[r] = t;
 				refb += x.lost / rounds;
@@ -821,10 +827,8 @@ int main(int argc, char **argv)
 					stopping = 1;
 					break;
 				}
-				printf("  %-5d %-6s %9.0f %4.0f%% %4.0f%% %9.1f %12.0f %9.0f %9.0f "
-				       "%8.1f%% %9.0f\n", r + 1, who[sl], x->pps, 100 * x->busy,
-				       100 * x->waited, x->per_wake, x->per_thread, x->offered, x->lost,
-				       100 * x->verdict_share, x->peer_rx);
+				print_row(r + 1, who[sl], x);
+				printf("\n");
 				if (x->offered <= 0 || x->pkts < 1000) {
 					fprintf(stderr, "wire: %s, %s: the generator sent %.0f/s and "
 						"%s judged %llu packets: nothing measured\n", c->name,
