@@ -881,6 +881,15 @@ static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
 			TAILQ_INSERT_TAIL(out, kv, next);
 		}
 	}
+	/* A HEAD's answer has no body, but says how long the GET's would be (RFC 9110 9.3.2):
+	 * the upstream's Content-Length goes on (it is a hop for every other answer). */
+	if (evhttp_request_get_command(r->req) == EVHTTP_REQ_HEAD)
+		TAILQ_FOREACH(kv, resp->headers, next)
+			if (!strcasecmp(kv->key, "Content-Length")) {
+				TAILQ_REMOVE(resp->headers, kv, next);
+				TAILQ_INSERT_TAIL(out, kv, next);
+				break;
+			}
 	evbuffer_add_buffer(evhttp_request_get_output_buffer(r->req), resp->body);
 	r->raw = true;
 	r->body = NULL;
@@ -1091,13 +1100,28 @@ void gw_upstream_forward(struct gw_req *r)
 		add_line6(m, method_name(cmd), " ", path, "?", query, " HTTP/1.1");
 	else
 		add_line6(m, method_name(cmd), " ", path, " HTTP/1.1", NULL, NULL);
+	/* An absolute-form target names the host (RFC 9112 3.2.2: Host is ignored then), and
+	 * named the tenant (gw_http.c, host_of): the upstream is told the same one, never the
+	 * client's Host, so a request charged to one tenant is not served as another. */
+	if (uri && evhttp_uri_get_scheme(uri) && evhttp_uri_get_host(uri)) {
+		int port = evhttp_uri_get_port(uri);
+		char pb[8];
+
+		snprintf(pb, sizeof(pb), "%d", port);
+		add_line(m, "Host: ", evhttp_uri_get_host(uri), port > 0 ? ":" : NULL,
+			 port > 0 ? pb : NULL);
+		has_host = true;
+	}
 	i = 0;
 	TAILQ_FOREACH(kv, ih, next) {
 		if (i >= nf || hop[i++] || hdr_kind(kv->key) != H_PASS ||
 		    (verdict_hdr && !strcasecmp(kv->key, verdict_hdr)))
 			continue;
-		if (!strcasecmp(kv->key, "Host"))
+		if (!strcasecmp(kv->key, "Host")) {
+			if (has_host)
+				continue; /* the target's authority was written above */
 			has_host = true;
+		}
 		add_line(m, kv->key, ": ", kv->value, NULL);
 	}
 	if (hop != hop_stack)
