@@ -261,6 +261,19 @@ while IFS='|' read -r ans outcome status acked name; do
 			"kernel $(uname -r) drops $depth priority tags itself"
 		continue
 	fi
+	# Likewise a long chain of extension headers: the machine of 2026-12-03 (6.18.44 too)
+	# delivered 20 destination-options headers (this suite passed there), the one of
+	# 2026-12-04 delivers 12 and drops 16 and 20 with no XDP program anywhere (a bare veth
+	# pair, scapy SYNs, the listener's Ip6InDiscards counting them). Past the 7 that every kernel here took,
+	# the kernel's own drop is noted, not charged to the edge (section 3 shows the edge
+	# judges these shapes: the stateless front proves and hands them off).
+	ext=$(sed -n 's/^v6 .*\b\([0-9][0-9]*\) extension headers.*/\1/p' <<<"$name")
+	if [ -n "$ext" ] && [ "$ext" -gt 7 ] && ! grep -q " 200 " <<<"$status"; then
+		KDROP+="${name% :*}|"
+		tap_skip "control, $name: reaches the application (200)" \
+			"kernel $(uname -r) drops $ext extension headers itself"
+		continue
+	fi
 	case "$name" in
 	*"SYN|FIN"* | *"SYN|RST"* | *"8 bytes of TCP in the first"*)
 		expect_eq "control, $name: the kernel drops it too" "$ans" None ;;
