@@ -813,7 +813,7 @@ static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
 	struct gateway *g;
 	struct evkeyvalq *out;
 	struct evkeyval *kv, *nx;
-	bool hop[GW_UPCLI_MAX_FIELDS];
+	bool hop[GW_UPCLI_MAX_FIELDS], head;
 	uint64_t now = gw_now_ns();
 	int code, res, i;
 	struct gw_uplim *l = uc->cls < GW_MAX_CLASSES ? &up->lim[uc->cls] : NULL;
@@ -873,23 +873,20 @@ static void on_up_done(struct gw_upcli *cli, enum gw_upcli_err err,
 	 * answer's: the entry is libevent's (made and checked by evhttp_add_header in
 	 * gw_upcli.c; evhttp_clear_headers frees it with the request), where a copy cost
 	 * three allocations, a check and three frees a field. @resp is not read after. */
+	/* A HEAD's answer has no body but says how long the GET's would be (RFC 9110 9.3.2):
+	 * its Content-Length, a hop of every other answer (evhttp writes it from the body), goes
+	 * on in its place. */
+	head = evhttp_request_get_command(r->req) == EVHTTP_REQ_HEAD;
 	i = 0;
 	for (kv = TAILQ_FIRST(resp->headers); kv; kv = nx) {
 		nx = TAILQ_NEXT(kv, next);
-		if (i < GW_UPCLI_MAX_FIELDS && !hop[i++]) {
+		if (i >= GW_UPCLI_MAX_FIELDS)
+			continue;
+		if (!hop[i++] || (head && !strcasecmp(kv->key, "Content-Length"))) {
 			TAILQ_REMOVE(resp->headers, kv, next);
 			TAILQ_INSERT_TAIL(out, kv, next);
 		}
 	}
-	/* A HEAD's answer has no body, but says how long the GET's would be (RFC 9110 9.3.2):
-	 * the upstream's Content-Length goes on (it is a hop for every other answer). */
-	if (evhttp_request_get_command(r->req) == EVHTTP_REQ_HEAD)
-		TAILQ_FOREACH(kv, resp->headers, next)
-			if (!strcasecmp(kv->key, "Content-Length")) {
-				TAILQ_REMOVE(resp->headers, kv, next);
-				TAILQ_INSERT_TAIL(out, kv, next);
-				break;
-			}
 	evbuffer_add_buffer(evhttp_request_get_output_buffer(r->req), resp->body);
 	r->raw = true;
 	r->body = NULL;
