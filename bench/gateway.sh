@@ -140,6 +140,14 @@ monday() { # LABEL CONF
 		"$1" "$(j "$r" goodput_per_s)" "$(calc "100 * $(j "$r" goodput_per_s) / $cap")" \
 		"$cap" "$(j "$r" ok_p99_ms)" "$(j "$r" status_429)" "$(j "$r" timeouts)" \
 		"$(j "$r" attempts)"
+	# The capacity above is measured with the machine otherwise idle, before and after; on a
+	# shared VM whose speed drifts it can read below what the pool did in the run (goodput
+	# past 100 %). The gateway's own service rate (its scheduler's measure of hashes
+	# finished, read by sluicectl tenants as the run ends), beside it, is the same pool
+	# measured in the same seconds.
+	svc=$(sed -n 's/.* service \([0-9.]*\)\/s .*/\1/p' "$DIR/$2.tenants" | head -1)
+	[ -n "$svc" ] && printf '  %-14s service rate of the pool as the run ends: %.1f hashes/s (sluicectl tenants), goodput = %.1f%% of it\n' \
+		"" "$svc" "$(calc "100 * $(j "$r" goodput_per_s) / max($svc, 0.001)")"
 }
 
 if [ "$WHAT" = monday ] || [ "$WHAT" = all ]; then
