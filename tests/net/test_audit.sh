@@ -101,8 +101,11 @@ nflood=$(tr ' ' '\n' <<<"$st" | grep -c '^429$')
 expect_ge "the flood past capacity gets 429s" "$nflood" 50
 sleep 1.5
 # login_uniform (the shipped default): a locked-out guess is answered as a failed sign-in, and
-# the audit log still says what it was.
-sed -i 's/login_uniform = false;/login_uniform = true;/' "$NT_DIR/gw.conf"
+# the audit log still says what it was. The capacity is lifted with it: what follows is about
+# the counters and the stream job, and 4 logins a second let only as many of the next dozen
+# through as the bucket had refilled (8 of 12 on the VM of 2026-12-04, a capacity 429 each
+# for the rest), and shed the spray before the detector saw it.
+sed -i 's/login_uniform = false;/login_uniform = true;/; s/capacity = { cpu = 40.0; };/capacity = { cpu = 100000.0; };/' "$NT_DIR/gw.conf"
 gctl reload >/dev/null
 sleep 2
 specs=$(for i in $(seq 1 12); do echo "alice.liddell,Guess-u$i-xyzzy,198.51.100.8"; done)
