@@ -4,8 +4,9 @@
 --src-net (a /32 or /128 is one address: a victim's own), out of one interface of the test's
 own topology. Prints {"sent": N, "seconds": S, "rate": R}.
 
-Frames are built ahead (scapy builds a few thousand a second at most) and sent from a pool
-of --pool distinct ones, each with its own source address, port and ISN.
+Frames are built ahead and sent from a pool
+of --pool distinct ones, each with its own source address, port and ISN. --ready names a
+file made once the first frame is out; SIGTERM ends the flood early (the report still prints).
 
 Run with /usr/bin/python3 (Debian's scapy is installed for the system interpreter only).
 """
@@ -13,6 +14,8 @@ import argparse
 import ipaddress
 import json
 import random
+import signal
+import struct
 import time
 
 from scapy.all import Ether, IP, IPv6, TCP, conf  # noqa: E402
@@ -31,7 +34,11 @@ def main():
     ap.add_argument("--seconds", type=float, required=True)
     ap.add_argument("--pool", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--ready", help="create this file once the first frame is sent")
     a = ap.parse_args()
+    # SIGTERM ends the flood early and still prints what was sent.
+    stop = []
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
 
     rng = random.Random(a.seed)
     net = ipaddress.ip_network(a.src_net, strict=False)
@@ -42,18 +49,48 @@ def main():
             return str(net.network_address)
         return str(net.network_address + rng.randrange(1, net.num_addresses - 1))
 
+    # scapy builds one frame; the rest are that frame with the source address, port and ISN
+    # patched in and both checksums recomputed (scapy builds a few hundred frames a second
+    # on a slow machine, which was most of a short flood's time).
+    ip = IPv6(src=addr(), dst=a.dst) if six else IP(src=addr(), dst=a.dst)
+    tmpl = bytes(Ether(dst=a.dmac) / ip /
+                 TCP(sport=1024, dport=a.dport, flags="S", seq=0, options=[("MSS", 1460)]))
+    l3 = 14
+    l4 = l3 + (40 if six else 20)
+    alen = 16 if six else 4
+    aoff = l3 + (8 if six else 12)
+    dst = ipaddress.ip_address(a.dst).packed
+    tcplen = len(tmpl) - l4
+
+    def csum(b):
+        if len(b) & 1:
+            b += b"\0"
+        t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+        while t >> 16:
+            t = (t & 0xFFFF) + (t >> 16)
+        return ~t & 0xFFFF
+
     pool = []
     for _ in range(a.pool):
-        ip = IPv6(src=addr(), dst=a.dst) if six else IP(src=addr(), dst=a.dst)
-        pool.append(bytes(Ether(dst=a.dmac) / ip /
-                          TCP(sport=rng.randrange(1024, 65535), dport=a.dport, flags="S",
-                              seq=rng.randrange(0, 2**32), options=[("MSS", 1460)])))
+        f = bytearray(tmpl)
+        src = ipaddress.ip_address(addr()).packed
+        f[aoff:aoff + alen] = src
+        struct.pack_into("!H", f, l4, rng.randrange(1024, 65535))
+        struct.pack_into("!I", f, l4 + 4, rng.randrange(0, 2**32))
+        if not six:
+            struct.pack_into("!H", f, l3 + 10, 0)
+            struct.pack_into("!H", f, l3 + 10, csum(bytes(f[l3:l4])))
+        struct.pack_into("!H", f, l4 + 16, 0)
+        pseudo = (src + dst + struct.pack("!IxxxB", tcplen, 6) if six else
+                  src + dst + struct.pack("!xBH", 6, tcplen))
+        struct.pack_into("!H", f, l4 + 16, csum(pseudo + bytes(f[l4:])))
+        pool.append(bytes(f))
     sock = conf.L2socket(iface=a.iface)
     start = time.monotonic()
     sent = 0
     while True:
         now = time.monotonic() - start
-        if now >= a.seconds:
+        if now >= a.seconds or stop:
             break
         due = sent / a.rate
         if due > now:
@@ -61,6 +98,8 @@ def main():
             continue
         sock.send(pool[sent % len(pool)])
         sent += 1
+        if sent == 1 and a.ready:
+            open(a.ready, "w").close()
     sock.close()
     secs = time.monotonic() - start
     print(json.dumps({"sent": sent, "seconds": round(secs, 3), "rate": round(sent / secs, 1)}))

@@ -39,7 +39,7 @@ gateway: {
   listen = "127.0.0.1:$PORT";
   credentials = "creds.txt";
   capacity = { cpu = 1000000.0; };
-  argon2 = { m_cost_kib = 8192; t_cost = 3; parallelism = 1; memory_budget_mib = 16; };
+  argon2 = { m_cost_kib = 4096; t_cost = 2; parallelism = 1; memory_budget_mib = 16; };
   queue = { target_wait_ms = 5000; max_depth = 4096; };
   trusted_hops = 1;
   reject_floor_ms = $1;
@@ -86,7 +86,7 @@ judge "idle" "$DIR/idle.json"
 expect_eq "every login was hashed, the refused ones too (200 trials of six)" "$(( $(gw hashes) - h0 ))" 1200
 
 # ---- 2. the pool busy, and the 429 the client provokes ------------------------------------
-$PY "$ORACLE" attack "$PORT" 2 100 "$((SEED + 1))" --probe --load 4 >"$DIR/busy.json" ||
+$PY "$ORACLE" attack "$PORT" 2 100 "$((SEED + 1))" --probe --load 8 >"$DIR/busy.json" ||
 	{ echo "Bail out! attack"; exit 1; }
 judge "pool busy" "$DIR/busy.json"
 n429=$($PY -c 'import json,sys; print(sum(s["feat"]["probe_status"] == "429" for s in json.load(open(sys.argv[1]))))' "$DIR/busy.json")

@@ -61,14 +61,22 @@ st=$(sluicectl status --json)
 expect_eq "port 80 runs the stateless front" "$(jget "$st" ports.0.front)" stateless
 expect_eq "port 8080 runs the SYN front" "$(jget "$st" ports.1.front)" syn
 
-# flood SRC-NET RATE SECONDS PORT: spoofed SYNs from the client side, in the background.
+# flood SRC-NET RATE SECONDS PORT: spoofed SYNs from the client side, in the background;
+# returns once the first frame is out (scapy takes a second or two to build its frames).
 flood() {
-	local dst=10.200.0.2
+	local dst=10.200.0.2 i
 	case "$1" in *:*) dst=fd00:5::2 ;; esac
+	rm -f "$NT_DIR/flood.ready"
 	ip netns exec "$NS_C" $PY "$ROOT/tests/lib/synpace.py" --iface vc --dmac "$SERVER_MAC" \
 		--dst "$dst" --dport "$4" --src-net "$1" --rate "$2" --seconds "$3" \
-		--seed "$RANDOM" >"$NT_DIR/flood.json" 2>"$NT_DIR/flood.err" &
+		--seed "$RANDOM" --ready "$NT_DIR/flood.ready" >"$NT_DIR/flood.json" 2>"$NT_DIR/flood.err" &
 	FLOOD=$!
+	for i in $(seq 1 150); do
+		[ -e "$NT_DIR/flood.ready" ] && return 0
+		kill -0 "$FLOOD" 2>/dev/null || break
+		sleep 0.1
+	done
+	return 1
 }
 
 # client SRC PORT N GAP: N real connections (curl) from SRC, GAP seconds apart; prints how
@@ -87,38 +95,65 @@ client() {
 
 demand() { jget "$(sluicectl leases --json)" tenants.0.demand_units; }
 
-# Each phase: the victim makes 4 connections a second apart (inside its 1/s) while the
-# flood runs at 10 or 100 times the rate of the bucket it aims at.
+# Each phase has a victim of its own (a fresh /32 of the /24, or a fresh /64 of the /48), so
+# that its bucket starts full whatever the phases before it did. The flood aimed at it runs
+# for 0.6 s first: at 10 times a bucket's rate that spends its whole burst (4 at 10/s, 10 at
+# 50/s, 20 at 100/s) had the flood been charged. Then, with the flood still on, the victim
+# makes 4 connections 0.25 s apart (inside its burst of 4), and the flood is stopped.
+PH=0
 phase() { # NAME VICTIM FLOOD-NET FLOOD-RATE PORT
 	local name=$1 victim=$2 net=$3 rate=$4 port=$5 got sent
-	flood "$net" "$rate" 4.5 "$port"
-	sleep 0.3
-	got=$(client "$victim" "$port" 4 1.0)
+	flood "$net" "$rate" 30 "$port" || { tap_not_ok "$name: the flood did not start"; return; }
+	sleep 0.6
+	got=$(client "$victim" "$port" 4 0.25)
+	kill -0 "$FLOOD" 2>/dev/null || got="$got (the flood ended before the client did)"
+	kill -TERM "$FLOOD" 2>/dev/null
 	wait "$FLOOD"
 	sent=$(jget "$(cat "$NT_DIR/flood.json")" sent)
 	expect_eq "$name: the real client keeps 4 of 4 connections (flood sent $sent SYNs)" "$got" 4
 }
+# victim4 / victim6: the next phase's victim, given to the client as an address of its own.
+victim4() { PH=$((PH + 1)); VA=203.0.113.$((20 + PH)); nt_client_addr "$VA"; }
+victim6() { PH=$((PH + 1)); VA=2001:db8:2000:$((20 + PH))::10; nt_client_addr "$VA"; }
 
-for port in 80 8080; do
-	front=stateless
-	[ $port = 8080 ] && front=syn
+front_phases() { # PORT FRONT
+	local port=$1 front=$2
+	victim4
 	phase "$front front, spoofed SYNs from the victim's own /32 at 10x its rate" \
-		"$V4" "$V4/32" 10 $port
+		"$VA" "$VA/32" 10 $port
+	victim4
 	phase "$front front, spoofed SYNs from the victim's own /32 at 100x its rate" \
-		"$V4" "$V4/32" 100 $port
+		"$VA" "$VA/32" 100 $port
+	victim4
 	phase "$front front, spoofed SYNs from its /24 at 10x the parent's rate" \
-		"$V4" 203.0.113.0/24 50 $port
+		"$VA" 203.0.113.0/24 50 $port
+	victim4
 	phase "$front front, spoofed SYNs from its /24 at 100x the parent's rate" \
-		"$V4" 203.0.113.0/24 500 $port
+		"$VA" 203.0.113.0/24 500 $port
+	victim6
 	phase "$front front, spoofed SYNs from its /64 at 100x its rate (IPv6)" \
-		"$V6" "$V6/128" 100 $port
+		"$VA" "$VA/128" 100 $port
+	victim6
 	phase "$front front, spoofed SYNs from its /48 at 100x the parent's rate (IPv6)" \
-		"$V6" 2001:db8:2000::/48 500 $port
+		"$VA" 2001:db8:2000::/48 500 $port
+	victim4
 	phase "$front front, spoofed SYNs from random sources at 10x the tenant's rate" \
-		"$V4" 198.18.0.0/15 100 $port
+		"$VA" 198.18.0.0/15 100 $port
+	victim4
 	phase "$front front, spoofed SYNs from random sources at 100x the tenant's rate" \
-		"$V4" 198.18.0.0/15 1000 $port
-done
+		"$VA" 198.18.0.0/15 1000 $port
+}
+
+# On the stateless front nothing is ever weighed at the SYN, so nothing at all is shed.
+front_phases 80 stateless
+s=$(sluicectl stats --json)
+expect_eq "no connection shed on the stateless port by the floods" \
+	"$(( $(jget "$s" by_reason.shed_prefix) + $(jget "$s" by_reason.shed_parent) + \
+	$(jget "$s" by_reason.shed_tenant) ))" 0
+# On the SYN front a SYN is weighed: once a victim's own 4 connections have spent its /32's
+# burst, the flood's SYNs from that /32 (and from earlier victims' /32s inside a /24 flood)
+# are dropped, by design; its parent and the tenant are never emptied by a flood.
+front_phases 8080 syn
 
 # What the flood did to the state: nothing. The victim's own bucket holds what its real
 # connections left it, and a prefix that only ever sent spoofed SYNs has no bucket at all.
@@ -127,17 +162,14 @@ expect_eq "a /32 that only sent spoofed SYNs has no bucket" "$(jget "$p" bucket.
 p=$(sluicectl prefix show 198.18.3.4 --json)
 expect_eq "a random spoofed source has no bucket" "$(jget "$p" bucket.exists)" false
 s=$(sluicectl stats --json)
-expect_eq "no connection shed on the stateless port by the flood" \
-	"$(jget "$s" by_reason.shed_prefix)" 0
+tap_diag "SYN front: $(jget "$s" by_reason.shed_prefix) flood SYNs dropped by /32s their victims had spent"
 expect_eq "no parent shed" "$(jget "$s" by_reason.shed_parent)" 0
 expect_eq "no tenant shed" "$(jget "$s" by_reason.shed_tenant)" 0
 
 # Lease demand follows proven connections only: a flood adds nothing to it.
 d0=$(demand)
-flood 198.18.0.0/15 1000 3 80
-wait "$FLOOD"
-flood 198.18.0.0/15 1000 3 8080
-wait "$FLOOD"
+flood 198.18.0.0/15 1000 3 80 && wait "$FLOOD"
+flood 198.18.0.0/15 1000 3 8080 && wait "$FLOOD"
 sleep 0.3
 d1=$(demand)
 expect_eq "6,000 spoofed SYNs moved the tenant's demand by nothing" "$((d1 - d0))" 0
