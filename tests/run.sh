@@ -116,5 +116,6 @@ for suite in "${suites[@]}"; do
 	esac
 done
 
+echo "(the suites took $SECONDS s in all; CI has 20 minutes for the build and them)"
 echo "$PASS passed, $FAIL failed, $SKIP skipped"
 [ "$FAIL" -eq 0 ]
